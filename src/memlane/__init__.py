@@ -1,0 +1,66 @@
+"""memlane: episodic memory for AI agents — exact, fast, offline by default.
+
+Quick use::
+
+    from memlane import EpisodicMemory
+
+    with EpisodicMemory.open("memlane.db", tenant_id="acme", session_id="s1") as memory:
+        memory.remember_episode("preference", "User prefers window seats", tags=["travel"], importance=7)
+        for hit in memory.recall_episodes("where does the user like to sit?"):
+            print(hit.episode.content, hit.breakdown)
+"""
+
+from memlane.clock import Clock, FrozenClock, SystemClock
+from memlane.config import MemoryConfig
+from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+from memlane.errors import (
+    ConfigError,
+    DuplicateEpisodeError,
+    EmbedderUnavailableError,
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    MemlaneError,
+    SchemaVersionError,
+    StoreClosedError,
+    StoreError,
+    ValidationError,
+)
+from memlane.memory import EpisodeInput, EpisodicMemory
+from memlane.models import Episode, RecallHit, Scope, ScoreBreakdown
+from memlane.ranking import PRESETS, RankingWeights
+from memlane.stores import EpisodeFilter, SQLiteStore, Store, StoreStats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "Clock",
+    "ConfigError",
+    "DuplicateEpisodeError",
+    "Embedder",
+    "EmbedderUnavailableError",
+    "EmbeddingError",
+    "EmbeddingModelMismatchError",
+    "Episode",
+    "EpisodeFilter",
+    "EpisodeInput",
+    "EpisodicMemory",
+    "FrozenClock",
+    "LocalEmbedder",
+    "MemlaneError",
+    "MemoryConfig",
+    "OpenAIEmbedder",
+    "RankingWeights",
+    "RecallHit",
+    "SQLiteStore",
+    "SchemaVersionError",
+    "Scope",
+    "ScoreBreakdown",
+    "Store",
+    "StoreClosedError",
+    "StoreError",
+    "StoreStats",
+    "SystemClock",
+    "ValidationError",
+    "__version__",
+]

@@ -1,0 +1,76 @@
+"""Clocks: where memlane gets "now" from, injectable so tests can freeze time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+from memlane.errors import ValidationError
+
+__all__ = ["Clock", "FrozenClock", "SystemClock", "ensure_utc"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Source of the current time."""
+
+    def now(self) -> datetime:
+        """Return the current time as a timezone-aware UTC datetime."""
+        ...
+
+
+class SystemClock:
+    """The real wall clock (``datetime.now(UTC)``)."""
+
+    def now(self) -> datetime:
+        """Return the current wall-clock time, timezone-aware UTC."""
+        return datetime.now(UTC)
+
+
+class FrozenClock:
+    """A clock that stands still until moved; for tests and deterministic replays.
+
+    Args:
+        at: The time to report; must be timezone-aware.
+
+    Raises:
+        ValidationError: ``at`` is naive.
+    """
+
+    def __init__(self, at: datetime) -> None:
+        self._at = ensure_utc(at, "at")
+
+    def now(self) -> datetime:
+        """Return the frozen time (UTC)."""
+        return self._at
+
+    def advance(self, delta: timedelta) -> None:
+        """Move the clock forward (or back, with a negative ``delta``)."""
+        self._at = self._at + delta
+
+    def set(self, at: datetime) -> None:
+        """Jump to ``at`` (timezone-aware).
+
+        Raises:
+            ValidationError: ``at`` is naive.
+        """
+        self._at = ensure_utc(at, "at")
+
+
+def ensure_utc(value: datetime, name: str) -> datetime:
+    """Return ``value`` converted to UTC; reject naive datetimes.
+
+    Args:
+        value: A timezone-aware datetime.
+        name: The argument name, for the error message.
+
+    Raises:
+        ValidationError: ``value`` is not a datetime or has no timezone.
+    """
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{name} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(
+            f"{name} must be timezone-aware (e.g. datetime(..., tzinfo=UTC)); got naive {value!r}"
+        )
+    return value.astimezone(UTC)

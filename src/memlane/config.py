@@ -1,0 +1,92 @@
+"""Configuration objects. The process environment is read here and nowhere else."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from memlane.errors import ConfigError, ValidationError
+from memlane.models import Scope
+from memlane.ranking import DEFAULT_DECAY_PER_DAY, RankingWeights, resolve_weights
+
+__all__ = ["DEFAULT_DB_PATH", "MemoryConfig", "database_from_env"]
+
+DEFAULT_DB_PATH = "memlane.db"
+"""SQLite file used when neither ``--db`` nor ``MEMLANE_DB`` is given (relative to the working dir)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """Semantics of an :class:`memlane.EpisodicMemory`.
+
+    Attributes:
+        scope: What a recall may see (:class:`memlane.Scope` or its string value);
+            default ``session``.
+        default_limit: Results returned when ``limit`` is not given, >= 1 (default 5).
+        retention_days: Episodes older than this many days (by ``created_at``) are hidden
+            from recall and pruned; ``None`` (default) keeps everything. > 0.
+        prune_probability: Fraction of ``remember_episode`` calls that also prune expired
+            episodes, in [0, 1] (default 0.01, i.e. about 1 call in 100).
+        decay_per_day: Recency decay factor per day of age, in (0, 1] (default 0.995).
+        weights: Default ranking weights: a :class:`memlane.ranking.RankingWeights`, a
+            preset name (default ``"balanced"``) or a mapping.
+
+    Raises:
+        ConfigError: any value out of range; the message names the key.
+    """
+
+    scope: Scope | str = Scope.SESSION
+    default_limit: int = 5
+    retention_days: float | None = None
+    prune_probability: float = 0.01
+    decay_per_day: float = DEFAULT_DECAY_PER_DAY
+    weights: RankingWeights | str | Mapping[str, float] = field(default="balanced")
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "scope", Scope(self.scope))
+        except ValueError:
+            raise ConfigError(
+                f"scope must be one of {[s.value for s in Scope]}, got {self.scope!r}"
+            ) from None
+        if (
+            isinstance(self.default_limit, bool)
+            or not isinstance(self.default_limit, int)
+            or self.default_limit < 1
+        ):
+            raise ConfigError(f"default_limit must be a positive integer, got {self.default_limit!r}")
+        if self.retention_days is not None and (
+            isinstance(self.retention_days, bool)
+            or not isinstance(self.retention_days, int | float)
+            or not math.isfinite(self.retention_days)
+            or self.retention_days <= 0
+        ):
+            raise ConfigError(
+                f"retention_days must be a positive number or None, got {self.retention_days!r}"
+            )
+        if not isinstance(self.prune_probability, int | float) or not 0.0 <= self.prune_probability <= 1.0:
+            raise ConfigError(f"prune_probability must be in [0, 1], got {self.prune_probability!r}")
+        if not isinstance(self.decay_per_day, int | float) or not 0.0 < self.decay_per_day <= 1.0:
+            raise ConfigError(f"decay_per_day must be in (0, 1], got {self.decay_per_day!r}")
+        try:
+            object.__setattr__(self, "weights", resolve_weights(self.weights, RankingWeights()))
+        except ValidationError as exc:
+            raise ConfigError(f"weights: {exc}") from None
+
+    @property
+    def ranking_weights(self) -> RankingWeights:
+        """The resolved default :class:`RankingWeights`."""
+        assert isinstance(self.weights, RankingWeights)
+        return self.weights
+
+
+def database_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """Return ``MEMLANE_DB`` from the environment, or :data:`DEFAULT_DB_PATH`.
+
+    Args:
+        environ: Mapping to read instead of ``os.environ`` (for tests).
+    """
+    env = os.environ if environ is None else environ
+    return env.get("MEMLANE_DB") or DEFAULT_DB_PATH

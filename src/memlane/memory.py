@@ -1,0 +1,433 @@
+"""``EpisodicMemory``: the facade that owns memlane's semantics.
+
+It validates input, applies scope and retention, calls the embedder, asks the store
+for candidates and ranks them with :mod:`memlane.ranking`. It is built from injected
+parts (store, embedder, clock), holds no global state and has no hosted default.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memlane.clock import Clock, SystemClock, ensure_utc
+from memlane.config import MemoryConfig
+from memlane.embeddings.base import Embedder, check_vectors
+from memlane.errors import StoreClosedError, ValidationError
+from memlane.models import Episode, RecallHit, Scope
+from memlane.ranking import RankingWeights, rank, resolve_weights
+from memlane.stores.base import EpisodeFilter, Store, StoreStats
+from memlane.validation import (
+    check_identifier,
+    check_limit,
+    check_text,
+    clamp_importance,
+    normalize_metadata,
+    normalize_tags,
+)
+
+__all__ = ["EpisodeInput", "EpisodicMemory"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeInput:
+    """One episode to remember in a batch (:meth:`EpisodicMemory.remember_episodes`).
+
+    Fields mean the same as :meth:`EpisodicMemory.remember_episode`'s arguments. The
+    import-only fields ``id``, ``tenant_id`` and ``session_id`` keep an exported
+    episode's identity when it is re-imported; left ``None`` they come from the memory.
+    """
+
+    event_type: str
+    content: str
+    tags: Sequence[str] | str | None = None
+    importance: float | None = None
+    created_at: datetime | None = None
+    metadata: Mapping[str, Any] | None = field(default=None)
+    id: str | None = None
+    tenant_id: str | None = None
+    session_id: str | None = None
+
+
+class EpisodicMemory:
+    """Episodic memory for one agent context (tenant + session) over a store.
+
+    Args:
+        store: Where episodes live (e.g. :class:`memlane.SQLiteStore`).
+        embedder: Makes the vectors (e.g. :class:`memlane.LocalEmbedder`). The store is
+            bound to its ``model_id``/``dims`` at construction.
+        config: Scope, limits, retention and ranking defaults (:class:`MemoryConfig`).
+        clock: Source of "now" (default: the system clock).
+        tenant_id: Tenant recorded on every episode and used by ``session``/``tenant`` scope.
+        session_id: Session recorded on every episode and used by ``session`` scope.
+        rng: Random source for opportunistic pruning (inject a seeded one in tests).
+        owns_store: Whether :meth:`close` closes the store (default ``True``).
+
+    Raises:
+        ValidationError: blank or over-long ``tenant_id``/``session_id``.
+        EmbeddingModelMismatchError: the store holds vectors of another model.
+        StoreError: the store failed.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+        tenant_id: str = "default",
+        session_id: str = "default",
+        rng: random.Random | None = None,
+        owns_store: bool = True,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config or MemoryConfig()
+        self.clock: Clock = clock or SystemClock()
+        self.tenant_id = check_identifier(tenant_id, "tenant_id")
+        self.session_id = check_identifier(session_id, "session_id")
+        self._rng = rng or random.Random()
+        self._owns_store = owns_store
+        self._closed = False
+        store.bind_embedding_model(embedder.model_id, embedder.dims)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path = "memlane.db",
+        *,
+        embedder: Embedder | None = None,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+        tenant_id: str = "default",
+        session_id: str = "default",
+    ) -> EpisodicMemory:
+        """Open (or create) a SQLite file with the default offline embedder.
+
+        Args:
+            path: SQLite database file (created with its directories if missing).
+            embedder: Overrides the default :class:`memlane.LocalEmbedder` (all-MiniLM-L6-v2).
+            config: See :class:`MemoryConfig`.
+            clock: See :class:`EpisodicMemory`.
+            tenant_id: See :class:`EpisodicMemory`.
+            session_id: See :class:`EpisodicMemory`.
+
+        Raises:
+            StoreError: the file cannot be opened. EmbeddingModelMismatchError: the file
+            was written with another embedding model.
+        """
+        from memlane.embeddings.local import LocalEmbedder
+        from memlane.stores.sqlite import SQLiteStore
+
+        store = SQLiteStore(path)
+        try:
+            return cls(
+                store,
+                embedder or LocalEmbedder(),
+                config=config,
+                clock=clock,
+                tenant_id=tenant_id,
+                session_id=session_id,
+            )
+        except BaseException:
+            store.close()
+            raise
+
+    def with_context(
+        self,
+        *,
+        tenant_id: str | None = None,
+        session_id: str | None = None,
+        config: MemoryConfig | None = None,
+    ) -> EpisodicMemory:
+        """Return a memory over the same store and embedder for another tenant/session/config.
+
+        The returned memory does not own the store: closing it leaves this one usable.
+        """
+        return EpisodicMemory(
+            self.store,
+            self.embedder,
+            config=config or self.config,
+            clock=self.clock,
+            tenant_id=self.tenant_id if tenant_id is None else tenant_id,
+            session_id=self.session_id if session_id is None else session_id,
+            rng=self._rng,
+            owns_store=False,
+        )
+
+    # -- writing -----------------------------------------------------------------------
+
+    def remember_episode(
+        self,
+        event_type: str,
+        content: str,
+        tags: Sequence[str] | str | None = None,
+        importance: float | None = None,
+        *,
+        created_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Episode:
+        """Append one episode and return it as stored.
+
+        Args:
+            event_type: Category label (non-empty, <= 200 chars, stripped, case-sensitive).
+            content: The text to remember (non-empty); it is embedded for semantic recall.
+            tags: Labels for AND filtering, normalised by :func:`memlane.validation.normalize_tags`
+                (strip, collapse whitespace, lower-case, drop empties, dedupe).
+            importance: Rating 1-10, clamped to that range; ``None`` = unrated (scored 0.5).
+            created_at: When the event happened (timezone-aware); default: the clock's now.
+                Use it for backfills and imports.
+            metadata: JSON-serialisable mapping stored alongside.
+
+        Returns:
+            The stored :class:`Episode` (with its generated ``id``).
+
+        Raises:
+            ValidationError: any invalid argument (nothing is stored).
+            EmbeddingError: the embedder failed (nothing is stored).
+            StoreError: the store failed (nothing is stored).
+        """
+        return self.remember_episodes(
+            [
+                EpisodeInput(
+                    event_type=event_type,
+                    content=content,
+                    tags=tags,
+                    importance=importance,
+                    created_at=created_at,
+                    metadata=metadata,
+                )
+            ]
+        )[0]
+
+    def remember_episodes(self, items: Iterable[EpisodeInput]) -> list[Episode]:
+        """Append a batch atomically: one embedder call, one transaction.
+
+        Args:
+            items: Episodes to remember (see :class:`EpisodeInput`).
+
+        Returns:
+            The stored episodes, in input order.
+
+        Raises:
+            ValidationError: any item is invalid (the message names its position; nothing is stored).
+            DuplicateEpisodeError: an explicit ``id`` already exists (nothing is stored).
+            EmbeddingError, StoreError: as for :meth:`remember_episode`.
+        """
+        self._check_open()
+        now = self.clock.now()
+        episodes = []
+        for position, item in enumerate(items):
+            try:
+                episodes.append(self._build_episode(item, now))
+            except ValidationError as exc:
+                raise ValidationError(f"episode #{position}: {exc}") from None
+        if not episodes:
+            return []
+        vectors = check_vectors(
+            self.embedder.embed([ep.content for ep in episodes]),
+            len(episodes),
+            self.embedder.dims,
+            self.embedder.model_id,
+        )
+        self.store.insert(episodes, vectors)
+        if self.config.retention_days is not None and self._rng.random() < self.config.prune_probability:
+            pruned = self.prune()
+            logger.debug("opportunistic prune removed %d episodes", pruned)
+        return episodes
+
+    def _build_episode(self, item: EpisodeInput, now: datetime) -> Episode:
+        return Episode(
+            id=uuid.uuid4().hex if item.id is None else check_identifier(item.id, "id"),
+            tenant_id=self.tenant_id
+            if item.tenant_id is None
+            else check_identifier(item.tenant_id, "tenant_id"),
+            session_id=self.session_id
+            if item.session_id is None
+            else check_identifier(item.session_id, "session_id"),
+            event_type=check_identifier(item.event_type, "event_type"),
+            content=check_text(item.content, "content"),
+            tags=normalize_tags(item.tags),
+            importance=clamp_importance(item.importance),
+            created_at=now if item.created_at is None else ensure_utc(item.created_at, "created_at"),
+            metadata=normalize_metadata(item.metadata),
+            embedding_model=self.embedder.model_id,
+        )
+
+    # -- reading -----------------------------------------------------------------------
+
+    def recall_episodes(
+        self,
+        query: str | None = None,
+        event_type: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int | None = None,
+        *,
+        now: datetime | None = None,
+        weights: RankingWeights | str | Mapping[str, float] | None = None,
+    ) -> list[RecallHit]:
+        """Recall episodes in this memory's scope.
+
+        Without ``query``: a structured lookup by the filters, newest ``created_at`` first,
+        with no embedder call at all; hits have ``breakdown=None``.
+
+        With ``query``: only candidates passing every filter are ranked, by the weighted
+        mean of relevance, recency and importance (:func:`memlane.ranking.rank`; after
+        Park et al. 2023); each hit carries its :class:`ScoreBreakdown`.
+
+        Args:
+            query: Natural-language query, or ``None`` for a structured lookup.
+            event_type: Exact event type to match, or ``None``.
+            tags: Tags that must all be present (AND), normalised like on write.
+            limit: Maximum hits, >= 1; default ``config.default_limit``.
+            now: Reference time for recency and retention (timezone-aware); default the clock.
+            weights: Ranking weights for this call: :class:`RankingWeights`, a preset name
+                (see :data:`memlane.ranking.PRESETS`) or a mapping; default ``config.weights``.
+
+        Returns:
+            Up to ``limit`` :class:`RecallHit`; never an episode outside the scope or filters.
+
+        Raises:
+            ValidationError: invalid argument. EmbeddingError: the query could not be
+            embedded. StoreError: the store failed.
+        """
+        self._check_open()
+        limit = self.config.default_limit if limit is None else check_limit(limit)
+        at = self.clock.now() if now is None else ensure_utc(now, "now")
+        resolved = resolve_weights(weights, self.config.ranking_weights)
+        flt = self._filter(
+            event_type=None if event_type is None else check_identifier(event_type, "event_type"),
+            tags=normalize_tags(tags),
+            now=at,
+        )
+        if query is None:
+            return [RecallHit(episode=ep) for ep in self.store.list_recent(flt, limit)]
+        query = check_text(query, "query")
+        vector = check_vectors(self.embedder.embed([query]), 1, self.embedder.dims, self.embedder.model_id)[0]
+        candidates = self.store.vector_candidates(flt, vector, top_n=max(limit * 20, 200))
+        ranked = rank(
+            cosine=candidates.cosine,
+            created_at_seconds=candidates.created_at_seconds,
+            importance=candidates.importance,
+            now_seconds=at.timestamp(),
+            weights=resolved,
+            decay_per_day=self.config.decay_per_day,
+            limit=limit,
+        )
+        keys = [int(candidates.keys[r.index]) for r in ranked]
+        episodes = self.store.fetch(keys)
+        return [
+            RecallHit(episode=episodes[key], breakdown=r.breakdown)
+            for key, r in zip(keys, ranked, strict=True)
+            if key in episodes
+        ]
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        """Return the episode with ``episode_id`` if it exists and is within this memory's scope."""
+        self._check_open()
+        episode = self.store.get(check_identifier(episode_id, "episode_id"))
+        if episode is None or not self._in_scope(episode):
+            return None
+        return episode
+
+    def iter_episodes(
+        self, event_type: str | None = None, tags: Sequence[str] | str | None = None
+    ) -> Iterator[Episode]:
+        """Yield every episode in scope (retention ignored), oldest first; the export order."""
+        self._check_open()
+        flt = self._filter(
+            event_type=None if event_type is None else check_identifier(event_type, "event_type"),
+            tags=normalize_tags(tags),
+            now=None,
+        )
+        return self.store.iter_episodes(flt)
+
+    def count(self) -> int:
+        """Number of episodes in scope (including any past retention not yet pruned)."""
+        self._check_open()
+        return self.store.count(self._filter(event_type=None, tags=(), now=None))
+
+    def stats(self) -> StoreStats:
+        """Summary of the episodes in scope (see :class:`memlane.stores.base.StoreStats`)."""
+        self._check_open()
+        return self.store.stats(self._filter(event_type=None, tags=(), now=None))
+
+    # -- retention ---------------------------------------------------------------------
+
+    def prune(self, now: datetime | None = None) -> int:
+        """Delete every episode older than ``retention_days`` (table-wide, all tenants).
+
+        Args:
+            now: Reference time (timezone-aware); default the clock.
+
+        Returns:
+            Number of episodes deleted (0 when ``retention_days`` is ``None``).
+        """
+        self._check_open()
+        if self.config.retention_days is None:
+            return 0
+        at = self.clock.now() if now is None else ensure_utc(now, "now")
+        return self.store.delete_created_before(at - timedelta(days=self.config.retention_days))
+
+    # -- scope -------------------------------------------------------------------------
+
+    def _filter(
+        self, *, event_type: str | None, tags: tuple[str, ...], now: datetime | None
+    ) -> EpisodeFilter:
+        scope = Scope(self.config.scope)
+        created_after = None
+        if now is not None and self.config.retention_days is not None:
+            created_after = now - timedelta(days=self.config.retention_days)
+        return EpisodeFilter(
+            tenant_id=None if scope is Scope.GLOBAL else self.tenant_id,
+            session_id=self.session_id if scope is Scope.SESSION else None,
+            event_type=event_type,
+            tags=tags,
+            created_after=created_after,
+        )
+
+    def _in_scope(self, episode: Episode) -> bool:
+        scope = Scope(self.config.scope)
+        if scope is Scope.GLOBAL:
+            return True
+        if episode.tenant_id != self.tenant_id:
+            return False
+        return scope is Scope.TENANT or episode.session_id == self.session_id
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("this EpisodicMemory is closed")
+
+    def close(self) -> None:
+        """Close the memory (and its store, if it owns it). Idempotent."""
+        if not self._closed:
+            self._closed = True
+            if self._owns_store:
+                self.store.close()
+
+    def __enter__(self) -> EpisodicMemory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"EpisodicMemory(store={self.store!r}, embedder={self.embedder.model_id!r}, "
+            f"tenant_id={self.tenant_id!r}, session_id={self.session_id!r}, "
+            f"scope={Scope(self.config.scope).value!r})"
+        )

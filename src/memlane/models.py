@@ -1,0 +1,130 @@
+"""Value types: episodes, scopes, recall hits and their score breakdown.
+
+All are frozen dataclasses. Timestamps are timezone-aware UTC ``datetime``s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Episode", "RecallHit", "Scope", "ScoreBreakdown"]
+
+
+class Scope(StrEnum):
+    """Which episodes a memory may see when it recalls.
+
+    * ``session`` (default): only episodes of the same tenant **and** session.
+    * ``tenant``: every session of the same tenant.
+    * ``global``: every episode in the store, of every tenant.
+
+    Writes always record the memory's own ``tenant_id`` and ``session_id``; the
+    scope only widens or narrows what a recall may return.
+    """
+
+    SESSION = "session"
+    TENANT = "tenant"
+    GLOBAL = "global"
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One remembered event: an immutable row of the append-only ``episodes`` table.
+
+    Attributes:
+        id: Opaque unique id (32 lowercase hex characters for generated ids).
+        tenant_id: Owner tenant (e.g. a user or organisation id).
+        session_id: Session the episode was remembered in.
+        event_type: Caller-chosen category, e.g. ``"preference"`` or ``"booking_failed"``.
+        content: The remembered text (non-empty).
+        tags: Normalised tags (stripped, lower-cased, whitespace-collapsed, unique,
+            in first-seen order).
+        importance: Rating in [1.0, 10.0], or ``None`` when unrated (scored as a
+            neutral 0.5, see :mod:`memlane.ranking`).
+        created_at: When the event happened (UTC); drives recency and retention.
+        metadata: Free-form JSON-serialisable mapping supplied by the caller.
+        embedding_model: Id of the model that embedded ``content``, or ``None`` if
+            the episode has no vector.
+    """
+
+    id: str
+    tenant_id: str
+    session_id: str
+    event_type: str
+    content: str
+    tags: tuple[str, ...]
+    importance: float | None
+    created_at: datetime
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    embedding_model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict (ISO-8601 ``created_at``); the export format."""
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "session_id": self.session_id,
+            "event_type": self.event_type,
+            "content": self.content,
+            "tags": list(self.tags),
+            "importance": self.importance,
+            "created_at": self.created_at.isoformat(),
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    """Why a hit ranked where it did. Every field is a float in [0, 1], higher is better.
+
+    Attributes:
+        relevance: ``max(0, cosine(query, content))`` of L2-normalised embeddings.
+        recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``).
+        importance: ``importance / 10``, or 0.5 for unrated episodes.
+        score: Weighted mean ``(w_rel*relevance + w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)``.
+
+    See :mod:`memlane.ranking` for the formulas and their source (Park et al. 2023).
+    """
+
+    relevance: float
+    recency: float
+    importance: float
+    score: float
+
+    def to_dict(self) -> dict[str, float]:
+        """Return the four signals as a plain dict."""
+        return {
+            "relevance": self.relevance,
+            "recency": self.recency,
+            "importance": self.importance,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """One recalled episode.
+
+    Attributes:
+        episode: The stored episode.
+        breakdown: The score breakdown for ranked recalls (a ``query`` was given);
+            ``None`` for structured lookups, which are ordered newest first and
+            never touch the embedder.
+    """
+
+    episode: Episode
+    breakdown: ScoreBreakdown | None = None
+
+    @property
+    def score(self) -> float | None:
+        """The combined score in [0, 1], or ``None`` for a structured lookup."""
+        return None if self.breakdown is None else self.breakdown.score
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict: the episode plus ``breakdown`` (or ``None``)."""
+        out = self.episode.to_dict()
+        out["breakdown"] = None if self.breakdown is None else self.breakdown.to_dict()
+        return out

@@ -1,0 +1,186 @@
+"""The ``Store`` protocol: what every storage backend provides to ``EpisodicMemory``.
+
+Stores filter, fetch and persist. They never rank by recency or importance — that is
+:mod:`memlane.ranking`'s job, identical for every backend. A store's contract is
+written once as a test suite (``tests/contract``) that every backend must pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.models import Episode
+
+__all__ = ["EpisodeFilter", "Store", "StoreStats", "VectorCandidates"]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeFilter:
+    """Conditions an episode must meet (all of them) to be returned.
+
+    Attributes:
+        tenant_id: Exact tenant, or ``None`` for any tenant.
+        session_id: Exact session, or ``None`` for any session.
+        event_type: Exact event type, or ``None`` for any.
+        tags: Normalised tags that must *all* be present (AND); empty = no tag condition.
+        created_after: Inclusive lower bound on ``created_at`` (UTC), or ``None``.
+        created_before: Exclusive upper bound on ``created_at`` (UTC), or ``None``.
+    """
+
+    tenant_id: str | None = None
+    session_id: str | None = None
+    event_type: str | None = None
+    tags: tuple[str, ...] = ()
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorCandidates:
+    """Episodes that pass a filter, with their cosine similarity to a query vector.
+
+    Parallel arrays of length ``n``; ``keys`` are the store's opaque row keys, valid
+    for :meth:`Store.fetch`.
+
+    Attributes:
+        keys: int64 ``[n]``.
+        cosine: float32/float64 ``[n]``, cosine similarity in [-1, 1].
+        created_at_seconds: float64 ``[n]``, ``created_at`` as Unix seconds.
+        importance: float64 ``[n]``, rating in [1, 10], NaN if unrated.
+        exhaustive: ``True`` if every filtered episode with a vector is included (exact
+            search); ``False`` if the store returned only its nearest neighbours.
+    """
+
+    keys: NDArray[np.int64]
+    cosine: NDArray[np.floating]
+    created_at_seconds: NDArray[np.float64]
+    importance: NDArray[np.float64]
+    exhaustive: bool = True
+
+    @classmethod
+    def empty(cls) -> VectorCandidates:
+        """Return a candidate set with no rows."""
+        return cls(
+            keys=np.zeros(0, dtype=np.int64),
+            cosine=np.zeros(0, dtype=np.float32),
+            created_at_seconds=np.zeros(0, dtype=np.float64),
+            importance=np.zeros(0, dtype=np.float64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """Summary of what a store holds.
+
+    Attributes:
+        episodes: Number of episodes (matching the filter given to :meth:`Store.stats`).
+        with_vectors: How many of them have an embedding.
+        tenants: Distinct tenants.
+        sessions: Distinct (tenant, session) pairs.
+        event_types: Episode count per event type.
+        oldest: Earliest ``created_at``, or ``None`` if empty.
+        newest: Latest ``created_at``, or ``None`` if empty.
+        embedding_model: ``(model_id, dims)`` the store is bound to, or ``None``.
+        schema_version: Applied schema migration number.
+        location: Human-readable location (file path or redacted URL).
+    """
+
+    episodes: int
+    with_vectors: int
+    tenants: int
+    sessions: int
+    event_types: dict[str, int] = field(default_factory=dict)
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    embedding_model: tuple[str, int] | None = None
+    schema_version: int = 0
+    location: str = ""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistence for episodes. Implementations: ``SQLiteStore`` (default), ``PostgresStore``.
+
+    All methods raise :class:`memlane.errors.StoreError` (or a subclass) for backend
+    failures, never a driver exception. Untrusted strings are always bound parameters.
+    """
+
+    def bind_embedding_model(self, model_id: str, dims: int) -> None:
+        """Record the embedding model on first use; afterwards refuse any other.
+
+        Raises:
+            EmbeddingModelMismatchError: the store already holds vectors of another
+                ``model_id`` or ``dims``.
+        """
+        ...
+
+    def insert(self, episodes: Sequence[Episode], vectors: NDArray[np.float32] | None) -> None:
+        """Append episodes atomically (all or none).
+
+        Args:
+            episodes: New episodes with unique ids.
+            vectors: float32 ``[len(episodes), dims]`` L2-normalised, or ``None`` to store
+                them without vectors.
+
+        Raises:
+            DuplicateEpisodeError: an id already exists (nothing is written).
+            EmbeddingModelMismatchError: vectors of the wrong dimension.
+        """
+        ...
+
+    def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
+        """Return up to ``limit`` (>= 1) episodes passing ``flt``, newest ``created_at`` first."""
+        ...
+
+    def vector_candidates(
+        self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int
+    ) -> VectorCandidates:
+        """Return episodes passing ``flt`` that have vectors, with cosine to ``query``.
+
+        Args:
+            flt: The filter; no returned row may fail it.
+            query: float32 ``[dims]`` unit vector.
+            top_n: The caller needs at least the ``top_n`` most similar rows; an exact
+                store may return every filtered row.
+        """
+        ...
+
+    def fetch(self, keys: Sequence[int]) -> dict[int, Episode]:
+        """Return ``{key: episode}`` for row keys from :meth:`vector_candidates`.
+
+        Keys whose rows were deleted meanwhile are absent from the result.
+        """
+        ...
+
+    def get(self, episode_id: str) -> Episode | None:
+        """Return the episode with this id, or ``None``."""
+        ...
+
+    def count(self, flt: EpisodeFilter) -> int:
+        """Number of episodes passing ``flt``."""
+        ...
+
+    def iter_episodes(self, flt: EpisodeFilter, batch_size: int = 1000) -> Iterator[Episode]:
+        """Yield every episode passing ``flt``, oldest first (``created_at``, then insertion)."""
+        ...
+
+    def delete_created_before(self, cutoff: datetime) -> int:
+        """Delete every episode (table-wide) with ``created_at < cutoff``; return how many."""
+        ...
+
+    def stats(self, flt: EpisodeFilter) -> StoreStats:
+        """Summarise the episodes passing ``flt``."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; later calls raise ``StoreClosedError``. Idempotent."""
+        ...

@@ -1,0 +1,1 @@
+"""Numbered schema migrations, one module per backend."""

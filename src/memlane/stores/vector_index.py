@@ -1,0 +1,184 @@
+"""An in-memory, columnar copy of the episodes that have vectors, for exact filtered search.
+
+A store keeps one :class:`VectorIndex` so that a recall does not re-read every vector
+blob: it appends rows it has not seen yet and rebuilds after deletions. Filtering by
+tenant, session, event type and time happens here on integer-coded numpy columns;
+similarity is one matrix-vector product over the surviving rows (exact cosine, since
+all vectors are L2-normalised).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.stores.base import VectorCandidates
+
+__all__ = ["IndexRows", "VectorIndex"]
+
+_MISSING = -1
+
+
+class IndexRows:
+    """A batch of rows to append, as parallel sequences (one entry per episode).
+
+    Args:
+        seqs: Store row keys, strictly increasing and above the index's ``max_seq``.
+        tenant_ids: Tenant of each row.
+        session_ids: Session of each row.
+        event_types: Event type of each row.
+        created_us: ``created_at`` in Unix microseconds.
+        importance: Rating in [1, 10] or NaN.
+        vectors: float32 ``[n, dims]``.
+    """
+
+    __slots__ = ("created_us", "event_types", "importance", "seqs", "session_ids", "tenant_ids", "vectors")
+
+    def __init__(
+        self,
+        seqs: Sequence[int],
+        tenant_ids: Sequence[str],
+        session_ids: Sequence[str],
+        event_types: Sequence[str],
+        created_us: Sequence[int],
+        importance: Sequence[float],
+        vectors: NDArray[np.float32],
+    ) -> None:
+        self.seqs = seqs
+        self.tenant_ids = tenant_ids
+        self.session_ids = session_ids
+        self.event_types = event_types
+        self.created_us = created_us
+        self.importance = importance
+        self.vectors = vectors
+
+
+class VectorIndex:
+    """Columnar arrays with amortised O(1) appends (capacity doubling).
+
+    Args:
+        dims: Vector dimension.
+
+    Not thread-safe by itself: the owning store serialises access.
+    """
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+        self._tenants: dict[str, int] = {}
+        self._sessions: dict[tuple[str, str], int] = {}
+        self._types: dict[str, int] = {}
+        self._n = 0
+        self._alloc(1024)
+        self.max_seq = 0
+
+    def _alloc(self, capacity: int) -> None:
+        """(Re)allocate every column with room for ``capacity`` rows, keeping the first ``_n``."""
+        n = getattr(self, "_n", 0)
+
+        def grow(old: NDArray[Any] | None, shape: tuple[int, ...], dtype: type[Any]) -> NDArray[Any]:
+            new: NDArray[Any] = np.empty(shape, dtype=dtype)
+            if old is not None and n:
+                new[:n] = old[:n]
+            return new
+
+        old = getattr(self, "_seq", None) is not None
+        self._seq: NDArray[np.int64] = grow(self._seq if old else None, (capacity,), np.int64)
+        self._tenant: NDArray[np.int32] = grow(self._tenant if old else None, (capacity,), np.int32)
+        self._session: NDArray[np.int32] = grow(self._session if old else None, (capacity,), np.int32)
+        self._type: NDArray[np.int32] = grow(self._type if old else None, (capacity,), np.int32)
+        self._created: NDArray[np.int64] = grow(self._created if old else None, (capacity,), np.int64)
+        self._importance: NDArray[np.float64] = grow(
+            self._importance if old else None, (capacity,), np.float64
+        )
+        self._vectors: NDArray[np.float32] = grow(
+            self._vectors if old else None, (capacity, self.dims), np.float32
+        )
+        self._capacity = capacity
+
+    def __len__(self) -> int:
+        return self._n
+
+    def clear(self) -> None:
+        """Forget every row (before a rebuild)."""
+        self._tenants.clear()
+        self._sessions.clear()
+        self._types.clear()
+        self._n = 0
+        self.max_seq = 0
+        self._alloc(1024)
+
+    def append(self, rows: IndexRows) -> None:
+        """Append a batch of rows (see :class:`IndexRows`)."""
+        k = len(rows.seqs)
+        if k == 0:
+            return
+        if self._n + k > self._capacity:
+            capacity = self._capacity
+            while capacity < self._n + k:
+                capacity *= 2
+            self._alloc(capacity)
+        sl = slice(self._n, self._n + k)
+        self._seq[sl] = rows.seqs
+        self._tenant[sl] = [self._tenants.setdefault(t, len(self._tenants)) for t in rows.tenant_ids]
+        self._session[sl] = [
+            self._sessions.setdefault((t, s), len(self._sessions))
+            for t, s in zip(rows.tenant_ids, rows.session_ids, strict=True)
+        ]
+        self._type[sl] = [self._types.setdefault(e, len(self._types)) for e in rows.event_types]
+        self._created[sl] = rows.created_us
+        self._importance[sl] = rows.importance
+        self._vectors[sl] = rows.vectors
+        self._n += k
+        self.max_seq = int(rows.seqs[-1])
+
+    def search(
+        self,
+        query: NDArray[np.float32],
+        *,
+        tenant_id: str | None,
+        session_id: str | None,
+        event_type: str | None,
+        created_after_us: int | None,
+        created_before_us: int | None,
+        allowed_seqs: NDArray[np.int64] | None,
+    ) -> VectorCandidates:
+        """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing the filter.
+
+        ``allowed_seqs`` (sorted or not) restricts the rows to those keys, e.g. the result
+        of a tag filter; ``None`` means no restriction.
+        """
+        n = self._n
+        mask = np.ones(n, dtype=bool)
+        if tenant_id is not None:
+            mask &= self._tenant[:n] == self._tenants.get(tenant_id, _MISSING)
+        if session_id is not None:
+            if tenant_id is None:
+                codes = [c for (_, s), c in self._sessions.items() if s == session_id]
+                mask &= np.isin(self._session[:n], codes)
+            else:
+                mask &= self._session[:n] == self._sessions.get((tenant_id, session_id), _MISSING)
+        if event_type is not None:
+            mask &= self._type[:n] == self._types.get(event_type, _MISSING)
+        if created_after_us is not None:
+            mask &= self._created[:n] >= created_after_us
+        if created_before_us is not None:
+            mask &= self._created[:n] < created_before_us
+        if allowed_seqs is not None:
+            mask &= np.isin(self._seq[:n], allowed_seqs)
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            return VectorCandidates.empty()
+        if len(rows) * 4 < n:
+            cosine = self._vectors[rows] @ query
+        else:
+            cosine = (self._vectors[:n] @ query)[rows]
+        return VectorCandidates(
+            keys=self._seq[rows],
+            cosine=cosine,
+            created_at_seconds=self._created[rows] / 1e6,
+            importance=self._importance[rows],
+            exhaustive=True,
+        )
