@@ -1,0 +1,81 @@
+"""Shared fixtures: frozen clock, fake embedder, and a fresh database per backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlane import EpisodicMemory, FrozenClock, MemoryConfig
+from memlane.embeddings.fake import HashingEmbedder
+from memlane.stores.base import Store
+from tests.backends import BackendDB, sqlite_db
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+"""The frozen "now" of every test that uses the ``clock`` fixture."""
+
+BACKENDS = ["sqlite"]
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    """A clock frozen at :data:`T0`."""
+    return FrozenClock(T0)
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """Deterministic bag-of-words embedder (64 dims) for ranking/filter tests."""
+    return HashingEmbedder()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_db(request: pytest.FixtureRequest, tmp_path: Path) -> BackendDB:
+    """A fresh, empty database of each backend in turn."""
+    if request.param == "sqlite":
+        return sqlite_db(tmp_path)
+    raise AssertionError(request.param)
+
+
+@pytest.fixture
+def store(backend_db: BackendDB) -> Iterator[Store]:
+    """An open store on a fresh database of each backend."""
+    s = backend_db.open()
+    yield s
+    s.close()
+
+
+MemoryFactory = Callable[..., EpisodicMemory]
+
+
+@pytest.fixture
+def make_memory(store: Store, embedder: HashingEmbedder, clock: FrozenClock) -> MemoryFactory:
+    """Build memories over the shared test store: ``make_memory(tenant_id=..., scope=..., ...)``."""
+
+    def factory(
+        *,
+        tenant_id: str = "t1",
+        session_id: str = "s1",
+        embedder_: Any = None,
+        **config: Any,
+    ) -> EpisodicMemory:
+        return EpisodicMemory(
+            store,
+            embedder_ or embedder,
+            config=MemoryConfig(**config),
+            clock=clock,
+            tenant_id=tenant_id,
+            session_id=session_id,
+            owns_store=False,
+        )
+
+    return factory
+
+
+@pytest.fixture
+def memory(make_memory: MemoryFactory) -> EpisodicMemory:
+    """A session-scoped memory for tenant ``t1``, session ``s1``."""
+    return make_memory()

