@@ -226,11 +226,14 @@ class EpisodicMemory:
         """
         self._check_open()
         now = self.clock.now()
+        batch = list(items)
         episodes = []
-        for position, item in enumerate(items):
+        for position, item in enumerate(batch):
             try:
                 episodes.append(self._build_episode(item, now))
             except ValidationError as exc:
+                if len(batch) == 1:
+                    raise
                 raise ValidationError(f"episode #{position}: {exc}") from None
         if not episodes:
             return []

@@ -1,0 +1,268 @@
+"""The root ``memlane`` command group: global options, the shared state, logging and error handling.
+
+Exit codes (every command):
+
+* ``0`` — success.
+* ``1`` — partial success (``ingest`` rejected some lines; the good ones were stored).
+* ``2`` — nothing was done: bad usage or input (click's usage errors, and every
+  :class:`memlane.errors.MemlaneError` such as a validation error, an embedding-model
+  mismatch or a store failure). The error is one red line on stderr (a JSON object
+  with ``--json``), never a traceback; ``--verbose`` also logs the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+import click
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+
+from memlane.clock import Clock
+from memlane.config import MemoryConfig, database_from_env
+from memlane.embeddings.base import Embedder
+from memlane.errors import MemlaneError
+from memlane.memory import EpisodicMemory
+from memlane.models import Scope
+
+__all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "pass_state"]
+
+logger = logging.getLogger(__name__)
+
+EMBEDDER_CHOICES = ("local", "hashing", "failing")
+"""``local``: the bundled all-MiniLM-L6-v2 (default). For tests only: ``hashing``, the
+deterministic fake embedder, and ``failing``, which raises if called (same model id as
+``hashing``, so it opens the same files and proves a command never embeds)."""
+
+
+class CliError(click.ClickException):
+    """An expected failure: shown as one red line on stderr (JSON with ``--json``), exit code 2.
+
+    Args:
+        message: What went wrong, in one line.
+        kind: Error class name reported in ``--json`` mode (default ``"CliError"``).
+        json_output: Render the error as a JSON object instead of a red line.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, kind: str = "CliError", json_output: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.json_output = json_output
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the error to stderr (or ``file``)."""
+        if self.json_output:
+            click.echo(json.dumps({"error": self.message, "type": self.kind}), err=True)
+            return
+        console = Console(file=file, stderr=file is None, highlight=False, soft_wrap=True)
+        console.print(f"[bold red]error:[/] [red]{escape(self.message)}[/]")
+
+
+@dataclass
+class CliState:
+    """Everything the commands share; opens the :class:`EpisodicMemory` lazily and closes it.
+
+    Attributes:
+        db: SQLite file path.
+        tenant: Tenant id recorded on new episodes and used by ``session``/``tenant`` scope.
+        session: Session id recorded on new episodes and used by ``session`` scope.
+        scope: What recall/export/stats may see.
+        json_output: Machine output: one JSON document per command on stdout.
+        embedder_name: One of :data:`EMBEDDER_CHOICES`.
+        out: Console for results (stdout).
+        err: Console for progress, warnings and errors (stderr).
+    """
+
+    db: str
+    tenant: str = "default"
+    session: str = "default"
+    scope: Scope = Scope.SESSION
+    json_output: bool = False
+    embedder_name: str = "local"
+    out: Console = field(default_factory=lambda: Console(highlight=False))
+    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    _memory: EpisodicMemory | None = field(default=None, repr=False)
+
+    def make_embedder(self) -> Embedder:
+        """Build the embedder named by ``embedder_name`` (construction is cheap; models load lazily)."""
+        if self.embedder_name == "hashing":
+            from memlane.embeddings.fake import HashingEmbedder
+
+            return HashingEmbedder()
+        if self.embedder_name == "failing":
+            from memlane.embeddings.fake import FailingEmbedder
+
+            return FailingEmbedder()
+        from memlane.embeddings.local import LocalEmbedder
+
+        return LocalEmbedder()
+
+    def config(self, **overrides: Any) -> MemoryConfig:
+        """The :class:`MemoryConfig` for this invocation (scope from ``--scope``), with ``overrides``."""
+        return replace(MemoryConfig(scope=self.scope), **overrides)
+
+    def open_memory(self, path: str, *, clock: Clock | None = None) -> EpisodicMemory:
+        """Open a new memory over ``path`` with this invocation's embedder, tenant, session and scope.
+
+        The caller owns (and must close) the result.
+
+        Raises:
+            MemlaneError: the file cannot be opened, or was written with another embedding model.
+        """
+        logger.debug("opening %s with embedder %s", path, self.embedder_name)
+        return EpisodicMemory.open(
+            path,
+            embedder=self.make_embedder(),
+            config=self.config(),
+            clock=clock,
+            tenant_id=self.tenant,
+            session_id=self.session,
+        )
+
+    def memory(self, *, must_exist: bool = False) -> EpisodicMemory:
+        """Return the memory over ``--db``, opening it on first use (closed when the command ends).
+
+        Args:
+            must_exist: Refuse to create a new database (for read-only commands), so a
+                mistyped ``--db`` is an error rather than an empty result.
+
+        Raises:
+            CliError: ``must_exist`` and the file does not exist.
+            MemlaneError: as for :meth:`open_memory`.
+        """
+        if self._memory is None:
+            if must_exist and not Path(self.db).expanduser().exists():
+                raise CliError(
+                    f"no database at {self.db} (create one with 'memlane remember' or 'memlane ingest', "
+                    "or pass --db / set MEMLANE_DB)",
+                    json_output=self.json_output,
+                )
+            self._memory = self.open_memory(self.db)
+        return self._memory
+
+    def close(self) -> None:
+        """Close the memory if it was opened. Idempotent."""
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+
+pass_state = click.make_pass_decorator(CliState)
+"""Decorator passing the invocation's :class:`CliState` as a command's first argument."""
+
+
+class _CliLogHandler(RichHandler):
+    """The handler the CLI installs on the ``memlane`` logger (replaced on every invocation)."""
+
+
+def configure_logging(verbose: bool, console: Console) -> None:
+    """Send ``memlane.*`` log records to stderr: DEBUG with ``--verbose``, else WARNING and above.
+
+    Only the ``memlane`` logger is touched (the library itself configures no handlers).
+    """
+    package_logger = logging.getLogger("memlane")
+    for handler in list(package_logger.handlers):
+        if isinstance(handler, _CliLogHandler):
+            package_logger.removeHandler(handler)
+    handler = _CliLogHandler(console=console, show_path=False, rich_tracebacks=False)
+    package_logger.addHandler(handler)
+    package_logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+
+
+class MemlaneGroup(click.Group):
+    """A click group that turns expected errors into one-line messages with exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; map :class:`MemlaneError` and ``OSError`` (I/O) to :class:`CliError`."""
+        try:
+            return super().invoke(ctx)
+        except MemlaneError as exc:
+            logger.debug("command failed", exc_info=True)
+            raise CliError(str(exc), kind=type(exc).__name__, json_output=_json_mode(ctx)) from exc
+        except BrokenPipeError:
+            raise  # stdout closed early (e.g. '| head'): click's main exits quietly
+        except OSError as exc:
+            logger.debug("command failed", exc_info=True)
+            raise CliError(str(exc), kind=type(exc).__name__, json_output=_json_mode(ctx)) from exc
+
+
+def _json_mode(ctx: click.Context) -> bool:
+    state = ctx.find_object(CliState)
+    return state is not None and state.json_output
+
+
+@click.group(name="memlane", cls=MemlaneGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="SQLite database file. Default: $MEMLANE_DB, else ./memlane.db.",
+)
+@click.option(
+    "--tenant", default="default", show_default=True, help="Tenant id (1-200 chars) for writes and scope."
+)
+@click.option(
+    "--session", default="default", show_default=True, help="Session id (1-200 chars) for writes and scope."
+)
+@click.option(
+    "--scope",
+    type=click.Choice([s.value for s in Scope]),
+    default=Scope.SESSION.value,
+    show_default=True,
+    help="What recall/export/stats see: this session, every session of the tenant, or everything.",
+)
+@click.option(
+    "--json",
+    "json_output",
+    is_flag=True,
+    help="Machine output: one JSON document per command on stdout (a JSON array for lists).",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Log debug messages (and tracebacks of errors) to stderr."
+)
+@click.option(
+    "--embedder",
+    "embedder_name",
+    type=click.Choice(EMBEDDER_CHOICES),
+    default="local",
+    hidden=True,
+    help="For tests: 'hashing' (deterministic fake) or 'failing' (raises if called) instead of the model.",
+)
+@click.version_option(package_name="memlane", prog_name="memlane")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    db: str | None,
+    tenant: str,
+    session: str,
+    scope: str,
+    json_output: bool,
+    verbose: bool,
+    embedder_name: str,
+) -> None:
+    """memlane: episodic memory for AI agents, offline, in one SQLite file.
+
+    Remember events, then recall them ranked by relevance, recency and importance
+    (each in [0, 1]; score = their weighted mean). Start with 'memlane demo'.
+
+    Exit codes: 0 ok; 1 partial (ingest rejected some lines); 2 usage or input error,
+    nothing done.
+    """
+    state = CliState(
+        db=db or database_from_env(),
+        tenant=tenant,
+        session=session,
+        scope=Scope(scope),
+        json_output=json_output,
+        embedder_name=embedder_name,
+    )
+    configure_logging(verbose, state.err)
+    ctx.obj = state
+    ctx.call_on_close(state.close)

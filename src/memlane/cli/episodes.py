@@ -1,0 +1,196 @@
+"""Everyday commands: ``remember``, ``recall``, ``stats`` and ``prune``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from memlane.cli.app import CliError, CliState, pass_state
+from memlane.cli.output import (
+    echo_json,
+    episode_table,
+    format_weights,
+    hits_table,
+    stats_table,
+    stats_to_dict,
+)
+from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS
+from memlane.errors import ValidationError
+from memlane.ranking import PRESETS, RankingWeights, resolve_weights
+
+__all__ = ["prune", "recall", "remember", "stats"]
+
+_TAG_HELP = "Tag (repeatable). Tags are case-insensitive and whitespace-normalised."
+
+
+@click.command()
+@click.argument("event_type")
+@click.argument("content")
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help=_TAG_HELP)
+@click.option(
+    "--importance",
+    type=float,
+    default=None,
+    help="Rating from 1 (trivial) to 10 (crucial), clamped to that range. Omit for unrated (scored 0.5).",
+)
+@click.option(
+    "--created-at",
+    type=ISO_DATETIME,
+    default=None,
+    help="When it happened: ISO 8601 with a timezone, e.g. 2025-03-15T12:00:00Z. Default: now.",
+)
+@click.option("--metadata", type=JSON_OBJECT, default=None, help="A JSON object stored with the episode.")
+@pass_state
+def remember(
+    state: CliState,
+    event_type: str,
+    content: str,
+    tags: tuple[str, ...],
+    importance: float | None,
+    created_at: datetime | None,
+    metadata: dict[str, Any] | None,
+) -> None:
+    """Remember one episode and print it as stored (with its new id).
+
+    EVENT_TYPE is a category label (1-200 chars, case-sensitive), e.g. preference or
+    booking_failed. CONTENT is the text to remember; it is embedded for semantic recall.
+    The episode is recorded under --tenant/--session.
+    """
+    try:
+        episode = state.memory().remember_episode(
+            event_type, content, list(tags), importance, created_at=created_at, metadata=metadata
+        )
+    except ValidationError as exc:
+        raise CliError(str(exc), kind=type(exc).__name__, json_output=state.json_output) from exc
+    if state.json_output:
+        echo_json(episode.to_dict())
+    else:
+        state.out.print(episode_table(episode))
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("--event-type", default=None, help="Only episodes of exactly this event type.")
+@click.option(
+    "--tag", "tags", multiple=True, metavar="TAG", help="Only episodes carrying ALL these tags (repeatable)."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Maximum number of episodes, >= 1 (default 5).",
+)
+@click.option(
+    "--preset",
+    type=click.Choice(sorted(PRESETS)),
+    default=None,
+    help="Named ranking weights (default balanced = 1,1,1).",
+)
+@click.option(
+    "--weights",
+    type=WEIGHTS,
+    default=None,
+    help="Custom weights relevance,recency,importance, e.g. 2,1,1 (each >= 0, not all 0; only ratios count).",
+)
+@click.option(
+    "--now",
+    type=ISO_DATETIME,
+    default=None,
+    help="Reference time for recency (ISO 8601 with timezone). Default: now.",
+)
+@pass_state
+def recall(
+    state: CliState,
+    query: str | None,
+    event_type: str | None,
+    tags: tuple[str, ...],
+    limit: int | None,
+    preset: str | None,
+    weights: RankingWeights | None,
+    now: datetime | None,
+) -> None:
+    """Recall episodes in scope: ranked by QUERY, or newest first without one.
+
+    With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
+    relevance = max(0, cosine similarity), recency = 0.995^age_days,
+    importance = rating/10 (unrated 0.5), score = their weighted mean.
+
+    Without QUERY, a structured lookup by --event-type/--tag, newest first; the
+    embedding model is not used (and --preset/--weights are ignored).
+    """
+    if preset is not None and weights is not None:
+        raise click.UsageError("use either --preset or --weights, not both")
+    chosen: RankingWeights | str | None = weights if weights is not None else preset
+    memory = state.memory(must_exist=True)
+    hits = memory.recall_episodes(query, event_type, list(tags), limit, now=now, weights=chosen)
+    if state.json_output:
+        echo_json([hit.to_dict() for hit in hits])
+        return
+    if query is None:
+        title = f"newest first (structured lookup) — {len(hits)} episode(s)"
+    else:
+        resolved = resolve_weights(chosen, memory.config.ranking_weights)
+        title = f'recall "{escape(query)}" — {len(hits)} hit(s) · weights {format_weights(resolved, preset)}'
+    if not hits:
+        state.out.print(f"{title}\n[dim]no episodes match (scope: {state.scope.value})[/]")
+        return
+    state.out.print(hits_table(hits, title=title, width=state.out.width))
+
+
+@click.command()
+@pass_state
+def stats(state: CliState) -> None:
+    """Summarise the episodes in scope.
+
+    Shows the episode count (and how many have vectors), distinct tenants and sessions,
+    counts per event type, the oldest and newest created_at (UTC), the embedding model
+    the database is bound to, its schema version and its path.
+    """
+    summary = state.memory(must_exist=True).stats()
+    if state.json_output:
+        echo_json(stats_to_dict(summary, scope=state.scope.value))
+    else:
+        state.out.print(stats_table(summary, scope=state.scope.value))
+
+
+@click.command()
+@click.option(
+    "--retention-days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Delete episodes whose created_at is more than this many days (> 0) before now.",
+)
+@click.option(
+    "--now", type=ISO_DATETIME, default=None, help="Reference time (ISO 8601 with timezone). Default: now."
+)
+@pass_state
+def prune(state: CliState, retention_days: float | None, now: datetime | None) -> None:
+    """Delete old episodes and print how many were deleted.
+
+    Retention is table-wide: it deletes matching episodes of EVERY tenant and session,
+    whatever --scope says. Without --retention-days the configured retention applies
+    (none by default, so nothing is deleted).
+    """
+    memory = state.memory(must_exist=True)
+    if retention_days is not None:
+        memory = memory.with_context(config=state.config(retention_days=retention_days))
+    days = memory.config.retention_days
+    deleted = memory.prune(now=now)
+    cutoff = None
+    if days is not None:
+        cutoff = (now or memory.clock.now()) - timedelta(days=days)
+    if state.json_output:
+        echo_json(
+            {
+                "deleted": deleted,
+                "retention_days": days,
+                "cutoff": None if cutoff is None else cutoff.isoformat(),
+            }
+        )
+    elif cutoff is None:
+        state.out.print("deleted 0 episodes (no retention configured; pass --retention-days N)")
+    else:
+        state.out.print(f"deleted {deleted} episode(s) created before {cutoff.isoformat()} (all tenants)")
