@@ -15,36 +15,16 @@ deterministic :class:`memlane.embeddings.fake.HashingEmbedder`.
 
 from __future__ import annotations
 
-import click
-
-from memlane.cli.app import CliError, cli
+from memlane.cli.app import cli
 from memlane.cli.demo import demo
 from memlane.cli.episodes import prune, recall, remember, stats
+from memlane.cli.eval import eval_group
 from memlane.cli.transfer import export, ingest
 
 __all__ = ["cli", "main"]
 
-for _command in (remember, recall, ingest, export, stats, prune, demo):
+for _command in (remember, recall, ingest, export, stats, prune, demo, eval_group):
     cli.add_command(_command)
-
-
-def _register_eval() -> None:
-    """Add ``memlane eval``; if its module cannot be imported, add a stub that says why."""
-    try:
-        from memlane.cli.eval import eval_group
-    except ImportError as exc:
-        reason = str(exc)
-
-        @click.command(name="eval", help=f"Unavailable here: {reason}")
-        def eval_unavailable() -> None:
-            raise CliError(f"memlane eval is unavailable: {reason}")
-
-        cli.add_command(eval_unavailable)
-        return
-    cli.add_command(eval_group)
-
-
-_register_eval()
 
 
 def main() -> None:

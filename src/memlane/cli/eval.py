@@ -1,15 +1,118 @@
-"""``memlane eval``: retrieval-quality benchmarks (e.g. ``memlane eval locomo``).
-
-Placeholder group; the benchmark subcommands are added here.
-"""
+"""``memlane eval``: retrieval-quality benchmarks (``memlane eval locomo``)."""
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from memlane.cli.app import CliError, CliState, pass_state
+from memlane.cli.output import echo_json
+from memlane.evaluation.locomo import default_locomo_path
+from memlane.evaluation.locomo_run import DEFAULT_CONFIGURATIONS, report_to_markdown, run_locomo
+from memlane.ranking import PRESETS
 
 __all__ = ["eval_group"]
 
 
 @click.group(name="eval")
 def eval_group() -> None:
-    """Measure retrieval quality on public benchmarks (subcommands per benchmark)."""
+    """Measure retrieval quality on public benchmarks."""
+
+
+def _positions(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        out: list[int] = []
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            out.extend(range(int(lo), int(hi or lo) + 1))
+        return out
+    except ValueError:
+        raise click.BadParameter(f"expected positions like '0-4' or '5,7', got {text!r}") from None
+
+
+@eval_group.command(name="locomo")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--preset",
+    "presets",
+    multiple=True,
+    type=click.Choice(sorted(PRESETS)),
+    help="Weight preset(s) to compare (repeatable). Default: balanced, specific_question, relevance_only.",
+)
+@click.option("--conversations", help="Conversation positions 0-9 to run, e.g. '0-4' or '5,7'. Default: all.")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("benchmarks/results"),
+    show_default=True,
+    help="Where locomo.json and locomo.md are written.",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the eval database goes (default: a temp dir).",
+)
+@pass_state
+def locomo(
+    state: CliState,
+    path: Path | None,
+    presets: tuple[str, ...],
+    conversations: str | None,
+    out_dir: Path,
+    workdir: Path | None,
+) -> None:
+    """Remember every LoCoMo turn, ask every category 1-4 question, report recall@5/@10 and NDCG@10.
+
+    PATH defaults to ../shared/datasets/locomo/locomo10.json when present (LoCoMo, CC BY-NC 4.0:
+    read in place, never copied). Takes a few minutes on 2 cores with the bundled model.
+    """
+    source = path or default_locomo_path()
+    if source is None or not source.is_file():
+        raise CliError(
+            "LoCoMo data not found: pass PATH to locomo10.json "
+            "(default ../shared/datasets/locomo/locomo10.json)"
+        )
+    configurations = {p: p for p in presets} if presets else dict(DEFAULT_CONFIGURATIONS)
+    show = not state.json_output
+    with (
+        tempfile.TemporaryDirectory(prefix="memlane-locomo-") as tmp,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=state.err,
+            disable=not show,
+        ) as bar,
+    ):
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        report = run_locomo(
+            source,
+            embedder=state.make_embedder(),
+            workdir=workdir or tmp,
+            configurations=configurations,
+            conversations=_positions(conversations),
+            progress=progress,
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    document = report.to_dict()
+    (out_dir / "locomo.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    markdown = report_to_markdown(report)
+    (out_dir / "locomo.md").write_text(markdown, encoding="utf-8")
+    if state.json_output:
+        echo_json(document)
+    else:
+        click.echo(markdown)
+        state.err.print(f"wrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
