@@ -141,7 +141,8 @@ def test_turn_content_with_and_without_photo() -> None:
     assert by_id["D1:1"].content == "Ann: Hi Bob!"
     assert by_id["D1:1"].blip_caption is None
     assert by_id["D1:2"].text == "Look at my new bike."  # the caption never leaks into text
-    assert by_id["D1:2"].content == "Bob: Look at my new bike. [shares a photo: a photo of a red bike]"
+    assert by_id["D1:2"].content == "Bob: Look at my new bike."
+    assert by_id["D1:2"].blip_caption == "a photo of a red bike"
     at = datetime(2023, 1, 1, tzinfo=UTC)
     assert LocomoTurn("D1:1", 1, "A", "hi", at, blip_caption="").content == "A: hi"
 

@@ -248,7 +248,8 @@ def run_locomo(
                     content=turn.content,
                     tags=[turn.speaker],
                     created_at=turn.created_at,
-                    metadata={"dia_id": turn.dia_id},
+                    metadata={"dia_id": turn.dia_id}
+                    | ({"blip_caption": turn.blip_caption} if turn.blip_caption else {}),
                 )
                 for turn in conv.turns
             ]
