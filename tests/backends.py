@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memlane.stores.base import Store
 from memlane.stores.sqlite import SQLiteStore
@@ -32,16 +33,41 @@ class BackendDB:
         return open_store(self.kind, self.location)
 
 
+SCHEMA_PARAM = "memlane_schema"
+"""Query parameter that carries the Postgres schema in a test location (stripped before libpq sees it)."""
+
+
 def open_store(kind: str, location: str) -> Store:
     """Open a store of ``kind`` at ``location`` (importable in a subprocess)."""
     if kind == "sqlite":
         return SQLiteStore(location)
+    if kind == "postgres":
+        from memlane.stores.postgres import PostgresStore
+
+        url, schema = split_schema(location)
+        return PostgresStore(url, schema=schema, max_size=4)
     raise ValueError(f"unknown backend {kind!r}")
+
+
+def split_schema(location: str) -> tuple[str, str | None]:
+    """Split ``postgresql://...?memlane_schema=NAME`` into the libpq URL and the schema."""
+    parts = urlsplit(location)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == SCHEMA_PARAM), None)
+    rest = urlencode([(k, v) for k, v in query if k != SCHEMA_PARAM])
+    return urlunsplit(parts._replace(query=rest)), schema
 
 
 def sqlite_db(tmp_path: Path) -> BackendDB:
     """A fresh SQLite file under ``tmp_path``."""
     return BackendDB("sqlite", str(tmp_path / "memlane-test.db"))
+
+
+def postgres_db(url: str, schema: str) -> BackendDB:
+    """A fresh schema ``schema`` on the server at ``url`` (the store creates it at open)."""
+    parts = urlsplit(url)
+    query = urlencode([*parse_qsl(parts.query, keep_blank_values=True), (SCHEMA_PARAM, schema)])
+    return BackendDB("postgres", urlunsplit(parts._replace(query=query)))
 
 
 BackendFactory = Callable[..., BackendDB]

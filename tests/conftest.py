@@ -12,12 +12,14 @@ import pytest
 from memlane import EpisodicMemory, FrozenClock, MemoryConfig
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.stores.base import Store
-from tests.backends import BackendDB, sqlite_db
+from tests.backends import BackendDB, postgres_db, sqlite_db
+
+pytest_plugins = ["tests.pg_server"]
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 """The frozen "now" of every test that uses the ``clock`` fixture."""
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture
@@ -37,6 +39,8 @@ def backend_db(request: pytest.FixtureRequest, tmp_path: Path) -> BackendDB:
     """A fresh, empty database of each backend in turn."""
     if request.param == "sqlite":
         return sqlite_db(tmp_path)
+    if request.param == "postgres":  # a real server (tests/pg_server.py), a fresh schema per test
+        return postgres_db(request.getfixturevalue("pg_url"), request.getfixturevalue("pg_schema"))
     raise AssertionError(request.param)
 
 

@@ -11,7 +11,7 @@ from memlane.errors import ConfigError, ValidationError
 from memlane.models import Scope
 from memlane.ranking import DEFAULT_DECAY_PER_DAY, RankingWeights, resolve_weights
 
-__all__ = ["DEFAULT_DB_PATH", "MemoryConfig", "database_from_env"]
+__all__ = ["DEFAULT_DB_PATH", "MemoryConfig", "config_path_from_env", "database_from_env"]
 
 DEFAULT_DB_PATH = "memlane.db"
 """SQLite file used when neither ``--db`` nor ``MEMLANE_DB`` is given (relative to the working dir)."""
@@ -90,3 +90,13 @@ def database_from_env(environ: Mapping[str, str] | None = None) -> str:
     """
     env = os.environ if environ is None else environ
     return env.get("MEMLANE_DB") or DEFAULT_DB_PATH
+
+
+def config_path_from_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """Return ``MEMLANE_CONFIG`` (a YAML config file path) from the environment, or ``None``.
+
+    Args:
+        environ: Mapping to read instead of ``os.environ`` (for tests).
+    """
+    env = os.environ if environ is None else environ
+    return env.get("MEMLANE_CONFIG") or None

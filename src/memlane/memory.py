@@ -8,6 +8,7 @@ parts (store, embedder, clock), holds no global state and has no hosted default.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.clock import Clock, SystemClock, ensure_utc
 from memlane.config import MemoryConfig
@@ -32,6 +33,9 @@ from memlane.validation import (
     normalize_metadata,
     normalize_tags,
 )
+
+if TYPE_CHECKING:
+    from memlane.config_file import MemlaneConfig
 
 __all__ = ["EpisodeInput", "EpisodicMemory"]
 
@@ -138,6 +142,55 @@ class EpisodicMemory:
                 clock=clock,
                 tenant_id=tenant_id,
                 session_id=session_id,
+            )
+        except BaseException:
+            store.close()
+            raise
+
+    @classmethod
+    def from_config(
+        cls,
+        source: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConfig,
+        *,
+        tenant_id: str | None = None,
+        session_id: str | None = None,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+    ) -> EpisodicMemory:
+        """Open the store and embedder a YAML configuration describes.
+
+        See :mod:`memlane.config_file` for the format (``memory:`` and ``episodic_memory:``
+        sections). A missing ``episodic_memory:`` section means every default.
+
+        Args:
+            source: A YAML file path, the same structure as a mapping, or a loaded
+                :class:`memlane.config_file.MemlaneConfig`.
+            tenant_id: Overrides ``episodic_memory.tenant_id`` (default ``"default"``).
+            session_id: Overrides ``episodic_memory.session_id`` (default ``"default"``).
+            embedder: Overrides the configured embedder (e.g. a fake one in tests).
+            clock: See :class:`EpisodicMemory`.
+
+        Returns:
+            An open memory that owns its store (close it, or use it as a context manager).
+
+        Raises:
+            ConfigError: the file is missing or invalid; the message names the key.
+            StoreError: the store cannot be opened. EmbeddingModelMismatchError: the store
+            was written with another embedding model.
+        """
+        from memlane.config_file import build_embedder, build_store, load_config
+
+        config = load_config(source)
+        episodic = config.episodic_or_default
+        store = build_store(config.store)
+        try:
+            return cls(
+                store,
+                embedder or build_embedder(config.episodic),
+                config=episodic.memory,
+                clock=clock,
+                tenant_id=tenant_id or episodic.tenant_id or "default",
+                session_id=session_id or episodic.session_id or "default",
             )
         except BaseException:
             store.close()
@@ -364,6 +417,28 @@ class EpisodicMemory:
         """Summary of the episodes in scope (see :class:`memlane.stores.base.StoreStats`)."""
         self._check_open()
         return self.store.stats(self._filter(event_type=None, tags=(), now=None))
+
+    def delete_episode(self, episode_id: str) -> bool:
+        """Delete one episode by id if it is within this memory's scope.
+
+        The only way to remove a single episode (episodes are otherwise append-only and
+        only retention deletes them). An episode outside the scope (another tenant's, or
+        another session's under ``session`` scope) is left alone and reported like an
+        unknown id, so a caller cannot probe for other tenants' ids.
+
+        Args:
+            episode_id: The episode's id.
+
+        Returns:
+            ``True`` if it was deleted, ``False`` if no episode with this id is in scope.
+
+        Raises:
+            ValidationError: blank or over-long id. StoreError: the store failed.
+        """
+        episode = self.get_episode(episode_id)
+        if episode is None:
+            return False
+        return self.store.delete(episode.id, episode.tenant_id)
 
     # -- retention ---------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from memlane.evaluation.metrics import (
     MetricSummary,
     QuestionScore,
     aggregate,
+    hit_at_k,
     ndcg_at_k,
     percentile,
     recall_at_k,
@@ -186,22 +187,24 @@ def test_question_score_from_ranking() -> None:
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan")])
 def test_question_score_rejects_out_of_range_values(bad: float) -> None:
     with pytest.raises(ValueError, match="within"):
-        QuestionScore(1, bad, 0.5, 0.5)
+        QuestionScore(1, bad, 0.5, 0.5, 1.0)
     with pytest.raises(ValueError, match="within"):
-        QuestionScore(1, 0.5, 0.5, bad)
+        QuestionScore(1, 0.5, 0.5, bad, 1.0)
 
 
 def test_aggregate_groups_by_category_and_overall() -> None:
     rows = [
-        QuestionScore(4, 1.0, 1.0, 1.0),
-        QuestionScore(1, 0.0, 0.5, 0.25),
-        QuestionScore(4, 0.5, 1.0, 0.5),
-        QuestionScore(1, 0.5, 0.5, 0.75),
-        QuestionScore(4, 0.0, 0.0, 0.0),
+        QuestionScore(4, 1.0, 1.0, 1.0, 1.0),
+        QuestionScore(1, 0.0, 0.5, 0.25, 1.0),
+        QuestionScore(4, 0.5, 1.0, 0.5, 1.0),
+        QuestionScore(1, 0.5, 0.5, 0.75, 1.0),
+        QuestionScore(4, 0.0, 0.0, 0.0, 0.0),
     ]
     table = aggregate(iter(rows))
     assert list(table.by_category) == [1, 4]  # ascending
-    assert table.by_category[1] == MetricSummary(count=2, recall_at_5=0.25, recall_at_10=0.5, ndcg_at_10=0.5)
+    assert table.by_category[1] == MetricSummary(
+        count=2, recall_at_5=0.25, recall_at_10=0.5, ndcg_at_10=0.5, hit_at_10=1.0
+    )
     four = table.by_category[4]
     assert four.count == 3
     assert four.recall_at_5 == pytest.approx(0.5)
@@ -211,6 +214,15 @@ def test_aggregate_groups_by_category_and_overall() -> None:
     assert table.overall.recall_at_5 == pytest.approx(0.4)
     assert table.overall.recall_at_10 == pytest.approx(0.6)
     assert table.overall.ndcg_at_10 == pytest.approx(0.5)
+    assert table.overall.hit_at_10 == pytest.approx(0.8)
+
+
+def test_hit_at_k_is_any_evidence_in_the_top_k() -> None:
+    assert hit_at_k(["a", "b", "c"], {"c", "z"}, 3) == 1.0
+    assert hit_at_k(["a", "b", "c"], {"c", "z"}, 2) == 0.0
+    assert hit_at_k(["a"], {"a", "z"}, 1) >= recall_at_k(["a"], {"a", "z"}, 1)
+    with pytest.raises(ValueError):
+        hit_at_k(["a"], set(), 1)
 
 
 def test_aggregate_rejects_no_rows() -> None:
@@ -228,6 +240,7 @@ def test_aggregate_rejects_no_rows() -> None:
             st.floats(0, 1),
             st.floats(0, 1),
             st.floats(0, 1),
+            st.sampled_from([0.0, 1.0]),
         ),
         min_size=1,
         max_size=40,
@@ -242,3 +255,4 @@ def test_aggregate_counts_and_means_are_consistent(rows: list[QuestionScore]) ->
     for summary in (table.overall, *table.by_category.values()):
         assert 0.0 <= summary.recall_at_5 <= 1.0
         assert 0.0 <= summary.ndcg_at_10 <= 1.0
+        assert 0.0 <= summary.hit_at_10 <= 1.0

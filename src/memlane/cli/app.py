@@ -24,7 +24,8 @@ from rich.logging import RichHandler
 from rich.markup import escape
 
 from memlane.clock import Clock
-from memlane.config import MemoryConfig, database_from_env
+from memlane.config import MemoryConfig, config_path_from_env
+from memlane.config_file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
 from memlane.embeddings.base import Embedder
 from memlane.errors import MemlaneError
 from memlane.memory import EpisodicMemory
@@ -70,12 +71,15 @@ class CliState:
     """Everything the commands share; opens the :class:`EpisodicMemory` lazily and closes it.
 
     Attributes:
-        db: SQLite file path.
+        db: SQLite file path (for a PostgreSQL store from ``--config``: its display location).
         tenant: Tenant id recorded on new episodes and used by ``session``/``tenant`` scope.
         session: Session id recorded on new episodes and used by ``session`` scope.
         scope: What recall/export/stats may see.
         json_output: Machine output: one JSON document per command on stdout.
-        embedder_name: One of :data:`EMBEDDER_CHOICES`.
+        embedder_name: One of :data:`EMBEDDER_CHOICES`, or ``None`` for the configured embedder
+            (``episodic_memory.embedding_model``; default the bundled local model).
+        settings: The ``--config`` file (defaults without one); the options above already
+            include its values, so commands read it only for its other sections.
         out: Console for results (stdout).
         err: Console for progress, warnings and errors (stderr).
     """
@@ -85,13 +89,16 @@ class CliState:
     session: str = "default"
     scope: Scope = Scope.SESSION
     json_output: bool = False
-    embedder_name: str = "local"
+    embedder_name: str | None = None
+    settings: MemlaneConfig = field(default_factory=MemlaneConfig)
     out: Console = field(default_factory=lambda: Console(highlight=False))
     err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
     _memory: EpisodicMemory | None = field(default=None, repr=False)
 
     def make_embedder(self) -> Embedder:
         """Build the embedder named by ``embedder_name`` (construction is cheap; models load lazily)."""
+        if self.embedder_name is None:
+            return build_embedder(self.settings.episodic)
         if self.embedder_name == "hashing":
             from memlane.embeddings.fake import HashingEmbedder
 
@@ -105,8 +112,13 @@ class CliState:
         return LocalEmbedder()
 
     def config(self, **overrides: Any) -> MemoryConfig:
-        """The :class:`MemoryConfig` for this invocation (scope from ``--scope``), with ``overrides``."""
-        return replace(MemoryConfig(scope=self.scope), **overrides)
+        """The :class:`MemoryConfig` for this invocation (the config file's, scope from ``--scope``).
+
+        Args:
+            overrides: Fields to replace, e.g. ``retention_days=30``.
+        """
+        base: MemoryConfig = self.settings.memory_config
+        return replace(base, scope=self.scope, **overrides)
 
     def open_memory(self, path: str, *, clock: Clock | None = None) -> EpisodicMemory:
         """Open a new memory over ``path`` with this invocation's embedder, tenant, session and scope.
@@ -127,7 +139,7 @@ class CliState:
         )
 
     def memory(self, *, must_exist: bool = False) -> EpisodicMemory:
-        """Return the memory over ``--db``, opening it on first use (closed when the command ends).
+        """Return the memory over ``--db`` (or the config's PostgreSQL store), opened on first use.
 
         Args:
             must_exist: Refuse to create a new database (for read-only commands), so a
@@ -137,6 +149,19 @@ class CliState:
             CliError: ``must_exist`` and the file does not exist.
             MemlaneError: as for :meth:`open_memory`.
         """
+        if self._memory is None and self.settings.store.type != "sqlite":
+            store = build_store(self.settings.store)
+            try:
+                self._memory = EpisodicMemory(
+                    store,
+                    self.make_embedder(),
+                    config=self.config(),
+                    tenant_id=self.tenant,
+                    session_id=self.session,
+                )
+            except BaseException:
+                store.close()
+                raise
         if self._memory is None:
             if must_exist and not Path(self.db).expanduser().exists():
                 raise CliError(
@@ -200,23 +225,37 @@ def _json_mode(ctx: click.Context) -> bool:
 
 @click.group(name="memlane", cls=MemlaneGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="YAML config file (memory:, episodic_memory:, server: sections). Default: $MEMLANE_CONFIG. "
+    "The options below override its values.",
+)
+@click.option(
     "--db",
     type=click.Path(dir_okay=False),
     default=None,
-    help="SQLite database file. Default: $MEMLANE_DB, else ./memlane.db.",
+    help="SQLite database file. Default: the config's memory.path, else $MEMLANE_DB, else ./memlane.db.",
 )
 @click.option(
-    "--tenant", default="default", show_default=True, help="Tenant id (1-200 chars) for writes and scope."
+    "--tenant",
+    default=None,
+    help="Tenant id (1-200 chars) for writes and scope. Default: the config's episodic_memory.tenant_id, "
+    "else 'default'.",
 )
 @click.option(
-    "--session", default="default", show_default=True, help="Session id (1-200 chars) for writes and scope."
+    "--session",
+    default=None,
+    help="Session id (1-200 chars) for writes and scope. Default: the config's "
+    "episodic_memory.session_id, else 'default'.",
 )
 @click.option(
     "--scope",
     type=click.Choice([s.value for s in Scope]),
-    default=Scope.SESSION.value,
-    show_default=True,
-    help="What recall/export/stats see: this session, every session of the tenant, or everything.",
+    default=None,
+    help="What recall/export/stats see: this session, every session of the tenant, or everything. "
+    "Default: the config's episodic_memory.scope, else session.",
 )
 @click.option(
     "--json",
@@ -231,7 +270,7 @@ def _json_mode(ctx: click.Context) -> bool:
     "--embedder",
     "embedder_name",
     type=click.Choice(EMBEDDER_CHOICES),
-    default="local",
+    default=None,
     hidden=True,
     help="For tests: 'hashing' (deterministic fake) or 'failing' (raises if called) instead of the model.",
 )
@@ -239,13 +278,14 @@ def _json_mode(ctx: click.Context) -> bool:
 @click.pass_context
 def cli(
     ctx: click.Context,
+    config_path: str | None,
     db: str | None,
-    tenant: str,
-    session: str,
-    scope: str,
+    tenant: str | None,
+    session: str | None,
+    scope: str | None,
     json_output: bool,
     verbose: bool,
-    embedder_name: str,
+    embedder_name: str | None,
 ) -> None:
     """memlane: episodic memory for AI agents, offline, in one SQLite file.
 
@@ -255,14 +295,22 @@ def cli(
     Exit codes: 0 ok; 1 partial (ingest rejected some lines); 2 usage or input error,
     nothing done.
     """
+    err = Console(stderr=True, highlight=False)
+    configure_logging(verbose, err)
+    config_path = config_path or config_path_from_env()
+    settings = MemlaneConfig() if config_path is None else load_config(config_path)
+    if db is not None:
+        settings = replace(settings, store=StoreSettings(type="sqlite", path=db))
+    episodic = settings.episodic_or_default
     state = CliState(
-        db=db or database_from_env(),
-        tenant=tenant,
-        session=session,
-        scope=Scope(scope),
+        db=settings.store.sqlite_path() if settings.store.type == "sqlite" else f"postgres ({config_path})",
+        tenant=tenant or episodic.tenant_id or "default",
+        session=session or episodic.session_id or "default",
+        scope=Scope(scope or episodic.memory.scope),
         json_output=json_output,
         embedder_name=embedder_name,
+        settings=settings,
+        err=err,
     )
-    configure_logging(verbose, state.err)
     ctx.obj = state
     ctx.call_on_close(state.close)

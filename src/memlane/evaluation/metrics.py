@@ -20,6 +20,7 @@ __all__ = [
     "MetricTable",
     "QuestionScore",
     "aggregate",
+    "hit_at_k",
     "ndcg_at_k",
     "percentile",
     "recall_at_k",
@@ -59,6 +60,20 @@ def recall_at_k(ranked_ids: Sequence[str], relevant: Collection[str], k: int) ->
     relevant_set = _check_inputs(ranked_ids, relevant, k)
     hits = relevant_set.intersection(ranked_ids[:k])
     return len(hits) / len(relevant_set)
+
+
+def hit_at_k(ranked_ids: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 if any relevant id is among the first ``k`` ranked ids, else 0.0 (success@k).
+
+    Some LoCoMo retrieval baselines report this "any evidence retrieved" rate as recall@k;
+    memlane reports both so figures can be compared. It is >= :func:`recall_at_k`.
+
+    Raises:
+        ValueError: ``k < 1`` or ``relevant`` is empty.
+        TypeError: ``ranked_ids`` or ``relevant`` is a plain string.
+    """
+    relevant_set = _check_inputs(ranked_ids, relevant, k)
+    return 1.0 if relevant_set.intersection(ranked_ids[:k]) else 0.0
 
 
 def ndcg_at_k(ranked_ids: Sequence[str], relevant: Collection[str], k: int) -> float:
@@ -128,15 +143,17 @@ class QuestionScore:
         recall_at_5: :func:`recall_at_k` at ``k = 5``, in ``[0, 1]``.
         recall_at_10: :func:`recall_at_k` at ``k = 10``, in ``[0, 1]``.
         ndcg_at_10: :func:`ndcg_at_k` at ``k = 10``, in ``[0, 1]``.
+        hit_at_10: :func:`hit_at_k` at ``k = 10``: 1.0 if any evidence is in the top 10.
     """
 
     category: int
     recall_at_5: float
     recall_at_10: float
     ndcg_at_10: float
+    hit_at_10: float
 
     def __post_init__(self) -> None:
-        for name in ("recall_at_5", "recall_at_10", "ndcg_at_10"):
+        for name in ("recall_at_5", "recall_at_10", "ndcg_at_10", "hit_at_10"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value!r}")
@@ -151,6 +168,7 @@ class QuestionScore:
             recall_at_5=recall_at_k(ranked_ids, relevant, 5),
             recall_at_10=recall_at_k(ranked_ids, relevant, 10),
             ndcg_at_10=ndcg_at_k(ranked_ids, relevant, 10),
+            hit_at_10=hit_at_k(ranked_ids, relevant, 10),
         )
 
 
@@ -163,12 +181,14 @@ class MetricSummary:
         recall_at_5: Mean recall@5, in ``[0, 1]``.
         recall_at_10: Mean recall@10, in ``[0, 1]``.
         ndcg_at_10: Mean nDCG@10, in ``[0, 1]``.
+        hit_at_10: Fraction of questions with any evidence in the top 10, in ``[0, 1]``.
     """
 
     count: int
     recall_at_5: float
     recall_at_10: float
     ndcg_at_10: float
+    hit_at_10: float
 
     @classmethod
     def of(cls, scores: Sequence[QuestionScore]) -> MetricSummary:
@@ -181,6 +201,7 @@ class MetricSummary:
             recall_at_5=math.fsum(s.recall_at_5 for s in scores) / n,
             recall_at_10=math.fsum(s.recall_at_10 for s in scores) / n,
             ndcg_at_10=math.fsum(s.ndcg_at_10 for s in scores) / n,
+            hit_at_10=math.fsum(s.hit_at_10 for s in scores) / n,
         )
 
 

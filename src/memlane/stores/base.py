@@ -177,6 +177,22 @@ class Store(Protocol):
         """Delete every episode (table-wide) with ``created_at < cutoff``; return how many."""
         ...
 
+    def delete(self, episode_id: str, tenant_id: str | None) -> bool:
+        """Delete one episode by id (with its tags and vector), if it belongs to ``tenant_id``.
+
+        Episodes are otherwise append-only; this exists for explicit removal (a user's
+        request, a wrong memory). Atomic: the episode is either fully gone or untouched.
+
+        Args:
+            episode_id: The episode's id.
+            tenant_id: Only delete it if it belongs to this tenant; ``None`` for any tenant.
+
+        Returns:
+            ``True`` if an episode was deleted, ``False`` if none matched (unknown id, or
+            another tenant's episode: the two cases are indistinguishable on purpose).
+        """
+        ...
+
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Summarise the episodes passing ``flt``."""
         ...

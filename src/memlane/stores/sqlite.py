@@ -334,6 +334,29 @@ class SQLiteStore:
                 )
         return int(deleted)
 
+    def delete(self, episode_id: str, tenant_id: str | None) -> bool:
+        """Delete the episode ``episode_id`` (and its tag rows) if it belongs to ``tenant_id``.
+
+        ``tenant_id=None`` matches any tenant. Returns whether a row was deleted. A deletion
+        bumps ``delete_generation``, so every process rebuilds its in-memory vector index
+        on its next ranked recall (one full read of the vectors).
+        """
+        sql = "SELECT seq FROM episodes WHERE id = ?"
+        params: list[Any] = [episode_id]
+        if tenant_id is not None:
+            sql += " AND tenant_id = ?"
+            params.append(tenant_id)
+        with self._translate("delete"), self._write() as conn:
+            row = conn.execute(sql, params).fetchone()
+            if row is None:
+                return False
+            conn.execute("DELETE FROM episode_tags WHERE seq = ?", (row[0],))
+            conn.execute("DELETE FROM episodes WHERE seq = ?", (row[0],))
+            conn.execute(
+                "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
+            )
+        return True
+
     # -- reads -----------------------------------------------------------------------
 
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:

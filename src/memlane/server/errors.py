@@ -1,0 +1,151 @@
+"""The HTTP API's error convention, in one place: memlane errors -> status code + JSON body.
+
+Every error response has the same body::
+
+    {"error": {"type": "ValidationError", "message": "content must be a non-empty string"}}
+
+(plus ``"details"``, a list of ``{"loc", "msg", "type"}``, for request-validation errors).
+
+=====================================  ======  ===================================================
+Error                                  Status  Meaning for the client
+=====================================  ======  ===================================================
+missing or unknown API key             401     send ``Authorization: Bearer <key>`` / ``X-API-Key``
+unknown id, or another tenant's id     404     never reveals whether the id exists elsewhere
+request body over the size limit       413     send less
+malformed request, bad value           422     :class:`~memlane.errors.ValidationError` and schema errors
+:class:`DuplicateEpisodeError`         409     the id already exists (episodes are append-only)
+:class:`EmbeddingError`                502     the embedding model or remote embedding API failed
+:class:`EmbedderUnavailableError`      503     the embedder cannot run on the server
+:class:`StoreError`                    503     the database failed (e.g. locked); retry later
+:class:`StoreClosedError`              503     the server is shutting down
+:class:`SchemaVersionError`,           500     server misconfiguration
+:class:`EmbeddingModelMismatchError`,
+:class:`ConfigError`, anything else
+=====================================  ======  ===================================================
+
+For 4xx errors the message is memlane's own (it describes the client's input). For 5xx
+errors the message is generic — store and embedder messages can contain file paths or
+hostnames — and the details are logged instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memlane.errors import (
+    ConfigError,
+    DuplicateEpisodeError,
+    EmbedderUnavailableError,
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    MemlaneError,
+    SchemaVersionError,
+    StoreClosedError,
+    StoreError,
+    ValidationError,
+)
+
+__all__ = ["STATUS_BY_ERROR", "error_body", "http_error_response", "install_error_handlers", "status_for"]
+
+logger = logging.getLogger(__name__)
+
+STATUS_BY_ERROR: tuple[tuple[type[MemlaneError], int], ...] = (
+    (DuplicateEpisodeError, 409),
+    (StoreClosedError, 503),
+    (SchemaVersionError, 500),
+    (StoreError, 503),
+    (EmbeddingModelMismatchError, 500),
+    (EmbedderUnavailableError, 503),
+    (EmbeddingError, 502),
+    (ValidationError, 422),
+    (ConfigError, 500),
+    (MemlaneError, 500),
+)
+"""Status per memlane error class; the first matching entry wins (most specific first)."""
+
+_GENERIC_5XX = {
+    500: "internal server error; the details were logged",
+    502: "the embedding model failed; the details were logged",
+    503: "the service is temporarily unavailable; the details were logged",
+}
+
+
+def status_for(exc: MemlaneError) -> int:
+    """HTTP status for a memlane error (see :data:`STATUS_BY_ERROR`)."""
+    for cls, status in STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return status
+    return 500  # pragma: no cover - MemlaneError is the last entry
+
+
+def error_body(kind: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON body of every error response: ``{"error": {"type", "message"[, "details"]}}``."""
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if details is not None:
+        error["details"] = details
+    return {"error": error}
+
+
+def _status_type(status: int) -> str:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        return "HTTPError"
+    return "".join(word.capitalize() for word in phrase.replace("-", " ").split())
+
+
+def http_error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """A JSON error response for a plain HTTP status (type = the status phrase, e.g. ``NotFound``)."""
+    return JSONResponse(error_body(_status_type(status), message), status_code=status, headers=headers)
+
+
+async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemlaneError)
+    status = status_for(exc)
+    if status >= 500:
+        logger.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        message = _GENERIC_5XX.get(status, _GENERIC_5XX[500])
+    else:
+        message = str(exc)
+    return JSONResponse(error_body(type(exc).__name__, message), status_code=status)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    message = exc.detail if isinstance(exc.detail, str) else _status_type(exc.status_code)
+    return http_error_response(exc.status_code, message, exc.headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = [
+        {
+            "loc": [str(part) for part in err.get("loc", ())],
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "")),
+        }
+        for err in exc.errors()
+    ]
+    message = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"
+    return JSONResponse(error_body("ValidationError", message, details), status_code=422)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("%s %s failed unexpectedly", request.method, request.url.path, exc_info=exc)
+    return JSONResponse(error_body("InternalServerError", _GENERIC_5XX[500]), status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers that turn every error into the documented status and body."""
+    app.add_exception_handler(MemlaneError, _memlane_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected_error)

@@ -1,0 +1,512 @@
+"""The HTTP API (FastAPI): remember, recall, list, export, get and delete episodes per tenant.
+
+Install with ``pip install 'memlane[server]'`` and run with ``memlane --config memlane.yaml serve``,
+or build the app yourself::
+
+    app = create_app(lambda: EpisodicMemory.from_config("memlane.yaml"), load_config("memlane.yaml").server)
+    uvicorn.run(app, host="127.0.0.1", port=8080)
+
+Tenancy and auth:
+
+* Every ``/v1`` endpoint needs an API key, sent as ``Authorization: Bearer <key>`` or
+  ``X-API-Key: <key>``. Keys are configured as a mapping key -> tenant (``server.api_keys``,
+  best stored hashed as ``sha256:<hex>``); a missing or unknown key is a 401.
+* The tenant is **always** the key's tenant. Request bodies have no tenant field (an
+  unknown field is a 422), and an episode of another tenant is a 404 exactly like an
+  unknown id, so ids cannot be probed across tenants.
+* ``session_id`` (body or query, default ``"default"``) selects the session within the
+  tenant; ``scope`` is ``session`` or ``tenant`` (default: the configured scope; a
+  configured ``global`` scope is narrowed to ``tenant`` here, as HTTP never crosses tenants).
+  Get and delete by id look across every session of the tenant.
+
+Limits: request bodies over ``server.max_request_bytes`` (default 1 MiB) are refused with
+413; ``limit`` above ``episodic_memory.max_limit`` (default 50) is a 422.
+
+``GET /health`` needs no key. OpenAPI: ``/openapi.json``, docs at ``/docs`` and ``/redoc``.
+Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in the
+server's thread pool; the memory is opened when the app starts and closed when it stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as AsgiScope
+
+from memlane import __version__
+from memlane.config_file import DEFAULT_MAX_LIMIT, ServerSettings
+from memlane.errors import ConfigError, ValidationError
+from memlane.memory import EpisodicMemory
+from memlane.models import Episode, RecallHit, Scope
+from memlane.ranking import PRESETS
+from memlane.server.errors import http_error_response, install_error_handlers
+
+__all__ = ["API_PREFIX", "BodySizeLimit", "create_app"]
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/v1"
+_CONTEXT_CACHE_SIZE = 1024
+
+MemoryFactory = Callable[[], EpisodicMemory]
+"""Opens the app's memory at startup; the app closes it at shutdown."""
+
+# -- wire formats ------------------------------------------------------------------------
+
+SessionId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Session within the key's tenant (1-200 characters). Default: 'default'.",
+    ),
+]
+ScopeName = Literal["session", "tenant"]
+_SCOPE_HELP = (
+    "What a read may see: 'session' (this session only) or 'tenant' (every session of the key's "
+    "tenant). Default: the server's configured scope."
+)
+
+
+class RememberRequest(BaseModel):
+    """An episode to remember for the key's tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_type: str = Field(
+        min_length=1, max_length=200, description="Category label, e.g. 'preference' (case-sensitive)."
+    )
+    content: str = Field(
+        min_length=1, description="The text to remember; it is embedded for semantic recall."
+    )
+    tags: list[str] = Field(
+        default_factory=list, description="Labels for AND filtering; normalised to lower case."
+    )
+    importance: float | None = Field(
+        default=None, description="Rating 1-10, clamped to that range; null = unrated (scored 0.5)."
+    )
+    created_at: datetime | None = Field(
+        default=None, description="When it happened (ISO 8601 with timezone). Default: now."
+    )
+    metadata: dict[str, Any] | None = Field(default=None, description="A JSON object stored alongside.")
+    session_id: SessionId | None = None
+
+
+class Weights(BaseModel):
+    """Custom ranking weights; only their ratios matter. Missing keys weigh 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    relevance: float = Field(default=0.0, ge=0)
+    recency: float = Field(default=0.0, ge=0)
+    importance: float = Field(default=0.0, ge=0)
+
+
+class RecallRequest(BaseModel):
+    """A recall within the key's tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | None = Field(
+        default=None, min_length=1, description="Natural-language query; omit for newest-first listing."
+    )
+    event_type: str | None = Field(default=None, min_length=1, description="Exact event type to match.")
+    tags: list[str] = Field(default_factory=list, description="Tags that must ALL be present.")
+    limit: int | None = Field(
+        default=None, ge=1, description="Maximum hits (default: the configured default)."
+    )
+    session_id: SessionId | None = None
+    scope: ScopeName | None = Field(default=None, description=_SCOPE_HELP)
+    preset: str | None = Field(
+        default=None, description=f"Named ranking weights: {', '.join(PRESETS)}. Default: balanced."
+    )
+    weights: Weights | None = Field(default=None, description="Custom weights (instead of preset).")
+    now: datetime | None = Field(
+        default=None, description="Reference time for recency (ISO 8601 with timezone). Default: now."
+    )
+
+
+class EpisodeOut(BaseModel):
+    """A stored episode."""
+
+    id: str
+    tenant_id: str
+    session_id: str
+    event_type: str
+    content: str
+    tags: list[str]
+    importance: float | None = Field(description="Rating in [1, 10], or null when unrated.")
+    created_at: datetime
+    metadata: dict[str, Any]
+
+
+class ScoreBreakdownOut(BaseModel):
+    """Why a hit ranked where it did; every signal in [0, 1], higher is better."""
+
+    relevance: float = Field(description="max(0, cosine(query, content)).")
+    recency: float = Field(description="decay_per_day ** age_days.")
+    importance: float = Field(description="importance / 10; 0.5 when unrated.")
+    score: float = Field(description="Weighted mean of the three signals.")
+
+
+class HitOut(EpisodeOut):
+    """A recalled episode with its score breakdown (null for listings without a query)."""
+
+    breakdown: ScoreBreakdownOut | None
+
+
+class RecallResponse(BaseModel):
+    """Hits, best first (ranked) or newest first (no query)."""
+
+    count: int
+    ranked: bool = Field(description="True when a query was given and hits carry a breakdown.")
+    hits: list[HitOut]
+
+
+class EpisodeList(BaseModel):
+    """Episodes, newest first."""
+
+    count: int
+    episodes: list[EpisodeOut]
+
+
+class Health(BaseModel):
+    """Liveness."""
+
+    status: Literal["ok"]
+    version: str
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong."""
+
+    type: str = Field(description="Error kind, e.g. ValidationError, Unauthorized, NotFound.")
+    message: str
+    details: list[dict[str, Any]] | None = None
+
+
+class ErrorOut(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+
+
+def _episode_out(episode: Episode) -> EpisodeOut:
+    return EpisodeOut.model_validate(episode.to_dict())
+
+
+def _hit_out(hit: RecallHit) -> HitOut:
+    return HitOut.model_validate(hit.to_dict())
+
+
+# -- application state -------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    """What the endpoints share: the settings, the memory, and per-context memories."""
+
+    settings: ServerSettings
+    max_limit: int
+    factory: MemoryFactory
+    memory: EpisodicMemory | None = None
+    _contexts: OrderedDict[tuple[str, str, Scope], EpisodicMemory] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def base(self) -> EpisodicMemory:
+        if self.memory is None:  # pragma: no cover - only before startup / after shutdown
+            raise HTTPException(status_code=503, detail="the server is not ready")
+        return self.memory
+
+    def default_scope(self) -> Scope:
+        scope = Scope(self.base().config.scope)
+        return Scope.TENANT if scope is Scope.GLOBAL else scope
+
+    def context(self, tenant_id: str, session_id: str | None, scope: str | None) -> EpisodicMemory:
+        """The memory for one (tenant, session, scope), cached (a new context binds the store)."""
+        resolved = self.default_scope() if scope is None else Scope(scope)
+        key = (tenant_id, session_id or "default", resolved)
+        with self._lock:
+            memory = self._contexts.get(key)
+            if memory is not None:
+                self._contexts.move_to_end(key)
+                return memory
+        base = self.base()
+        memory = base.with_context(
+            tenant_id=key[0], session_id=key[1], config=replace(base.config, scope=resolved)
+        )
+        with self._lock:
+            self._contexts[key] = memory
+            while len(self._contexts) > _CONTEXT_CACHE_SIZE:
+                self._contexts.popitem(last=False)
+        return memory
+
+    def check_limit(self, limit: int | None) -> None:
+        if limit is not None and limit > self.max_limit:
+            raise ValidationError(f"limit must be <= {self.max_limit}, got {limit}")
+
+
+def _state(request: Request) -> _State:
+    state: _State = request.app.state.memlane
+    return state
+
+
+_bearer = HTTPBearer(auto_error=False, description="The API key as a bearer token.")
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key.")
+
+
+def _tenant(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    api_key: Annotated[str | None, Depends(_api_key_header)],
+) -> str:
+    """Authenticate the request; return the key's tenant.
+
+    Raises:
+        HTTPException: 401 without a key or with an unknown one.
+    """
+    presented = bearer.credentials if bearer is not None else api_key
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if not presented:
+        raise HTTPException(
+            status_code=401,
+            detail="missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+            headers=challenge,
+        )
+    tenant = _state(request).settings.tenant_for_key(presented)
+    if tenant is None:
+        raise HTTPException(status_code=401, detail="invalid API key", headers=challenge)
+    return tenant
+
+
+Tenant = Annotated[str, Depends(_tenant)]
+State = Annotated[_State, Depends(_state)]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "Missing or unknown API key."},
+    413: {"model": ErrorOut, "description": "Request body too large."},
+    422: {"model": ErrorOut, "description": "Invalid request."},
+    503: {"model": ErrorOut, "description": "Store or embedder unavailable."},
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No such episode for this tenant."}
+}
+
+router = APIRouter(prefix=API_PREFIX, responses=_ERRORS, tags=["episodes"])
+
+
+@router.post("/episodes", status_code=201, response_model=EpisodeOut, summary="Remember an episode")
+def remember(body: RememberRequest, tenant: Tenant, state: State) -> EpisodeOut:
+    """Append one episode for the key's tenant (and ``session_id``) and return it with its new id."""
+    memory = state.context(tenant, body.session_id, None)
+    episode = memory.remember_episode(
+        body.event_type,
+        body.content,
+        body.tags,
+        body.importance,
+        created_at=body.created_at,
+        metadata=body.metadata,
+    )
+    return _episode_out(episode)
+
+
+@router.post("/recall", response_model=RecallResponse, summary="Recall episodes")
+def recall(body: RecallRequest, tenant: Tenant, state: State) -> RecallResponse:
+    """Ranked recall by ``query`` (with a score breakdown per hit), or newest first without one."""
+    state.check_limit(body.limit)
+    if body.preset is not None and body.weights is not None:
+        raise ValidationError("give either preset or weights, not both")
+    weights: str | dict[str, float] | None = body.preset
+    if body.weights is not None:
+        weights = body.weights.model_dump()
+    memory = state.context(tenant, body.session_id, body.scope)
+    hits = memory.recall_episodes(
+        body.query, body.event_type, body.tags, body.limit, now=body.now, weights=weights
+    )
+    return RecallResponse(count=len(hits), ranked=body.query is not None, hits=[_hit_out(h) for h in hits])
+
+
+@router.get("/episodes", response_model=EpisodeList, summary="List episodes, newest first")
+def list_episodes(
+    tenant: Tenant,
+    state: State,
+    session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    scope: Annotated[ScopeName | None, Query(description=_SCOPE_HELP)] = None,
+    event_type: Annotated[str | None, Query(min_length=1)] = None,
+    tag: Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")] = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> EpisodeList:
+    """The newest episodes in scope that match the filters (no embedding involved)."""
+    state.check_limit(limit)
+    memory = state.context(tenant, session_id, scope)
+    hits = memory.recall_episodes(None, event_type, tag or [], limit)
+    return EpisodeList(count=len(hits), episodes=[_episode_out(h.episode) for h in hits])
+
+
+@router.get(
+    "/export",
+    summary="Export episodes as JSON Lines",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-ndjson": {}}, "description": "One episode per line."}},
+)
+def export(
+    tenant: Tenant,
+    state: State,
+    session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    scope: Annotated[ScopeName | None, Query(description=_SCOPE_HELP)] = None,
+    event_type: Annotated[str | None, Query(min_length=1)] = None,
+    tag: Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")] = None,
+) -> StreamingResponse:
+    """Every episode in scope, oldest first, one JSON object per line (the ``memlane export`` format)."""
+    memory = state.context(tenant, session_id, scope)
+    episodes = memory.iter_episodes(event_type=event_type, tags=tag or [])
+
+    def lines() -> Iterator[bytes]:
+        for episode in episodes:
+            yield (json.dumps(episode.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+
+@router.get(
+    "/episodes/{episode_id}", response_model=EpisodeOut, responses=_NOT_FOUND, summary="Get an episode"
+)
+def get_episode(episode_id: str, tenant: Tenant, state: State) -> EpisodeOut:
+    """One episode of the key's tenant (any session); 404 if unknown or another tenant's."""
+    episode = state.context(tenant, None, Scope.TENANT.value).get_episode(episode_id)
+    if episode is None:
+        raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
+    return _episode_out(episode)
+
+
+@router.delete("/episodes/{episode_id}", status_code=204, responses=_NOT_FOUND, summary="Delete an episode")
+def delete_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
+    """Delete one episode of the key's tenant (any session); 404 if unknown or another tenant's."""
+    if not state.context(tenant, None, Scope.TENANT.value).delete_episode(episode_id):
+        raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
+    return Response(status_code=204)
+
+
+health_router = APIRouter(tags=["health"])
+
+
+@health_router.get("/health", response_model=Health, summary="Liveness check (no API key needed)")
+def health() -> Health:
+    """``{"status": "ok"}`` while the server runs."""
+    return Health(status="ok", version=__version__)
+
+
+# -- the app ----------------------------------------------------------------------------
+
+
+class BodySizeLimit:
+    """ASGI middleware: refuse request bodies over ``max_bytes`` with a JSON 413.
+
+    A declared ``Content-Length`` over the limit is refused before the body is read; a
+    body without one (chunked) is counted as it arrives and refused when it crosses the
+    limit (the endpoint never sees it).
+
+    Args:
+        app: The wrapped ASGI app.
+        max_bytes: Largest accepted body, in bytes.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection with the limit applied."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        message = f"request body larger than {self.max_bytes} bytes"
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await http_error_response(413, message)(scope, receive, send)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            incoming = await receive()
+            if incoming["type"] == "http.request":
+                received += len(incoming.get("body", b""))
+                if received > self.max_bytes:
+                    raise HTTPException(status_code=413, detail=message)  # -> the JSON error handler
+            return incoming
+
+        await self.app(scope, limited_receive, send)
+
+
+def create_app(
+    memory_factory: MemoryFactory, settings: ServerSettings, *, max_limit: int = DEFAULT_MAX_LIMIT
+) -> FastAPI:
+    """Build the HTTP API over the memory that ``memory_factory`` opens.
+
+    Args:
+        memory_factory: Called once at startup; returns the memory to serve (its store and
+            embedder are shared by every tenant; its config gives scope, limits and ranking
+            defaults). The app closes it at shutdown.
+        settings: API keys (key -> tenant) and ``max_request_bytes``; see
+            :class:`memlane.config_file.ServerSettings`.
+        max_limit: Largest ``limit`` a request may ask for, >= 1 (default 50).
+
+    Returns:
+        The FastAPI application (serve it with uvicorn).
+
+    Raises:
+        ConfigError: no API keys are configured (every request would be refused), or
+            ``max_limit`` < 1.
+    """
+    if not settings.api_keys:
+        raise ConfigError(
+            "server.api_keys: no API keys configured; add 'sha256:<hex>: <tenant>' entries "
+            "(memlane api-key TENANT prints one)"
+        )
+    if max_limit < 1:
+        raise ConfigError(f"max_limit must be >= 1, got {max_limit}")
+    state = _State(settings=settings, max_limit=max_limit, factory=memory_factory)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.memory = memory_factory()
+        logger.info("serving %r", state.memory)
+        try:
+            yield
+        finally:
+            memory, state.memory = state.memory, None
+            state._contexts.clear()
+            memory.close()
+
+    app = FastAPI(
+        title="memlane",
+        version=__version__,
+        summary="Episodic memory for AI agents: remember and recall episodes per tenant.",
+        description=(
+            "Authenticate every `/v1` request with an API key (`Authorization: Bearer <key>` or "
+            "`X-API-Key: <key>`). The key decides the tenant; another tenant's episodes are "
+            'invisible (404). Errors: `{"error": {"type", "message"}}`.'
+        ),
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.state.memlane = state
+    install_error_handlers(app)
+    app.include_router(health_router)
+    app.include_router(router)
+    return app

@@ -1,0 +1,132 @@
+"""Numbered schema migrations of the PostgreSQL store.
+
+``MIGRATIONS[i]`` brings a schema from version ``i`` to ``i + 1``; every applied number is
+recorded as a row of ``memlane_schema_migrations`` (the schema version is the highest one).
+Migrations are only ever appended, never edited once released. The store applies them at
+open, in one transaction under a database-wide advisory lock
+(:data:`MIGRATION_LOCK_KEY`), so processes opening the same database at once neither race
+nor see a half-built schema.
+
+Statements are :class:`psycopg.sql.SQL` templates, never string-formatted: ``{schema}`` is
+the store's schema and ``{ext}`` the schema the ``vector`` extension lives in, both filled
+in with :class:`psycopg.sql.Identifier` so the store never depends on ``search_path``
+(literal braces are doubled: ``'{{}}'`` is an empty array).
+
+The embedding column is created *untyped* (``vector``, any dimension) because the
+dimension is only known when an embedding model is bound. :func:`bind_vector_statements`
+is the dimension-keyed step the store runs once, at the first
+:meth:`~memlane.stores.postgres.PostgresStore.bind_embedding_model`: it fixes the column
+to ``vector(dims)`` and builds the HNSW index (``vector_cosine_ops``). The bound model and
+dimension are then recorded in ``memlane_meta``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from psycopg import sql
+
+__all__ = [
+    "BIND_LOCK_KEY",
+    "BOOTSTRAP",
+    "HNSW_MAX_DIMS",
+    "MIGRATIONS",
+    "MIGRATIONS_TABLE",
+    "MIGRATION_LOCK_KEY",
+    "bind_vector_statements",
+]
+
+
+def _lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key derived from ``name``."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+MIGRATION_LOCK_KEY = _lock_key("memlane.postgres.migrate")
+"""``pg_advisory_xact_lock`` key held while migrating (database-wide: also guards
+``CREATE SCHEMA`` and ``CREATE EXTENSION``, which race across schemas)."""
+
+BIND_LOCK_KEY = _lock_key("memlane.postgres.bind_embedding_model")
+"""``pg_advisory_xact_lock`` key held while the first embedding model is bound."""
+
+HNSW_MAX_DIMS = 2000
+"""pgvector's HNSW index on ``vector`` supports at most 2,000 dimensions; above that the
+store keeps no ANN index and every vector search is exact."""
+
+MIGRATIONS_TABLE = "memlane_schema_migrations"
+
+BOOTSTRAP = sql.SQL(
+    "CREATE TABLE IF NOT EXISTS {schema}.memlane_schema_migrations ("
+    " version integer PRIMARY KEY,"
+    " applied_at timestamptz NOT NULL DEFAULT now())"
+)
+"""Created before the first migration; holds one row per applied migration number."""
+
+MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
+    # 1: episodes (tags inline as text[]), their indexes, and store metadata.
+    (
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_episodes (
+                seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                id              text             NOT NULL,
+                tenant_id       text             NOT NULL,
+                session_id      text             NOT NULL,
+                event_type      text             NOT NULL,
+                content         text             NOT NULL,
+                tags            text[]           NOT NULL DEFAULT '{{}}',
+                importance      double precision,
+                created_at      timestamptz      NOT NULL,
+                metadata        json             NOT NULL DEFAULT '{{}}',
+                embedding       {ext}.vector,
+                embedding_model text,
+                CONSTRAINT memlane_episodes_id_key UNIQUE (id)
+            )
+            """
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_session_time "
+            "ON {schema}.memlane_episodes (tenant_id, session_id, created_at, seq)"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_tenant_time "
+            "ON {schema}.memlane_episodes (tenant_id, created_at, seq)"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_tenant_type_time "
+            "ON {schema}.memlane_episodes (tenant_id, event_type, created_at, seq)"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_type_time "
+            "ON {schema}.memlane_episodes (event_type, created_at, seq)"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_episodes_time ON {schema}.memlane_episodes (created_at, seq)"),
+        sql.SQL("CREATE INDEX ix_memlane_episodes_tags ON {schema}.memlane_episodes USING gin (tags)"),
+        sql.SQL("CREATE TABLE {schema}.memlane_meta (key text PRIMARY KEY, value text NOT NULL)"),
+    ),
+)
+
+
+def bind_vector_statements(dims: int) -> tuple[sql.SQL, ...]:
+    """The dimension-keyed schema step run once, when the first embedding model is bound.
+
+    Args:
+        dims: Vector dimension, >= 1. The store fills the ``{dims}`` placeholder with
+            ``sql.Literal(int(dims))``, never with text.
+
+    Returns:
+        Templates (with ``{schema}``, ``{ext}`` and ``{dims}``) that type the column as
+        ``vector(dims)`` and, when ``dims <= HNSW_MAX_DIMS``, build the HNSW cosine index
+        (pgvector defaults ``m = 16``, ``ef_construction = 64``).
+    """
+    statements = [
+        sql.SQL("ALTER TABLE {schema}.memlane_episodes ALTER COLUMN embedding TYPE {ext}.vector({dims})")
+    ]
+    if dims <= HNSW_MAX_DIMS:
+        statements.append(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS ix_memlane_episodes_embedding_hnsw "
+                "ON {schema}.memlane_episodes USING hnsw (embedding {ext}.vector_cosine_ops)"
+            )
+        )
+    return tuple(statements)

@@ -1,0 +1,501 @@
+"""Agent tools: JSON schemas for ``remember_episode`` / ``recall_episodes`` and their dispatch.
+
+The schemas are written for a model to read (what each argument means, how to rate
+importance, that tags combine with AND) and come in the formats agent frameworks
+register directly:
+
+* ``"openai"`` — Chat Completions ``tools=[{"type": "function", "function": {...}}]``.
+* ``"openai-responses"`` — Responses API ``tools=[{"type": "function", "name": ...}]``.
+* ``"anthropic"`` — Messages API ``tools=[{"name", "description", "input_schema"}]``.
+* ``"json-schema"`` — the neutral form ``{"name", "description", "parameters"}`` (what
+  the MCP server publishes as ``inputSchema``).
+
+Presence triggers registration: :func:`tools_for` returns the tools only when the
+configuration has an ``episodic_memory:`` section, and an empty list otherwise. Then
+:meth:`MemoryTools.handle_tool_call` runs a call the model made::
+
+    memory = EpisodicMemory.from_config("agent.yaml", tenant_id=user_id, session_id=chat_id)
+    tools = MemoryTools(memory, max_limit=50)
+    response = client.chat.completions.create(model=..., messages=..., tools=tools.schemas("openai"))
+    for call in response.choices[0].message.tool_calls or []:
+        result = tools.handle_tool_call(call.function.name, call.function.arguments)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+
+Results are JSON-serialisable dicts. Success: ``{"ok": true, ...}``; failure: ``{"ok": false,
+"error": {"type": ..., "message": ...}}`` — :meth:`MemoryTools.handle_tool_call` never
+raises for a bad call or a failing store, so one bad tool call cannot kill the agent loop.
+Error ``type`` is ``UnknownTool``, ``InvalidArguments`` (malformed JSON, wrong types, missing
+or unknown arguments), the memlane error class name (``ValidationError``, ``EmbeddingError``,
+``StoreError``, ...) or ``InternalError`` (a bug: logged with its traceback, no details returned).
+
+Tenant and session never come from the model: they are fixed by the :class:`EpisodicMemory`
+the tools are bound to.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from memlane.errors import MemlaneError
+from memlane.ranking import PRESETS
+
+if TYPE_CHECKING:
+    from memlane.config_file import MemlaneConfig
+    from memlane.memory import EpisodicMemory
+
+__all__ = [
+    "RECALL_EPISODES",
+    "REMEMBER_EPISODE",
+    "TOOL_FORMATS",
+    "MemoryTools",
+    "ToolDefinition",
+    "ToolFormat",
+    "handle_tool_call",
+    "tool_definitions",
+    "tool_error",
+    "tool_schemas",
+    "tools_for",
+]
+
+logger = logging.getLogger(__name__)
+
+REMEMBER_EPISODE = "remember_episode"
+RECALL_EPISODES = "recall_episodes"
+
+ToolFormat = Literal["openai", "openai-responses", "anthropic", "json-schema"]
+TOOL_FORMATS: tuple[ToolFormat, ...] = ("openai", "openai-responses", "anthropic", "json-schema")
+
+_DEFAULT_LIMIT = 5
+_DEFAULT_MAX_LIMIT = 50
+
+_PRESET_HELP = {
+    "balanced": "equal weight to relevance, recency and importance (default)",
+    "specific_question": "favours relevance: answering a precise question",
+    "agent_context": "favours importance: loading key facts before a task",
+    "conversation": "favours recency: continuing a recent conversation",
+    "cold_start": "ignores recency: what matters most, however old",
+    "relevance_only": "pure semantic similarity to the query",
+}
+
+_REMEMBER_DESCRIPTION = (
+    "Save an episode to long-term memory: something worth knowing in a later turn or a future "
+    "session, such as a user preference, a decision, a fact learned, the outcome of a task or a "
+    "failure to avoid repeating. Write the content so it makes sense on its own later, without "
+    "the current conversation (who, what, and why). Do not save secrets (passwords, keys) or "
+    "trivial chit-chat. Saved episodes are found again with recall_episodes."
+)
+
+_RECALL_DESCRIPTION = (
+    "Search long-term memory for past episodes. With a query, episodes are ranked by a score in "
+    "[0, 1] that combines relevance to the query, recency and importance; each result shows "
+    "that breakdown. Without a query, the newest episodes matching the filters are returned. "
+    "Use it before answering or acting when past preferences, decisions or outcomes may matter. "
+    "Filters narrow the search; they never widen it."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """One tool in neutral form.
+
+    Attributes:
+        name: Tool name (``remember_episode`` or ``recall_episodes``).
+        description: What the tool does, written for a model.
+        parameters: JSON Schema (draft 2020-12 subset) of the arguments object.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_format(self, fmt: ToolFormat) -> dict[str, Any]:
+        """Return this tool in one of :data:`TOOL_FORMATS`.
+
+        Raises:
+            ValueError: unknown format.
+        """
+        if fmt == "openai":
+            return {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": self.parameters,
+                },
+            }
+        if fmt == "openai-responses":
+            return {
+                "type": "function",
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        if fmt == "anthropic":
+            return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+        if fmt == "json-schema":
+            return {"name": self.name, "description": self.description, "parameters": self.parameters}
+        raise ValueError(f"unknown tool format {fmt!r}; known: {', '.join(TOOL_FORMATS)}")
+
+
+def _tags_schema(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string", "minLength": 1}, "description": description}
+
+
+def tool_definitions(
+    *, default_limit: int = _DEFAULT_LIMIT, max_limit: int = _DEFAULT_MAX_LIMIT
+) -> list[ToolDefinition]:
+    """Return the tool definitions (``remember_episode``, ``recall_episodes``) in neutral form.
+
+    Args:
+        default_limit: Results a recall returns when the model gives no ``limit``, >= 1.
+        max_limit: Largest ``limit`` advertised (and applied), >= ``default_limit``.
+
+    Raises:
+        ValueError: limits out of range.
+    """
+    if default_limit < 1 or max_limit < default_limit:
+        raise ValueError(f"need 1 <= default_limit <= max_limit, got {default_limit} and {max_limit}")
+    presets = "; ".join(f"'{name}': {_PRESET_HELP.get(name, 'named weights')}" for name in PRESETS)
+    remember = ToolDefinition(
+        name=REMEMBER_EPISODE,
+        description=_REMEMBER_DESCRIPTION,
+        parameters={
+            "type": "object",
+            "properties": {
+                "event_type": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 200,
+                    "description": (
+                        "Short category label, e.g. 'preference', 'decision', 'fact', 'task_outcome', "
+                        "'error'. Reuse the same labels consistently: recall can filter on the exact "
+                        "label (case-sensitive)."
+                    ),
+                },
+                "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": (
+                        "The episode in one to three self-contained sentences, e.g. 'The user prefers "
+                        "aisle seats on flights longer than 3 hours.' It is searched by meaning."
+                    ),
+                },
+                "tags": _tags_schema(
+                    "Optional keywords to filter on later, e.g. ['travel', 'flights']. Case-insensitive "
+                    "(stored lower-case). A recall with several tags only returns episodes having ALL "
+                    "of them."
+                ),
+                "importance": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "description": (
+                        "How much this matters for future work, 1-10: 1-3 passing detail; 4-6 useful "
+                        "context; 7-8 a clear preference, decision or lesson; 9-10 critical (hard "
+                        "constraints, safety, must never be forgotten). Values outside 1-10 are "
+                        "clamped. Omit if unsure (scored as neutral)."
+                    ),
+                },
+            },
+            "required": ["event_type", "content"],
+            "additionalProperties": False,
+        },
+    )
+    recall = ToolDefinition(
+        name=RECALL_EPISODES,
+        description=_RECALL_DESCRIPTION,
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": (
+                        "What to remember, in natural language, e.g. 'seat preference on flights'. "
+                        "Omit to list the newest episodes that match the filters."
+                    ),
+                },
+                "event_type": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Only episodes with exactly this event_type (case-sensitive).",
+                },
+                "tags": _tags_schema(
+                    "Only episodes that have ALL of these tags (AND). Give fewer tags for a broader search."
+                ),
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": max_limit,
+                    "description": (
+                        f"Maximum number of episodes to return, 1-{max_limit} (default {default_limit}). "
+                        f"Larger values are reduced to {max_limit}."
+                    ),
+                },
+                "preset": {
+                    "type": "string",
+                    "enum": list(PRESETS),
+                    "description": f"How to weigh the signals when a query is given: {presets}.",
+                },
+            },
+            "required": [],
+            "additionalProperties": False,
+        },
+    )
+    return [remember, recall]
+
+
+def tool_schemas(
+    fmt: ToolFormat = "openai", *, default_limit: int = _DEFAULT_LIMIT, max_limit: int = _DEFAULT_MAX_LIMIT
+) -> list[dict[str, Any]]:
+    """Return both tools in format ``fmt`` (see :data:`TOOL_FORMATS`), ready to register.
+
+    Raises:
+        ValueError: unknown format or limits out of range.
+    """
+    return [d.to_format(fmt) for d in tool_definitions(default_limit=default_limit, max_limit=max_limit)]
+
+
+def tools_for(
+    config: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConfig, fmt: ToolFormat = "openai"
+) -> list[dict[str, Any]]:
+    """Return the tools an agent with this configuration gets: both, or none.
+
+    Presence triggers registration: with an ``episodic_memory:`` section (even an empty
+    one) the two tools are returned, with the section's ``default_limit``/``max_limit``;
+    without it, an empty list.
+
+    Args:
+        config: A YAML file path, a mapping of the same shape, or a loaded config.
+        fmt: One of :data:`TOOL_FORMATS`.
+
+    Raises:
+        ConfigError: the configuration is invalid. ValueError: unknown format.
+    """
+    from memlane.config_file import load_config
+
+    loaded = load_config(config)
+    if loaded.episodic is None:
+        return []
+    return tool_schemas(
+        fmt, default_limit=loaded.episodic.memory.default_limit, max_limit=loaded.episodic.max_limit
+    )
+
+
+# -- dispatch ---------------------------------------------------------------------------
+
+
+class _InvalidArgumentsError(Exception):
+    """The model's arguments do not fit the schema (reported as ``InvalidArguments``)."""
+
+
+def tool_error(exc: BaseException, *, tool: str | None = None) -> dict[str, Any]:
+    """Map an exception to the structured tool-call error result (the one place that does it).
+
+    * :class:`memlane.errors.MemlaneError` -> its class name and message (e.g.
+      ``ValidationError: content must be a non-empty string``), so the model can correct itself.
+    * Malformed arguments -> ``InvalidArguments`` with what is wrong.
+    * Anything else is a bug: ``InternalError`` with no details (they are logged).
+
+    Returns:
+        ``{"ok": False, "error": {"type": str, "message": str}}`` (plus ``"tool"`` when given).
+    """
+    if isinstance(exc, _InvalidArgumentsError):
+        kind, message = "InvalidArguments", str(exc)
+    elif isinstance(exc, MemlaneError):
+        kind, message = type(exc).__name__, str(exc)
+    else:
+        kind, message = "InternalError", "the memory tool failed unexpectedly; the error was logged"
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if tool is not None:
+        error["tool"] = tool
+    return {"ok": False, "error": error}
+
+
+def _string(args: Mapping[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _InvalidArgumentsError(f"{key} must be a string, got {_json_type(value)}")
+    return value
+
+
+def _tags(args: Mapping[str, Any]) -> list[str] | None:
+    value = args.get("tags")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise _InvalidArgumentsError(f"tags must be an array of strings, got {_json_type(value)}")
+    return value
+
+
+def _number(args: Mapping[str, Any], key: str) -> float | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):  # models sometimes quote numbers: "7"
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise _InvalidArgumentsError(f"{key} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _InvalidArgumentsError(f"{key} must be a finite number, got {_json_type(value)}")
+    return float(value)
+
+
+def _json_type(value: object) -> str:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+class MemoryTools:
+    """The two memory tools bound to one :class:`memlane.EpisodicMemory` (its tenant, session, scope).
+
+    Args:
+        memory: Where episodes are remembered and recalled.
+        max_limit: Largest ``limit`` a recall may return, >= the memory's ``default_limit``;
+            larger requests are reduced to it (default 50).
+
+    Raises:
+        ValueError: ``max_limit`` below the memory's ``default_limit``.
+    """
+
+    def __init__(self, memory: EpisodicMemory, *, max_limit: int = _DEFAULT_MAX_LIMIT) -> None:
+        self.memory = memory
+        self.max_limit = max_limit
+        self.definitions = tool_definitions(default_limit=memory.config.default_limit, max_limit=max_limit)
+        self._specs = {d.name: d for d in self.definitions}
+
+    @property
+    def names(self) -> list[str]:
+        """The tool names, in registration order."""
+        return [d.name for d in self.definitions]
+
+    def schemas(self, fmt: ToolFormat = "openai") -> list[dict[str, Any]]:
+        """Return the tools in format ``fmt`` (see :data:`TOOL_FORMATS`).
+
+        Raises:
+            ValueError: unknown format.
+        """
+        return [d.to_format(fmt) for d in self.definitions]
+
+    def handle_tool_call(self, name: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run one tool call and return its JSON-serialisable result; never raises for a bad call.
+
+        Args:
+            name: The tool the model called.
+            arguments: The model's arguments: a JSON object as a string (OpenAI) or a mapping
+                (Anthropic, MCP). ``null`` values count as absent; an empty string as ``{}``.
+
+        Returns:
+            ``remember_episode``: ``{"ok": true, "episode": {...}}`` (the stored episode with its id).
+            ``recall_episodes``: ``{"ok": true, "count": n, "ranked": bool, "episodes": [...]}``,
+            each episode with ``breakdown`` (relevance, recency, importance, score; floats in
+            [0, 1]) when a query was given, else ``null``.
+            On failure: ``{"ok": false, "error": {"type", "message", "tool"}}`` (see :func:`tool_error`).
+        """
+        try:
+            spec = self._specs.get(name) if isinstance(name, str) else None
+            if spec is None:
+                return {
+                    "ok": False,
+                    "error": {
+                        "type": "UnknownTool",
+                        "message": f"unknown tool {name!r}; available: {', '.join(self.names)}",
+                        "tool": name if isinstance(name, str) else None,
+                    },
+                }
+            args = self._parse_arguments(spec, arguments)
+            if name == REMEMBER_EPISODE:
+                return self._remember(args)
+            return self._recall(args)
+        except Exception as exc:
+            if not isinstance(exc, _InvalidArgumentsError | MemlaneError):
+                logger.exception("tool %r failed unexpectedly", name)
+            return tool_error(exc, tool=name if isinstance(name, str) else None)
+
+    @staticmethod
+    def _parse_arguments(spec: ToolDefinition, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+        if arguments is None:
+            raw: object = {}
+        elif isinstance(arguments, str | bytes):
+            text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
+            if not text.strip():
+                raw = {}
+            else:
+                try:
+                    raw = json.loads(text)
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    detail = (
+                        f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else exc
+                    )
+                    raise _InvalidArgumentsError(f"arguments are not valid JSON: {detail}") from None
+        else:
+            raw = arguments
+        if not isinstance(raw, Mapping):
+            raise _InvalidArgumentsError(f"arguments must be a JSON object, got {_json_type(raw)}")
+        properties: dict[str, Any] = spec.parameters["properties"]
+        unknown = sorted(str(k) for k in raw if k not in properties)
+        if unknown:
+            raise _InvalidArgumentsError(
+                f"unknown argument(s) {', '.join(unknown)}; {spec.name} takes {', '.join(properties)}"
+            )
+        args = {str(k): v for k, v in raw.items() if v is not None}
+        missing = [k for k in spec.parameters["required"] if k not in args]
+        if missing:
+            raise _InvalidArgumentsError(f"missing required argument(s): {', '.join(missing)}")
+        return args
+
+    def _remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        event_type = _string(args, "event_type")
+        content = _string(args, "content")
+        assert event_type is not None and content is not None  # required, checked above
+        episode = self.memory.remember_episode(event_type, content, _tags(args), _number(args, "importance"))
+        return {"ok": True, "episode": episode.to_dict()}
+
+    def _recall(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        limit: int | None = None
+        raw_limit = _number(args, "limit")
+        if raw_limit is not None:
+            if raw_limit != int(raw_limit) or raw_limit < 1:
+                raise _InvalidArgumentsError(f"limit must be a positive integer, got {args['limit']!r}")
+            limit = min(int(raw_limit), self.max_limit)
+        preset = _string(args, "preset")
+        if preset is not None and preset not in PRESETS:
+            raise _InvalidArgumentsError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
+        query = _string(args, "query")
+        if query is not None and not query.strip():
+            query = None  # a blank query means "no query", as models sometimes send ""
+        hits = self.memory.recall_episodes(
+            query, _string(args, "event_type"), _tags(args), limit, weights=preset
+        )
+        return {
+            "ok": True,
+            "count": len(hits),
+            "ranked": query is not None,
+            "episodes": [hit.to_dict() for hit in hits],
+        }
+
+
+def handle_tool_call(
+    memory: EpisodicMemory,
+    name: str,
+    arguments: str | Mapping[str, Any] | None,
+    *,
+    max_limit: int = _DEFAULT_MAX_LIMIT,
+) -> dict[str, Any]:
+    """Run one tool call against ``memory``: ``MemoryTools(memory, max_limit=...).handle_tool_call(...)``.
+
+    See :meth:`MemoryTools.handle_tool_call` for the arguments and results; never raises
+    for a bad call.
+    """
+    return MemoryTools(memory, max_limit=max_limit).handle_tool_call(name, arguments)

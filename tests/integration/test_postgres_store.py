@@ -1,0 +1,464 @@
+"""PostgreSQL-specific behaviour on a real server: migrations, indexes and plans, errors.
+
+The semantics shared with SQLite are in ``tests/contract``; this file checks what only the
+PostgreSQL store has: its recorded migrations under concurrent opens, the HNSW and exact
+search paths (against a numpy brute force), the GIN and time indexes, search_path and
+time-zone independence, and psycopg errors translated at the boundary.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from memlane import (
+    EpisodeInput,
+    EpisodicMemory,
+    MemoryConfig,
+    SchemaVersionError,
+    StoreClosedError,
+    StoreError,
+    ValidationError,
+)
+from memlane.embeddings.fake import HashingEmbedder
+from memlane.models import Episode
+from memlane.stores.base import EpisodeFilter
+from tests.pg_server import SKIP_ENV
+
+if os.environ.get(SKIP_ENV) == "1":  # the only way to skip: without psycopg these tests must fail
+    pytest.skip(f"PostgreSQL tests skipped explicitly ({SKIP_ENV}=1)", allow_module_level=True)
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from memlane.stores.migrations.postgres import MIGRATIONS
+from memlane.stores.postgres import PostgresStore
+from tests.conftest import T0
+
+DIMS = 32
+N_ROWS = 5_000
+HNSW_INDEX = "ix_memlane_episodes_embedding_hnsw"
+
+
+def _unit(rng: np.random.Generator, n: int, dims: int = DIMS) -> NDArray[np.float32]:
+    x = rng.standard_normal((n, dims)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _episode(i: int, tags: tuple[str, ...], model: str = f"rand-{DIMS}") -> Episode:
+    return Episode(
+        id=f"ep-{i:06d}",
+        tenant_id="t",
+        session_id="s",
+        event_type="note",
+        content=f"random vector {i}",
+        tags=tags,
+        importance=None if i % 3 else float(1 + i % 10),
+        created_at=T0 - timedelta(minutes=i),
+        embedding_model=model,
+    )
+
+
+def _drop(url: str, schema: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def _fetchall(
+    url: str, query: str | sql.Composable, params: tuple[object, ...] = ()
+) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+# -- a shared data set: 5,000 random unit vectors with tags of known selectivity ---------------
+
+
+@dataclass
+class RandomData:
+    url: str
+    schema: str
+    vectors: NDArray[np.float32]
+    keys: NDArray[np.int64]
+    tags: list[tuple[str, ...]]
+
+    def open(self, **kwargs: object) -> PostgresStore:
+        return PostgresStore(self.url, schema=self.schema, **kwargs)  # type: ignore[arg-type]
+
+    def brute_force(
+        self, query: NDArray[np.float32], tag: str | None
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Keys and cosines of every row carrying ``tag``, best first (numpy, float64)."""
+        rows = np.array([tag is None or tag in t for t in self.tags])
+        cosine = self.vectors[rows].astype(np.float64) @ query.astype(np.float64)
+        order = np.argsort(-cosine, kind="stable")
+        return self.keys[rows][order], cosine[order]
+
+
+@pytest.fixture(scope="module")
+def random_data(pg_url: str) -> Iterator[RandomData]:
+    """5,000 rows: every row tagged ``all``, 1 % also ``rare``, 10 % also ``tenth``; ANALYZEd."""
+    schema = f"test_rand_{uuid.uuid4().hex[:12]}"
+    rng = np.random.default_rng(42)
+    vectors = _unit(rng, N_ROWS)
+    tags = [
+        ("all", *(("rare",) if i % 100 == 0 else ()), *(("tenth",) if i % 10 == 3 else ()))
+        for i in range(N_ROWS)
+    ]
+    store = PostgresStore(pg_url, schema=schema)
+    store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+    store.drop_vector_index()  # a bulk load: building the index afterwards is ~4x faster
+    store.insert([_episode(i, tags[i]) for i in range(N_ROWS)], vectors)
+    store.build_vector_index()
+    keys = np.array(
+        [
+            r[0]
+            for r in _fetchall(
+                pg_url,
+                sql.SQL("SELECT seq FROM {}.memlane_episodes ORDER BY id").format(sql.Identifier(schema)),
+            )
+        ],
+        dtype=np.int64,
+    )
+    store.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("VACUUM ANALYZE {}.memlane_episodes").format(sql.Identifier(schema)))
+    yield RandomData(pg_url, schema, vectors, keys, tags)
+    _drop(pg_url, schema)
+
+
+# -- migrations -------------------------------------------------------------------------------
+
+
+def test_migrations_are_recorded_and_idempotent(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    assert store.schema_version == len(MIGRATIONS)
+    store.close()
+    PostgresStore(pg_url, schema=pg_schema).close()  # reopening applies nothing twice
+    table = sql.SQL("SELECT version FROM {}.memlane_schema_migrations ORDER BY version").format(
+        sql.Identifier(pg_schema)
+    )
+    assert [r[0] for r in _fetchall(pg_url, table)] == list(range(1, len(MIGRATIONS) + 1))
+    indexes = {
+        r[0]
+        for r in _fetchall(pg_url, "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (pg_schema,))
+    }
+    assert {
+        "ix_memlane_episodes_session_time",
+        "ix_memlane_episodes_time",
+        "ix_memlane_episodes_tags",
+        "memlane_episodes_id_key",
+    } <= indexes
+    assert HNSW_INDEX not in indexes  # the dimension is not known yet
+
+
+def test_binding_types_the_column_and_builds_the_hnsw_index(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder())
+    column_type = _fetchall(
+        pg_url,
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+        (f'"{pg_schema}".memlane_episodes',),
+    )
+    assert column_type == [("vector(64)",)]
+    (definition,) = _fetchall(
+        pg_url,
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+        (pg_schema, HNSW_INDEX),
+    )
+    assert "hnsw" in str(definition[0]) and "vector_cosine_ops" in str(definition[0])
+    memory.close()
+
+
+def _open_and_bind(location: tuple[str, str]) -> tuple[int, tuple[str, int] | None]:
+    store = PostgresStore(location[0], schema=location[1])
+    store.bind_embedding_model("hashing-64", 64)
+    result = (store.schema_version, store.embedding_model)
+    store.close()
+    return result
+
+
+def test_processes_opening_a_new_schema_at_once_migrate_it_once(pg_url: str, pg_schema: str) -> None:
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        results = pool.map(_open_and_bind, [(pg_url, pg_schema)] * 4)
+    assert results == [(len(MIGRATIONS), ("hashing-64", 64))] * 4
+    table = sql.SQL("SELECT version FROM {}.memlane_schema_migrations").format(sql.Identifier(pg_schema))
+    assert sorted(r[0] for r in _fetchall(pg_url, table)) == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_newer_schema_is_refused(pg_url: str, pg_schema: str) -> None:
+    PostgresStore(pg_url, schema=pg_schema).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("INSERT INTO {}.memlane_schema_migrations (version) VALUES (%s)").format(
+                sql.Identifier(pg_schema)
+            ),
+            (len(MIGRATIONS) + 1,),
+        )
+    with pytest.raises(SchemaVersionError, match="upgrade memlane"):
+        PostgresStore(pg_url, schema=pg_schema)
+
+
+def test_a_foreign_table_of_the_same_name_is_refused(pg_url: str, pg_schema: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(pg_schema)))
+        conn.execute(sql.SQL("CREATE TABLE {}.memlane_episodes (x int)").format(sql.Identifier(pg_schema)))
+    with pytest.raises(StoreError, match="did not create"):
+        PostgresStore(pg_url, schema=pg_schema)
+
+
+# -- vector search paths ----------------------------------------------------------------------
+
+
+def test_large_unfiltered_search_uses_the_hnsw_index(random_data: RandomData) -> None:
+    store = random_data.open(exact_search_limit=1_000)
+    query = _unit(np.random.default_rng(7), 1)[0]
+    plan = store.explain_vector_candidates(EpisodeFilter(tenant_id="t", session_id="s"), query, 200)
+    assert plan.path == "hnsw" and plan.filtered_rows == 1_001  # counted up to the bound + 1
+    assert HNSW_INDEX in plan.plan
+    found = store.vector_candidates(EpisodeFilter(tenant_id="t", session_id="s"), query, 200)
+    assert len(found) == 200 and not found.exhaustive
+    truth, cosines = random_data.brute_force(query, None)
+    assert len(set(found.keys.tolist()) & set(truth[:200].tolist())) >= 180  # approximate, but close
+    by_key = dict(zip(truth.tolist(), cosines.tolist(), strict=True))
+    np.testing.assert_allclose(found.cosine, [by_key[k] for k in found.keys.tolist()], atol=1e-5)
+    store.close()
+
+
+@pytest.mark.parametrize(("tag", "top_n"), [("rare", 200), ("tenth", 200), ("tenth", 20)])
+def test_selective_filters_search_exactly(random_data: RandomData, tag: str, top_n: int) -> None:
+    store = random_data.open()  # default limit: 5,000 rows are all "small"
+    query = _unit(np.random.default_rng(11), 1)[0]
+    flt = EpisodeFilter(tenant_id="t", tags=(tag,))
+    plan = store.explain_vector_candidates(flt, query, top_n)
+    assert plan.path == "exact" and HNSW_INDEX not in plan.plan
+    found = store.vector_candidates(flt, query, top_n)
+    truth, cosines = random_data.brute_force(query, tag)
+    expected = min(top_n, len(truth))
+    assert found.keys.tolist() == truth[:expected].tolist()  # exactly numpy's best, in order
+    np.testing.assert_allclose(found.cosine, cosines[:expected], atol=1e-5)
+    assert found.exhaustive == (len(truth) <= top_n)
+    importance = {int(k): np.nan if i % 3 else float(1 + i % 10) for i, k in enumerate(random_data.keys)}
+    np.testing.assert_array_equal(found.importance, [importance[k] for k in found.keys.tolist()])
+    store.close()
+
+
+def test_hnsw_with_a_selective_filter_still_returns_enough_rows(random_data: RandomData) -> None:
+    store = random_data.open(exact_search_limit=10)
+    query = _unit(np.random.default_rng(5), 1)[0]
+    flt = EpisodeFilter(tags=("rare",))  # 50 rows, scattered through the graph
+    assert store.explain_vector_candidates(flt, query, 20).path == "hnsw"
+    found = store.vector_candidates(flt, query, 20)
+    truth, _ = random_data.brute_force(query, "rare")
+    assert len(found) == 20 and set(found.keys.tolist()) <= set(truth.tolist())
+    store.close()
+
+
+def test_zero_vectors_fall_back_to_exact_search_and_score_zero(pg_url: str, pg_schema: str) -> None:
+    # The cosine HNSW index skips zero-norm vectors, so the HNSW path finds nothing and
+    # the store must fall back to the exact path (cosine 0, as in the SQLite store).
+    store = PostgresStore(pg_url, schema=pg_schema, exact_search_limit=5)
+    store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+    vectors = np.zeros((30, DIMS), dtype=np.float32)
+    store.insert([_episode(i, ("zero",)) for i in range(30)], vectors)
+    query = _unit(np.random.default_rng(1), 1)[0]
+    found = store.vector_candidates(EpisodeFilter(), query, 10)
+    assert len(found) == 10 and np.all(found.cosine == 0.0)
+    store.close()
+
+
+def test_search_stays_correct_without_the_index_and_it_can_be_rebuilt(random_data: RandomData) -> None:
+    store = random_data.open(exact_search_limit=100)
+    query = _unit(np.random.default_rng(3), 1)[0]
+    flt = EpisodeFilter(tenant_id="t")
+    try:
+        store.drop_vector_index()
+        plan = store.explain_vector_candidates(flt, query, 50)
+        assert plan.path == "hnsw" and HNSW_INDEX not in plan.plan
+        found = store.vector_candidates(flt, query, 50)
+        truth, _ = random_data.brute_force(query, None)
+        assert found.keys.tolist() == truth[:50].tolist()  # without the index the query is exact
+    finally:
+        store.build_vector_index()
+    assert HNSW_INDEX in store.explain_vector_candidates(flt, query, 50).plan
+    store.close()
+
+
+# -- other indexes ----------------------------------------------------------------------------
+
+
+def test_tag_filters_use_the_gin_index(random_data: RandomData) -> None:
+    table = sql.SQL("{}.memlane_episodes").format(sql.Identifier(random_data.schema))
+    plan = _fetchall(
+        random_data.url,
+        sql.SQL("EXPLAIN SELECT count(*) FROM {} WHERE tags @> %s::text[]").format(table),
+        (["rare", "all"],),
+    )
+    assert "ix_memlane_episodes_tags" in " ".join(str(r[0]) for r in plan)
+    store = random_data.open()
+    assert store.count(EpisodeFilter(tags=("rare", "all"))) == 50
+    assert store.count(EpisodeFilter(tags=("rare", "tenth"))) == 0
+    store.close()
+
+
+def test_retention_is_one_indexed_delete(random_data: RandomData) -> None:
+    table = sql.SQL("{}.memlane_episodes").format(sql.Identifier(random_data.schema))
+    plan = _fetchall(
+        random_data.url,
+        sql.SQL("EXPLAIN DELETE FROM {} WHERE created_at < %s").format(table),
+        (T0 - timedelta(days=365),),
+    )
+    assert "ix_memlane_episodes_time" in " ".join(str(r[0]) for r in plan)
+
+
+# -- connection-level independence ------------------------------------------------------------
+
+
+def test_works_with_an_empty_search_path_and_another_time_zone(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(
+        pg_url, schema=pg_schema, connect_kwargs={"options": "-c search_path= -c TimeZone=Asia/Kolkata"}
+    )
+    memory = EpisodicMemory(store, HashingEmbedder())
+    at = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
+    ep = memory.remember_episode("note", "window seat", tags=["travel"], created_at=at)
+    stored = memory.get_episode(ep.id)
+    assert stored == ep and stored is not None and stored.created_at.tzinfo is UTC
+    (hit,) = memory.recall_episodes("window seat", tags=["travel"])
+    assert hit.episode == ep
+    memory.close()
+
+
+def test_default_schema_is_the_connections_current_schema(pg_url: str, pg_schema: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(pg_schema)))
+    store = PostgresStore(pg_url, connect_kwargs={"options": f"-c search_path={pg_schema}"})
+    assert store.schema == pg_schema and pg_schema in store.location
+    assert store.stats(EpisodeFilter()).schema_version == len(MIGRATIONS)
+    store.close()
+
+
+def test_a_borrowed_autocommit_pool_is_used_and_left_open(pg_url: str, pg_schema: str) -> None:
+    pool: ConnectionPool = ConnectionPool(
+        pg_url, min_size=1, max_size=2, kwargs={"autocommit": True}, open=True
+    )
+    try:
+        store = PostgresStore(pool, schema=pg_schema)
+        memory = EpisodicMemory(store, HashingEmbedder())
+        with pytest.raises(ValidationError):  # a NUL cannot be stored; nothing is written
+            memory.remember_episodes([EpisodeInput("note", "fine"), EpisodeInput("note", "nul \x00 inside")])
+        memory.remember_episode("note", "kept")
+        assert [h.episode.content for h in memory.recall_episodes("kept")] == ["kept"]
+        memory.close()
+        with pool.connection() as conn:  # still usable by its owner
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pool.close()
+
+
+def test_metadata_round_trips_exactly(pg_url: str, pg_schema: str) -> None:
+    memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder())
+    metadata = {"z": 1, "a": [1.0, 1e20, 0.1, "ü🚀", None, True], "nested": {"k": {"deep": -2}}}
+    ep = memory.remember_episode("note", "x", metadata=metadata)
+    stored = memory.get_episode(ep.id)
+    assert stored is not None and stored.metadata == metadata
+    assert [type(v) for v in stored.metadata["a"]] == [type(v) for v in metadata["a"]]  # type: ignore[index]
+    memory.close()
+
+
+def test_delete_removes_one_episode_of_the_right_tenant(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t1")
+    ep = memory.remember_episode("note", "forget me", tags=["x"])
+    assert not store.delete(ep.id, "t2")  # another tenant's id: untouched
+    assert store.delete(ep.id, "t1")
+    assert not store.delete(ep.id, None)  # already gone
+    assert store.get(ep.id) is None and memory.recall_episodes("forget me") == []
+    memory.close()
+
+
+# -- errors translated at the boundary --------------------------------------------------------
+
+
+def test_unreachable_server_is_a_store_error_with_the_cause(tmp_path: object) -> None:
+    with pytest.raises(StoreError) as info:
+        PostgresStore(f"postgresql://nobody@/memlane?host={tmp_path}", timeout_s=2)
+    assert isinstance(info.value.__cause__, psycopg.OperationalError)
+
+
+def test_malformed_url_is_a_store_error_with_the_cause() -> None:
+    with pytest.raises(StoreError) as info:
+        PostgresStore("postgresql://localhost:notaport/db")
+    assert isinstance(info.value.__cause__, psycopg.Error)
+
+
+@pytest.mark.parametrize("schema", ["", "1abc", 'x"; DROP TABLE y; --', "a" * 64, "with space"])
+def test_bad_schema_names_are_refused(pg_url: str, schema: str) -> None:
+    with pytest.raises(ValidationError, match="schema"):
+        PostgresStore(pg_url, schema=schema)
+
+
+@pytest.mark.parametrize("dims", [0, -1, 16_001, 2.5, True])
+def test_bad_dimensions_are_refused(pg_url: str, pg_schema: str, dims: object) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    with pytest.raises(ValidationError, match="dims"):
+        store.bind_embedding_model("m", dims)  # type: ignore[arg-type]
+    assert store.embedding_model is None
+    store.close()
+
+
+def test_closed_pool_and_closed_store_raise_typed_errors(pg_url: str, pg_schema: str) -> None:
+    pool: ConnectionPool = ConnectionPool(pg_url, min_size=1, max_size=2, open=True)
+    store = PostgresStore(pool, schema=pg_schema)
+    pool.close()
+    with pytest.raises(StoreError) as info:
+        store.get("x")
+    assert isinstance(info.value, StoreClosedError)
+    assert isinstance(info.value.__cause__, psycopg.Error)
+    owned = PostgresStore(pg_url, schema=pg_schema)
+    owned.close()
+    owned.close()  # idempotent
+    with pytest.raises(StoreClosedError):
+        owned.count(EpisodeFilter())
+
+
+def test_driver_errors_inside_a_query_are_translated(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    _drop(pg_url, pg_schema)  # the tables vanish under the store
+    with pytest.raises(StoreError) as info:
+        store.count(EpisodeFilter())
+    assert isinstance(info.value.__cause__, psycopg.errors.UndefinedTable)
+    store.close()
+
+
+def test_importing_memlane_does_not_import_psycopg() -> None:
+    code = (
+        "import sys, memlane, memlane.stores; assert 'psycopg' not in sys.modules; "
+        "memlane.stores.PostgresStore"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_recall_through_the_facade_with_retention(pg_url: str, pg_schema: str) -> None:
+    memory = EpisodicMemory(
+        PostgresStore(pg_url, schema=pg_schema),
+        HashingEmbedder(),
+        config=MemoryConfig(retention_days=30, prune_probability=0.0),
+    )
+    memory.remember_episode("note", "old apple", created_at=T0 - timedelta(days=60))
+    memory.remember_episode("note", "new apple", created_at=T0)
+    assert [h.episode.content for h in memory.recall_episodes("apple", now=T0, limit=10)] == ["new apple"]
+    assert memory.prune(now=T0) == 1
+    assert memory.store.count(EpisodeFilter()) == 1
+    memory.close()
