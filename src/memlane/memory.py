@@ -116,10 +116,11 @@ class EpisodicMemory:
         tenant_id: str = "default",
         session_id: str = "default",
     ) -> EpisodicMemory:
-        """Open (or create) a SQLite file with the default offline embedder.
+        """Open (or create) a SQLite file, or a PostgreSQL database, with the default offline embedder.
 
         Args:
-            path: SQLite database file (created with its directories if missing).
+            path: SQLite database file (created with its directories if missing), or a
+                ``postgresql://…`` URL (needs the ``postgres`` extra).
             embedder: Overrides the default :class:`memlane.LocalEmbedder` (all-MiniLM-L6-v2).
             config: See :class:`MemoryConfig`.
             clock: See :class:`EpisodicMemory`.
@@ -127,13 +128,14 @@ class EpisodicMemory:
             session_id: See :class:`EpisodicMemory`.
 
         Raises:
-            StoreError: the file cannot be opened. EmbeddingModelMismatchError: the file
-            was written with another embedding model.
+            StoreError: the database cannot be opened. EmbeddingModelMismatchError: it was
+            written with another embedding model. ConfigError: a PostgreSQL URL without the
+            ``postgres`` extra.
         """
         from memlane.embeddings.local import LocalEmbedder
-        from memlane.stores.sqlite import SQLiteStore
+        from memlane.stores.factory import open_store
 
-        store = SQLiteStore(path)
+        store = open_store(path)
         try:
             return cls(
                 store,

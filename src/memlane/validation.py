@@ -38,12 +38,15 @@ def check_text(value: object, name: str) -> str:
     The text is returned unchanged (content keeps its whitespace).
 
     Raises:
-        ValidationError: not a string, or empty/blank.
+        ValidationError: not a string, empty/blank, or containing a NUL character (which
+            PostgreSQL text cannot store; refused everywhere so backends behave alike).
     """
     if not isinstance(value, str):
         raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise ValidationError(f"{name} must be a non-empty string")
+    if "\x00" in value:
+        raise ValidationError(f"{name} must not contain NUL characters (\\x00)")
     return value
 
 
@@ -102,6 +105,8 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     for tag in tags:
         if not isinstance(tag, str):
             raise ValidationError(f"every tag must be a string, got {tag!r}")
+        if "\x00" in tag:
+            raise ValidationError("tags must not contain NUL characters (\\x00)")
         norm = " ".join(tag.split()).lower()
         if len(norm) > MAX_LABEL_LENGTH:
             raise ValidationError(f"tag longer than {MAX_LABEL_LENGTH} characters: {norm[:40]!r}...")

@@ -371,3 +371,11 @@ def test_iter_episodes_is_oldest_first_and_stats_count(make_memory: MemoryFactor
     assert stats.episodes == 5 and stats.with_vectors == 5
     assert stats.event_types == {"note": 5}
     assert stats.embedding_model == ("hashing-64", 64)
+
+
+def test_nul_characters_are_refused_on_every_backend(memory: EpisodicMemory) -> None:
+    for kwargs in ({"content": "a\x00b"}, {"event_type": "no\x00te"}, {"tags": ["t\x00g"]}):
+        args = {"event_type": "note", "content": "fine"} | kwargs
+        with pytest.raises(ValidationError, match="NUL"):
+            memory.remember_episode(**args)  # type: ignore[arg-type]
+    assert memory.count() == 0

@@ -30,6 +30,7 @@ from memlane.embeddings.base import Embedder
 from memlane.errors import MemlaneError
 from memlane.memory import EpisodicMemory
 from memlane.models import Scope
+from memlane.stores.factory import is_postgres_url
 
 __all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "pass_state"]
 
@@ -163,7 +164,7 @@ class CliState:
                 store.close()
                 raise
         if self._memory is None:
-            if must_exist and not Path(self.db).expanduser().exists():
+            if must_exist and not is_postgres_url(self.db) and not Path(self.db).expanduser().exists():
                 raise CliError(
                     f"no database at {self.db} (create one with 'memlane remember' or 'memlane ingest', "
                     "or pass --db / set MEMLANE_DB)",
