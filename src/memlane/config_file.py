@@ -52,6 +52,7 @@ from memlane.config import MemoryConfig, database_from_env
 from memlane.embeddings.base import Embedder
 from memlane.errors import ConfigError, MemlaneError
 from memlane.stores.base import Store
+from memlane.stores.factory import is_postgres_url
 from memlane.validation import check_identifier
 
 __all__ = [
@@ -374,6 +375,8 @@ def _parse_store(sec: _Section, base_dir: Path) -> StoreSettings:
         raise sec.error(
             "dsn", "required with memory.type: postgres, e.g. postgresql://user@localhost/memlane"
         )
+    if not is_postgres_url(dsn):
+        raise sec.error("dsn", f"must be a postgresql:// URL, got {dsn.split('@')[-1]!r}")
     return StoreSettings(type="postgres", dsn=dsn, schema=schema)
 
 
@@ -528,20 +531,12 @@ def build_store(settings: StoreSettings) -> Store:
         ConfigError: ``postgres`` without the ``postgres`` extra installed.
         StoreError: the database cannot be opened.
     """
-    if settings.type == "postgres":
-        try:
-            from memlane.stores.postgres import PostgresStore
-        except ImportError as exc:
-            raise ConfigError(
-                f"memory.type: postgres needs the PostgreSQL backend: pip install 'memlane[postgres]' ({exc})"
-            ) from exc
-        assert settings.dsn is not None
-        if settings.schema is not None:
-            return PostgresStore(settings.dsn, schema=settings.schema)
-        return PostgresStore(settings.dsn)
-    from memlane.stores.sqlite import SQLiteStore
+    from memlane.stores.factory import open_store
 
-    return SQLiteStore(settings.sqlite_path())
+    if settings.type == "postgres":
+        assert settings.dsn is not None
+        return open_store(settings.dsn, schema=settings.schema)
+    return open_store(settings.sqlite_path())
 
 
 def build_embedder(settings: EpisodicSettings | None) -> Embedder:
