@@ -237,7 +237,10 @@ def _json_mode(ctx: click.Context) -> bool:
     "--db",
     type=click.Path(dir_okay=False),
     default=None,
-    help="SQLite database file. Default: the config's memory.path, else $MEMLANE_DB, else ./memlane.db.",
+    help=(
+        "SQLite database file or postgresql:// URL. "
+        "Default: the config's memory section, else $MEMLANE_DB, else ./memlane.db."
+    ),
 )
 @click.option(
     "--tenant",
