@@ -161,7 +161,8 @@ def recency_signal(
     if not 0.0 < decay_per_day <= 1.0:
         raise ValidationError(f"decay_per_day must be in (0, 1], got {decay_per_day!r}")
     age_days = np.clip(np.asarray(age_seconds, dtype=np.float64), 0.0, None) / SECONDS_PER_DAY
-    return np.power(decay_per_day, age_days)
+    # decay ** age == exp(age * ln(decay)), about twice as fast as np.power on large arrays.
+    return np.exp(age_days * math.log(decay_per_day))
 
 
 def importance_signal(importance: NDArray[np.floating]) -> FloatArray:

@@ -155,6 +155,10 @@ class SQLiteStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+                # 32 MiB page cache (filled only as used) and a checkpoint every ~40 MB of WAL:
+                # ingest at 100k episodes went from ~10k to ~15k episodes/s (benchmarks/scale.py).
+                conn.execute("PRAGMA cache_size=-32768")
+                conn.execute("PRAGMA wal_autocheckpoint=10000")
                 with self._conn_lock:
                     self._connections.append(conn)
             self._local.conn = conn

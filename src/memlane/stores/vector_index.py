@@ -22,6 +22,17 @@ __all__ = ["IndexRows", "VectorIndex"]
 _MISSING = -1
 
 
+def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Row-wise dot products ``matrix @ query`` without BLAS threads.
+
+    ``np.einsum`` runs on the calling thread. On a small, busy machine a multi-threaded BLAS
+    product stalls whenever its second thread is not scheduled (measured on 2 cores with a busy
+    neighbour: 10k x 384 p50 6.1 ms with ``@`` vs 1.2 ms with einsum; identical top-10 ids).
+    """
+    result: NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+    return result
+
+
 class IndexRows:
     """A batch of rows to append, as parallel sequences (one entry per episode).
 
@@ -168,13 +179,23 @@ class VectorIndex:
             mask &= self._created[:n] < created_before_us
         if allowed_seqs is not None:
             mask &= np.isin(self._seq[:n], allowed_seqs)
+        if n and mask.all():
+            # Nothing filtered out (e.g. a one-scope store): views, no copies. Safe because
+            # append() only writes past _n and a reallocation leaves these arrays alive.
+            return VectorCandidates(
+                keys=self._seq[:n],
+                cosine=_dot(self._vectors[:n], query),
+                created_at_seconds=self._created[:n] / 1e6,
+                importance=self._importance[:n],
+                exhaustive=True,
+            )
         rows = np.flatnonzero(mask)
         if len(rows) == 0:
             return VectorCandidates.empty()
         if len(rows) * 4 < n:
-            cosine = self._vectors[rows] @ query
+            cosine = _dot(self._vectors[rows], query)
         else:
-            cosine = (self._vectors[:n] @ query)[rows]
+            cosine = _dot(self._vectors[:n], query)[rows]
         return VectorCandidates(
             keys=self._seq[rows],
             cosine=cosine,
