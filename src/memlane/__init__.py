@@ -16,6 +16,7 @@ from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 from memlane.errors import (
     ConfigError,
     DuplicateEpisodeError,
+    DuplicateSessionError,
     EmbedderUnavailableError,
     EmbeddingError,
     EmbeddingModelMismatchError,
@@ -28,6 +29,7 @@ from memlane.errors import (
 from memlane.memory import EpisodeInput, EpisodicMemory
 from memlane.models import Episode, RecallHit, Scope, ScoreBreakdown
 from memlane.ranking import PRESETS, RankingWeights
+from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
 from memlane.stores import EpisodeFilter, SQLiteStore, Store, StoreStats
 
 __version__ = "0.1.0"
@@ -37,6 +39,7 @@ __all__ = [
     "Clock",
     "ConfigError",
     "DuplicateEpisodeError",
+    "DuplicateSessionError",
     "Embedder",
     "EmbedderUnavailableError",
     "EmbeddingError",
@@ -49,6 +52,7 @@ __all__ = [
     "LocalEmbedder",
     "MemlaneError",
     "MemoryConfig",
+    "Message",
     "OpenAIEmbedder",
     "RankingWeights",
     "RecallHit",
@@ -56,11 +60,15 @@ __all__ = [
     "SchemaVersionError",
     "Scope",
     "ScoreBreakdown",
+    "SessionEpisode",
+    "SessionMemory",
+    "SessionSnippet",
     "Store",
     "StoreClosedError",
     "StoreError",
     "StoreStats",
     "SystemClock",
+    "ToolCall",
     "ValidationError",
     "__version__",
 ]

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Scope
-from memlane.ranking import DEFAULT_DECAY_PER_DAY, RankingWeights, resolve_weights
+from memlane.ranking import (
+    DEFAULT_DECAY_PER_DAY,
+    FUSION_METHODS,
+    RETRIEVAL_MODES,
+    HybridSettings,
+    RankingWeights,
+    resolve_weights,
+)
 
 __all__ = ["DEFAULT_DB_PATH", "MemoryConfig", "config_path_from_env", "database_from_env"]
 
@@ -32,6 +39,19 @@ class MemoryConfig:
         decay_per_day: Recency decay factor per day of age, in (0, 1] (default 0.995).
         weights: Default ranking weights: a :class:`memlane.ranking.RankingWeights`, a
             preset name (default ``"balanced"``) or a mapping.
+        retrieval: How ranked recalls find candidates: ``"hybrid"`` (default: embeddings and
+            the keyword index, fused), ``"dense"`` (embeddings only) or ``"keyword"``
+            (full-text index only; never calls the embedder).
+        fusion: How hybrid retrieval fuses the two signals: ``"noisy_or"`` (default),
+            ``"rrf"`` (reciprocal rank fusion) or ``"convex"`` (weighted sum); see
+            :mod:`memlane.ranking`.
+        min_relevance: Ranked hits whose relevance is below this, in [0, 1], are dropped
+            (default 0: keep all).
+        temporal: Whether time expressions in a query ("last May") boost episodes created in
+            that window (default ``True``; see :mod:`memlane.temporal`).
+        embedding_fallback: When the embedder fails (``EmbeddingError``), store episodes
+            without a vector and recall by keywords only, with a logged warning, instead of
+            raising (default ``True``). An embedding *model mismatch* always raises.
 
     Raises:
         ConfigError: any value out of range; the message names the key.
@@ -43,6 +63,11 @@ class MemoryConfig:
     prune_probability: float = 0.01
     decay_per_day: float = DEFAULT_DECAY_PER_DAY
     weights: RankingWeights | str | Mapping[str, float] = field(default="balanced")
+    retrieval: str = "hybrid"
+    fusion: str = "noisy_or"
+    min_relevance: float = 0.0
+    temporal: bool = True
+    embedding_fallback: bool = True
 
     def __post_init__(self) -> None:
         try:
@@ -74,6 +99,24 @@ class MemoryConfig:
             object.__setattr__(self, "weights", resolve_weights(self.weights, RankingWeights()))
         except ValidationError as exc:
             raise ConfigError(f"weights: {exc}") from None
+        if self.retrieval not in RETRIEVAL_MODES:
+            raise ConfigError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {self.retrieval!r}")
+        if self.fusion not in FUSION_METHODS:
+            raise ConfigError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
+        if (
+            isinstance(self.min_relevance, bool)
+            or not isinstance(self.min_relevance, int | float)
+            or not 0.0 <= self.min_relevance <= 1.0
+        ):
+            raise ConfigError(f"min_relevance must be a number in [0, 1], got {self.min_relevance!r}")
+        for name in ("temporal", "embedding_fallback"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+
+    @property
+    def hybrid_settings(self) -> HybridSettings:
+        """The :class:`memlane.ranking.HybridSettings` for ``fusion`` (other parameters at their defaults)."""
+        return HybridSettings(fusion=self.fusion)
 
     @property
     def ranking_weights(self) -> RankingWeights:

@@ -13,6 +13,11 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       scope: session           # session | tenant | global
       default_limit: 5
       retention_days: null
+      retrieval: hybrid        # hybrid | dense | keyword
+      fusion: noisy_or         # noisy_or | rrf | convex (hybrid only)
+      min_relevance: 0.0       # drop ranked hits below this relevance
+      temporal: true           # "last May" in a query boosts episodes from that window
+      embedding_fallback: true # embedder down -> store without vector / recall by keywords
     server:                    # memlane serve (HTTP)
       api_keys:
         "sha256:<64 hex digits>": acme
@@ -124,7 +129,8 @@ class EpisodicSettings:
             ``hashing`` (default 64) providers; ``None`` otherwise.
         embedding_base_url: Endpoint of an OpenAI-compatible server, or ``None`` for the SDK default.
         memory: The :class:`memlane.MemoryConfig` (scope, default_limit, retention_days,
-            prune_probability, decay_per_day, weights).
+            prune_probability, decay_per_day, weights, retrieval, fusion, min_relevance,
+            temporal, embedding_fallback).
         max_limit: Largest ``limit`` an agent-facing interface accepts, >= ``memory.default_limit``.
         tenant_id: Default tenant for the CLI and the MCP server, or ``None`` (``"default"``).
             The HTTP server ignores it: there the tenant comes from the API key.
@@ -285,6 +291,11 @@ _EPISODIC_KEYS = (
     "prune_probability",
     "decay_per_day",
     "weights",
+    "retrieval",
+    "fusion",
+    "min_relevance",
+    "temporal",
+    "embedding_fallback",
     "tenant_id",
     "session_id",
 )
@@ -422,7 +433,19 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:
         raise sec.error("embedding_dims", f"must be >= 8 for the hashing embedder, got {dims}")
 
     memory_kwargs: dict[str, Any] = {}
-    for key in ("scope", "default_limit", "retention_days", "prune_probability", "decay_per_day", "weights"):
+    for key in (
+        "scope",
+        "default_limit",
+        "retention_days",
+        "prune_probability",
+        "decay_per_day",
+        "weights",
+        "retrieval",
+        "fusion",
+        "min_relevance",
+        "temporal",
+        "embedding_fallback",
+    ):
         if sec.data.get(key) is not None:
             memory_kwargs[key] = sec.data[key]
     for key, value in memory_kwargs.items():

@@ -10,11 +10,16 @@ memlane can still write ``except ValueError`` or ``except LookupError``::
     ├── StoreError (RuntimeError)            the storage backend failed (driver errors are translated here)
     │   ├── SchemaVersionError               the database was written by a newer memlane
     │   ├── DuplicateEpisodeError (KeyError) an episode id that already exists (the store is append-only)
+    │   │   └── DuplicateSessionError        a session id stored again without ``append=True``
     │   └── StoreClosedError                 the store was used after ``close()``
-    └── EmbeddingError (RuntimeError)        the embedder failed or cannot run
-        ├── EmbedderUnavailableError         model file missing, optional package or API key absent
-        └── EmbeddingModelMismatchError (ValueError)
-                                             the store's vectors were made by another model or dimension
+    ├── EmbeddingError (RuntimeError)        the embedder failed or cannot run
+    │   ├── EmbedderUnavailableError         model file missing, optional package or API key absent
+    │   └── EmbeddingModelMismatchError (ValueError)
+    │                                        the store's vectors were made by another model or dimension
+    ├── FormationError (RuntimeError)        LLM formation failed (the chat request failed); raw text kept
+    │   └── MalformedOutputError             the model's output was still malformed after one retry
+    └── OutputRejectedError (ValueError)     one model reply was rejected (formation's retry signal; from
+                                             memlane.formation.llm's checks, never from formation itself)
 
 Driver exceptions (``sqlite3.*``, ``psycopg.*``) never escape a store: each store
 translates them at its boundary and chains the original as ``__cause__``.
@@ -25,10 +30,14 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DuplicateEpisodeError",
+    "DuplicateSessionError",
     "EmbedderUnavailableError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
+    "FormationError",
+    "MalformedOutputError",
     "MemlaneError",
+    "OutputRejectedError",
     "SchemaVersionError",
     "StoreClosedError",
     "StoreError",
@@ -63,6 +72,10 @@ class DuplicateEpisodeError(StoreError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class DuplicateSessionError(DuplicateEpisodeError):
+    """A session with this id already exists for the tenant; pass ``append=True`` to add turns to it."""
+
+
 class StoreClosedError(StoreError):
     """The store (or the memory that owns it) was used after ``close()``."""
 
@@ -84,4 +97,47 @@ class EmbeddingModelMismatchError(EmbeddingError, ValueError):
     Mixing vectors from two models gives meaningless similarities, so memlane refuses
     instead of returning silent garbage. Open the store with the model it records,
     or re-embed it.
+    """
+
+
+class FormationError(MemlaneError, RuntimeError):
+    """LLM formation (:mod:`memlane.formation`) failed; nothing was stored.
+
+    Raised as such when the chat request itself fails (the SDK's exception is chained
+    as ``__cause__``; the ``openai`` package or an API key is missing), and as
+    :class:`MalformedOutputError` when the model's output is unusable. Model output is
+    never silently dropped: every attempt's raw text is kept here.
+
+    Attributes:
+        raw_texts: The model's raw reply text of each attempt, in order (empty when the
+            request failed before any reply arrived).
+    """
+
+    def __init__(self, message: str, *, raw_texts: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raw_texts = tuple(raw_texts)
+
+    @property
+    def raw_text(self) -> str | None:
+        """The last attempt's raw reply text, or ``None`` if no reply arrived."""
+        return self.raw_texts[-1] if self.raw_texts else None
+
+
+class MalformedOutputError(FormationError):
+    """The model's output was still malformed after one retry.
+
+    Malformed means: not JSON, not matching the requested JSON schema or memlane's
+    rules for an episode (e.g. blank content), cut off by ``max_tokens``
+    (``finish_reason == "length"``), empty, or a refusal. ``raw_texts`` holds both
+    attempts' replies; the message gives the reason for each.
+    """
+
+
+class OutputRejectedError(MemlaneError, ValueError):
+    """One model reply was rejected: not JSON, not matching its schema, or breaking memlane's rules.
+
+    Formation's internal retry signal: :func:`memlane.formation.llm.complete_json` catches
+    it, retries once, and then raises :class:`MalformedOutputError`. Callers see it only
+    from the check functions they call directly (``check_json_schema``,
+    ``parse_json_text``); custom ``parse`` functions raise it to reject a reply.
     """

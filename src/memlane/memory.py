@@ -12,19 +12,26 @@ import os
 import random
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from memlane.clock import Clock, SystemClock, ensure_utc
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
-from memlane.errors import StoreClosedError, ValidationError
+from memlane.errors import EmbeddingError, EmbeddingModelMismatchError, StoreClosedError, ValidationError
+from memlane.keywords import keyword_terms
 from memlane.models import Episode, RecallHit, Scope
-from memlane.ranking import RankingWeights, rank, resolve_weights
-from memlane.stores.base import EpisodeFilter, Store, StoreStats
+from memlane.ranking import RETRIEVAL_MODES, RankingWeights, rank, resolve_weights
+from memlane.retrieval import merge_candidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, StoreStats, VectorCandidates
+from memlane.temporal import parse_time_window
 from memlane.validation import (
     check_identifier,
     check_limit,
@@ -36,6 +43,7 @@ from memlane.validation import (
 
 if TYPE_CHECKING:
     from memlane.config_file import MemlaneConfig
+    from memlane.sessions.memory import SessionMemory
 
 __all__ = ["EpisodeInput", "EpisodicMemory"]
 
@@ -198,6 +206,20 @@ class EpisodicMemory:
             store.close()
             raise
 
+    @cached_property
+    def sessions(self) -> SessionMemory:
+        """Session episodes (whole conversations) in this memory's store, under its tenant.
+
+        See :class:`memlane.sessions.SessionMemory`: ``store_session``, ``recall_recent``,
+        ``search_sessions``, ``get_session``, ``build_context`` and ``inject_context``.
+
+        Raises:
+            StoreError: the store does not support session episodes.
+        """
+        from memlane.sessions.memory import SessionMemory
+
+        return SessionMemory(self)
+
     def with_context(
         self,
         *,
@@ -245,11 +267,15 @@ class EpisodicMemory:
             metadata: JSON-serialisable mapping stored alongside.
 
         Returns:
-            The stored :class:`Episode` (with its generated ``id``).
+            The stored :class:`Episode` (with its generated ``id``). Its ``embedding_model``
+            is ``None`` when the embedder failed and the episode was stored without a vector
+            (``config.embedding_fallback``, the default; a warning is logged): it is then
+            found by keyword recall only, until re-embedded.
 
         Raises:
             ValidationError: any invalid argument (nothing is stored).
-            EmbeddingError: the embedder failed (nothing is stored).
+            EmbeddingError: the embedder failed and ``config.embedding_fallback`` is off
+                (nothing is stored). EmbeddingModelMismatchError always raises.
             StoreError: the store failed (nothing is stored).
         """
         return self.remember_episodes(
@@ -292,17 +318,39 @@ class EpisodicMemory:
                 raise ValidationError(f"episode #{position}: {exc}") from None
         if not episodes:
             return []
-        vectors = check_vectors(
-            self.embedder.embed([ep.content for ep in episodes]),
-            len(episodes),
-            self.embedder.dims,
-            self.embedder.model_id,
-        )
+        vectors = self._embed([ep.content for ep in episodes], "remember")
+        if vectors is None:
+            episodes = [replace(ep, embedding_model=None) for ep in episodes]
         self.store.insert(episodes, vectors)
         if self.config.retention_days is not None and self._rng.random() < self.config.prune_probability:
             pruned = self.prune()
             logger.debug("opportunistic prune removed %d episodes", pruned)
         return episodes
+
+    def _embed(self, texts: list[str], action: str) -> NDArray[np.float32] | None:
+        """Embed ``texts``; on an embedder failure return ``None`` (fallback on) or raise."""
+        try:
+            return check_vectors(
+                self.embedder.embed(texts), len(texts), self.embedder.dims, self.embedder.model_id
+            )
+        except EmbeddingModelMismatchError:
+            raise
+        except EmbeddingError as exc:
+            if not self.config.embedding_fallback:
+                raise
+            if action == "remember":
+                logger.warning(
+                    "embedder %s failed (%s): storing %d episode(s) without vectors; "
+                    "they are found by keyword recall only",
+                    self.embedder.model_id,
+                    exc,
+                    len(texts),
+                )
+            else:
+                logger.warning(
+                    "embedder %s failed (%s): recalling by keywords only", self.embedder.model_id, exc
+                )
+            return None
 
     def _build_episode(self, item: EpisodeInput, now: datetime) -> Episode:
         return Episode(
@@ -333,36 +381,59 @@ class EpisodicMemory:
         *,
         now: datetime | None = None,
         weights: RankingWeights | str | Mapping[str, float] | None = None,
+        retrieval: str | None = None,
+        min_relevance: float | None = None,
     ) -> list[RecallHit]:
         """Recall episodes in this memory's scope.
 
         Without ``query``: a structured lookup by the filters, newest ``created_at`` first,
         with no embedder call at all; hits have ``breakdown=None``.
 
-        With ``query``: only candidates passing every filter are ranked, by the weighted
-        mean of relevance, recency and importance (:func:`memlane.ranking.rank`; after
-        Park et al. 2023); each hit carries its :class:`ScoreBreakdown`.
+        With ``query``: candidates passing every filter are found by the embeddings, by the
+        store's keyword index, or both (``retrieval``), and ranked by the weighted mean of
+        relevance, recency and importance (:func:`memlane.ranking.rank`; after Park et al.
+        2023); each hit carries its :class:`ScoreBreakdown`. If the query names a time ("last
+        May", "in 2023") and ``config.temporal`` is on, episodes created in that window get a
+        relevance boost (:mod:`memlane.temporal`). If the embedder fails and
+        ``config.embedding_fallback`` is on (the default), recall uses keywords only, logs a
+        warning and marks every breakdown ``fallback=True``.
 
         Args:
             query: Natural-language query, or ``None`` for a structured lookup.
             event_type: Exact event type to match, or ``None``.
             tags: Tags that must all be present (AND), normalised like on write.
             limit: Maximum hits, >= 1; default ``config.default_limit``.
-            now: Reference time for recency and retention (timezone-aware); default the clock.
+            now: Reference time for recency, retention and time expressions (timezone-aware);
+                default the clock.
             weights: Ranking weights for this call: :class:`RankingWeights`, a preset name
                 (see :data:`memlane.ranking.PRESETS`) or a mapping; default ``config.weights``.
+            retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"`` for this call; default
+                ``config.retrieval``. ``"keyword"`` never calls the embedder; ``"dense"``
+                cannot see episodes stored without a vector.
+            min_relevance: Drop ranked hits whose relevance is below this, in [0, 1]; default
+                ``config.min_relevance``.
 
         Returns:
             Up to ``limit`` :class:`RecallHit`; never an episode outside the scope or filters.
 
         Raises:
             ValidationError: invalid argument. EmbeddingError: the query could not be
-            embedded. StoreError: the store failed.
+            embedded and ``config.embedding_fallback`` is off. StoreError: the store failed.
         """
         self._check_open()
         limit = self.config.default_limit if limit is None else check_limit(limit)
         at = self.clock.now() if now is None else ensure_utc(now, "now")
         resolved = resolve_weights(weights, self.config.ranking_weights)
+        mode = self.config.retrieval if retrieval is None else retrieval
+        if mode not in RETRIEVAL_MODES:
+            raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {mode!r}")
+        threshold = self.config.min_relevance if min_relevance is None else min_relevance
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not 0.0 <= threshold <= 1.0
+        ):
+            raise ValidationError(f"min_relevance must be a number in [0, 1], got {threshold!r}")
         flt = self._filter(
             event_type=None if event_type is None else check_identifier(event_type, "event_type"),
             tags=normalize_tags(tags),
@@ -371,16 +442,38 @@ class EpisodicMemory:
         if query is None:
             return [RecallHit(episode=ep) for ep in self.store.list_recent(flt, limit)]
         query = check_text(query, "query")
-        vector = check_vectors(self.embedder.embed([query]), 1, self.embedder.dims, self.embedder.model_id)[0]
-        candidates = self.store.vector_candidates(flt, vector, top_n=max(limit * 20, 200))
+        top_n = max(limit * 20, 200)
+        fallback = False
+        dense: VectorCandidates | None = None
+        if mode != "keyword":
+            vectors = self._embed([query], "recall")
+            if vectors is None:
+                mode, fallback = "keyword", True
+            else:
+                dense = self.store.vector_candidates(flt, vectors[0], top_n=top_n)
+        keyword: KeywordCandidates | None = None
+        if mode != "dense":
+            keyword = self.store.keyword_candidates(flt, keyword_terms(query), top_n)
+        candidates = merge_candidates(dense, keyword)
+        in_window = None
+        window = parse_time_window(query, at) if self.config.temporal else None
+        if window is not None:
+            created = candidates.created_at_seconds
+            in_window = (created >= window.start.timestamp()) & (created < window.end.timestamp())
         ranked = rank(
             cosine=candidates.cosine,
+            keyword=candidates.keyword,
             created_at_seconds=candidates.created_at_seconds,
             importance=candidates.importance,
             now_seconds=at.timestamp(),
             weights=resolved,
             decay_per_day=self.config.decay_per_day,
             limit=limit,
+            retrieval=mode,
+            hybrid=self.config.hybrid_settings,
+            in_window=in_window,
+            min_relevance=float(threshold),
+            fallback=fallback,
         )
         keys = [int(candidates.keys[r.index]) for r in ranked]
         episodes = self.store.fetch(keys)

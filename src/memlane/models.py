@@ -78,29 +78,52 @@ class Episode:
 
 @dataclass(frozen=True, slots=True)
 class ScoreBreakdown:
-    """Why a hit ranked where it did. Every field is a float in [0, 1], higher is better.
+    """Why a hit ranked where it did. Every signal is a float in [0, 1], higher is better.
 
     Attributes:
-        relevance: ``max(0, cosine(query, content))`` of L2-normalised embeddings.
+        relevance: How well the episode matches the query, as used in ``score``. Depends on
+            ``retrieval``: ``"dense"`` -> ``dense``; ``"keyword"`` -> ``keyword``; ``"hybrid"``
+            -> the fusion of both (by default the noisy-OR ``1 - (1 - dense) * (1 - 0.6 *
+            keyword)``). Episodes inside a time window the query named are lifted towards 1.
         recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``).
         importance: ``importance / 10``, or 0.5 for unrated episodes.
         score: Weighted mean ``(w_rel*relevance + w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)``.
+        dense: ``max(0, cosine(query, content))`` of the embeddings, or ``None`` when not
+            computed (keyword-only recall, or the episode has no vector).
+        keyword: Keyword (full-text) match strength, the backend's score divided by the best
+            one of this recall, or ``None`` when the episode matched no query term or keywords
+            were not used.
+        retrieval: The mode that produced ``relevance``: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
+        fallback: ``True`` when the embedder failed at query time and recall fell back to
+            keyword-only relevance (``retrieval == "keyword"``).
+        in_window: Whether ``created_at`` lies in the time window the query named ("last
+            May"), or ``None`` when it named none (see :mod:`memlane.temporal`).
 
-    See :mod:`memlane.ranking` for the formulas and their source (Park et al. 2023).
+    See :mod:`memlane.ranking` for the formulas and their sources.
     """
 
     relevance: float
     recency: float
     importance: float
     score: float
+    dense: float | None = None
+    keyword: float | None = None
+    retrieval: str = "dense"
+    fallback: bool = False
+    in_window: bool | None = None
 
-    def to_dict(self) -> dict[str, float]:
-        """Return the four signals as a plain dict."""
+    def to_dict(self) -> dict[str, Any]:
+        """Return every field as a plain, JSON-serialisable dict."""
         return {
             "relevance": self.relevance,
             "recency": self.recency,
             "importance": self.importance,
             "score": self.score,
+            "dense": self.dense,
+            "keyword": self.keyword,
+            "retrieval": self.retrieval,
+            "fallback": self.fallback,
+            "in_window": self.in_window,
         }
 
 

@@ -399,8 +399,9 @@ class MemoryTools:
         Returns:
             ``remember_episode``: ``{"ok": true, "episode": {...}}`` (the stored episode with its id).
             ``recall_episodes``: ``{"ok": true, "count": n, "ranked": bool, "episodes": [...]}``,
-            each episode with ``breakdown`` (relevance, recency, importance, score; floats in
-            [0, 1]) when a query was given, else ``null``.
+            each episode with ``breakdown`` (relevance, recency, importance, score: floats in
+            [0, 1]; dense, keyword: their parts or ``null``; retrieval, fallback, in_window; see
+            :class:`memlane.ScoreBreakdown`) when a query was given, else ``null``.
             On failure: ``{"ok": false, "error": {"type", "message", "tool"}}`` (see :func:`tool_error`).
         """
         try:

@@ -79,7 +79,7 @@ def clamp_importance(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"importance must be a number from 1 to 10 or None, got {value!r}")
+        raise ValidationError(f"importance must be a number (clamped to 1-10) or None, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
         raise ValidationError(f"importance must be finite, got {value!r}")

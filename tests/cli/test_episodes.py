@@ -84,8 +84,15 @@ def test_recall_json_shape(invoke: Invoke, remember: Remember) -> None:
     assert isinstance(hits, list) and len(hits) == 1
     hit = hits[0]
     assert hit["content"] == "User prefers window seats on flights"
-    assert set(hit["breakdown"]) == {"relevance", "recency", "importance", "score"}
-    assert all(0.0 <= v <= 1.0 for v in hit["breakdown"].values())
+    b = hit["breakdown"]
+    assert set(b) == {"relevance", "recency", "importance", "score", "dense", "keyword", "retrieval"} | {
+        "fallback",
+        "in_window",
+    }
+    assert all(
+        0.0 <= b[k] <= 1.0 for k in ("relevance", "recency", "importance", "score", "dense", "keyword")
+    )
+    assert (b["retrieval"], b["fallback"], b["in_window"]) == ("hybrid", False, None)
     assert hit["breakdown"]["score"] == hit["breakdown"]["relevance"]  # relevance_only preset
 
 
@@ -111,8 +118,13 @@ def test_structured_recall_is_newest_first_and_never_embeds(invoke: Invoke, reme
     assert table.exit_code == 0, table.output
     assert "newest first" in table.stdout
     assert "relevance" not in table.stdout
-    # ...whereas a ranked recall does embed:
-    assert invoke("recall", "tea", embedder="failing").exit_code == 2
+    # ...whereas a ranked recall does embed; when that fails it falls back to keywords and says so:
+    fallback = invoke("recall", "tea", embedder="failing", global_opts=["--json"])
+    assert fallback.exit_code == 0, fallback.output
+    (hit,) = json.loads(fallback.stdout)
+    assert hit["content"] == "Likes tea"
+    assert (hit["breakdown"]["retrieval"], hit["breakdown"]["fallback"]) == ("keyword", True)
+    assert "keyword-only fallback" in invoke("recall", "tea", embedder="failing").stdout
 
 
 def test_tags_filter_is_and(invoke: Invoke, remember: Remember) -> None:

@@ -159,8 +159,12 @@ def test_structured_lookup_never_calls_the_embedder(store: Store, make_memory: M
     reader = make_memory(embedder_=FailingEmbedder())  # same model id, raises if called
     hits = reader.recall_episodes(event_type="booking", tags=["travel"], limit=3)
     assert [h.episode.content for h in hits] == ["flight booked"]
+    strict = make_memory(embedder_=FailingEmbedder(), embedding_fallback=False)
     with pytest.raises(EmbeddingError):
-        reader.recall_episodes("flight")
+        strict.recall_episodes("flight")
+    # With the default fallback, a ranked recall survives the failure (see test_hybrid_contract.py).
+    (hit,) = reader.recall_episodes("flight")
+    assert hit.breakdown is not None and hit.breakdown.fallback
 
 
 def test_limit_defaults_and_validation(make_memory: MemoryFactory) -> None:

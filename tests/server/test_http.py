@@ -169,7 +169,8 @@ def test_remember_recall_get_list_export_delete(api: Api) -> None:
     assert (recall["count"], recall["ranked"]) == (1, True)
     hit = recall["hits"][0]
     assert hit["id"] == first["id"]
-    assert set(hit["breakdown"]) == {"relevance", "recency", "importance", "score"}
+    assert {"relevance", "recency", "importance", "score", "dense", "keyword"} <= set(hit["breakdown"])
+    assert hit["breakdown"]["retrieval"] == "hybrid" and hit["breakdown"]["fallback"] is False
     assert hit["breakdown"]["importance"] == 0.8
 
     weighted = api.acme.post("/v1/recall", json={"query": "office", "weights": {"importance": 1}}).json()

@@ -155,8 +155,18 @@ def test_remember_then_ranked_recall_with_breakdown(tools: MemoryTools, memory: 
     assert (result["count"], result["ranked"]) == (1, True)
     hit = result["episodes"][0]
     assert hit["id"] == stored["id"]
-    assert set(hit["breakdown"]) == {"relevance", "recency", "importance", "score"}
-    assert all(0.0 <= v <= 1.0 for v in hit["breakdown"].values())
+    assert set(hit["breakdown"]) == {
+        "relevance",
+        "recency",
+        "importance",
+        "score",
+        "dense",
+        "keyword",
+        "retrieval",
+        "fallback",
+        "in_window",
+    }
+    assert all(0.0 <= hit["breakdown"][k] <= 1.0 for k in ("relevance", "recency", "importance", "score"))
     assert hit["breakdown"]["importance"] == 0.8
 
 

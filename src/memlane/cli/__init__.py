@@ -7,7 +7,9 @@ Modules, one concern each:
 * :mod:`~memlane.cli.transfer` — ``ingest`` and ``export`` (JSONL, :mod:`~memlane.cli.jsonl`).
 * :mod:`~memlane.cli.demo` — ``demo``.
 * :mod:`~memlane.cli.eval` — ``eval`` benchmarks.
+* :mod:`~memlane.cli.form` — ``form`` (episodes from a stored session, :mod:`memlane.formation`).
 * :mod:`~memlane.cli.serve` — ``serve`` (HTTP API), ``mcp`` (MCP server), ``api-key``.
+* :mod:`~memlane.cli.sessions` — ``sessions import|recent|search|show`` and ``context`` (session episodes).
 * :mod:`~memlane.cli.output`, :mod:`~memlane.cli.params` — rendering and option types.
 
 For tests, the hidden global option ``--embedder hashing`` swaps the bundled model for the
@@ -16,19 +18,34 @@ deterministic :class:`memlane.embeddings.fake.HashingEmbedder`.
 
 from __future__ import annotations
 
+import os
+import sys
+
 from memlane.cli.app import cli
 from memlane.cli.demo import demo
 from memlane.cli.episodes import prune, recall, remember, stats
 from memlane.cli.eval import eval_group
+from memlane.cli.form import form
 from memlane.cli.serve import api_key, mcp, serve
+from memlane.cli.sessions import context, sessions_group
 from memlane.cli.transfer import export, ingest
 
 __all__ = ["cli", "main"]
 
-for _command in (remember, recall, ingest, export, stats, prune, demo, eval_group, serve, mcp, api_key):
+for _command in (remember, recall, ingest, export, stats, prune, demo, eval_group, serve, mcp, api_key, form):
     cli.add_command(_command)
+cli.add_command(sessions_group)
+cli.add_command(context)
 
 
 def main() -> None:
-    """Console-script entry point (``memlane = "memlane.cli:main"``)."""
-    cli.main(prog_name="memlane")
+    """Console-script entry point (``memlane = "memlane.cli:main"``).
+
+    A closed stdout (``memlane export | head -1``) ends the command quietly, like other Unix tools.
+    """
+    try:
+        cli.main(prog_name="memlane")
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -308,8 +308,8 @@ def cli(
     episodic = settings.episodic_or_default
     state = CliState(
         db=settings.store.sqlite_path() if settings.store.type == "sqlite" else f"postgres ({config_path})",
-        tenant=tenant or episodic.tenant_id or "default",
-        session=session or episodic.session_id or "default",
+        tenant=tenant if tenant is not None else (episodic.tenant_id or "default"),
+        session=session if session is not None else (episodic.session_id or "default"),
         scope=Scope(scope or episodic.memory.scope),
         json_output=json_output,
         embedder_name=embedder_name,

@@ -58,7 +58,7 @@ class DemoRecall:
 RECALLS = (
     DemoRecall(
         "A preference, default balanced weights",
-        "what seat does the user like?",
+        "what seat does the user prefer?",
         note="Relevance finds the window-seat preference; recency and importance order the rest.",
     ),
     DemoRecall(

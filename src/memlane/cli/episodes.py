@@ -19,7 +19,7 @@ from memlane.cli.output import (
 )
 from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS
 from memlane.errors import ValidationError
-from memlane.ranking import PRESETS, RankingWeights, resolve_weights
+from memlane.ranking import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 
 __all__ = ["prune", "recall", "remember", "stats"]
 
@@ -96,10 +96,24 @@ def remember(
     help="Custom weights relevance,recency,importance, e.g. 2,1,1 (each >= 0, not all 0; only ratios count).",
 )
 @click.option(
+    "--retrieval",
+    type=click.Choice(RETRIEVAL_MODES),
+    default=None,
+    help="hybrid (embeddings + keyword index, fused), dense (embeddings only) or keyword "
+    "(keyword index only, no embedding model). Default: from the config (hybrid).",
+)
+@click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Drop hits whose relevance is below this, in [0, 1]. Default: from the config (0).",
+)
+@click.option(
     "--now",
     type=ISO_DATETIME,
     default=None,
-    help="Reference time for recency (ISO 8601 with timezone). Default: now.",
+    help="Reference time for recency and for time expressions like 'last May' (ISO 8601 with "
+    "timezone). Default: now.",
 )
 @pass_state
 def recall(
@@ -110,13 +124,18 @@ def recall(
     limit: int | None,
     preset: str | None,
     weights: RankingWeights | None,
+    retrieval: str | None,
+    min_relevance: float | None,
     now: datetime | None,
 ) -> None:
     """Recall episodes in scope: ranked by QUERY, or newest first without one.
 
     With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
-    relevance = max(0, cosine similarity), recency = 0.995^age_days,
-    importance = rating/10 (unrated 0.5), score = their weighted mean.
+    relevance = how well it matches QUERY (hybrid: reciprocal rank fusion of dense =
+    max(0, cosine similarity) and keyword = full-text score / best of this recall),
+    recency = 0.995^age_days, importance = rating/10 (unrated 0.5), score = their
+    weighted mean. A time named in QUERY ("last May", "in 2023") boosts episodes from
+    that window. If the embedding model fails, recall falls back to keywords and says so.
 
     Without QUERY, a structured lookup by --event-type/--tag, newest first; the
     embedding model is not used (and --preset/--weights are ignored).
@@ -125,7 +144,19 @@ def recall(
         raise click.UsageError("use either --preset or --weights, not both")
     chosen: RankingWeights | str | None = weights if weights is not None else preset
     memory = state.memory(must_exist=True)
-    hits = memory.recall_episodes(query, event_type, list(tags), limit, now=now, weights=chosen)
+    try:
+        hits = memory.recall_episodes(
+            query,
+            event_type,
+            list(tags),
+            limit,
+            now=now,
+            weights=chosen,
+            retrieval=retrieval,
+            min_relevance=min_relevance,
+        )
+    except ValidationError as exc:
+        raise CliError(str(exc), kind=type(exc).__name__, json_output=state.json_output) from exc
     if state.json_output:
         echo_json([hit.to_dict() for hit in hits])
         return
@@ -133,7 +164,13 @@ def recall(
         title = f"newest first (structured lookup) — {len(hits)} episode(s)"
     else:
         resolved = resolve_weights(chosen, memory.config.ranking_weights)
-        title = f'recall "{escape(query)}" — {len(hits)} hit(s) · weights {format_weights(resolved, preset)}'
+        mode = retrieval or memory.config.retrieval
+        title = (
+            f'recall "{escape(query)}" — {len(hits)} hit(s) · weights {format_weights(resolved, preset)}'
+            f" · {mode}"
+        )
+        if any(h.breakdown is not None and h.breakdown.fallback for h in hits):
+            title += " · [yellow]embedding model failed: keyword-only fallback[/]"
     if not hits:
         state.out.print(f"{title}\n[dim]no episodes match (scope: {state.scope.value})[/]")
         return

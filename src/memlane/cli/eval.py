@@ -12,7 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
 from memlane.evaluation.locomo import default_locomo_path
-from memlane.evaluation.locomo_run import DEFAULT_CONFIGURATIONS, report_to_markdown, run_locomo
+from memlane.evaluation.locomo_run import (
+    DEFAULT_CONFIGURATIONS,
+    EvalConfiguration,
+    report_to_markdown,
+    run_locomo,
+)
 from memlane.ranking import PRESETS
 
 __all__ = ["eval_group"]
@@ -43,9 +48,24 @@ def _positions(text: str | None) -> list[int] | None:
     "presets",
     multiple=True,
     type=click.Choice(sorted(PRESETS)),
-    help="Weight preset(s) to compare (repeatable). Default: balanced, specific_question, relevance_only.",
+    help="Also compare these weight presets with the library's retrieval defaults (repeatable).",
+)
+@click.option(
+    "--configuration",
+    "names",
+    multiple=True,
+    type=click.Choice(list(DEFAULT_CONFIGURATIONS)),
+    help="Compare only these configurations (repeatable). Default: all of them, unless --preset is given.",
 )
 @click.option("--conversations", help="Conversation positions 0-9 to run, e.g. '0-4' or '5,7'. Default: all.")
+@click.option(
+    "--unit",
+    type=click.Choice(["turn", "session"]),
+    default="turn",
+    show_default=True,
+    help="turn: turn-level retrieval (locomo.json/.md). session: session-level Hit@k of search_sessions "
+    "(locomo_sessions.json/.md; only --preset applies).",
+)
 @click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -63,11 +83,16 @@ def locomo(
     state: CliState,
     path: Path | None,
     presets: tuple[str, ...],
+    names: tuple[str, ...],
     conversations: str | None,
+    unit: str,
     out_dir: Path,
     workdir: Path | None,
 ) -> None:
-    """Remember every LoCoMo turn, ask every category 1-4 question, report recall@5/@10 and NDCG@10.
+    """Remember every LoCoMo turn, ask every category 1-4 question, compare recall configurations.
+
+    Reports recall@5/@10, NDCG@10 and Hit@10 overall, per category and per split (tune 0-4,
+    held-out 5-9), with recall latency p50/p95 per configuration (query embedding included).
 
     PATH defaults to ../shared/datasets/locomo/locomo10.json when present (LoCoMo, CC BY-NC 4.0:
     read in place, never copied). Takes a few minutes on 2 cores with the bundled model.
@@ -78,7 +103,18 @@ def locomo(
             "LoCoMo data not found: pass PATH to locomo10.json "
             "(default ../shared/datasets/locomo/locomo10.json)"
         )
-    configurations = {p: p for p in presets} if presets else dict(DEFAULT_CONFIGURATIONS)
+    if unit == "session":
+        from memlane.cli.sessions import run_session_eval
+
+        positions = _positions(conversations)
+        run_session_eval(
+            state, source, presets=presets, conversations=positions, out_dir=out_dir, workdir=workdir
+        )
+        return
+    configurations: dict[str, EvalConfiguration | str] = {n: DEFAULT_CONFIGURATIONS[n] for n in names}
+    configurations.update({p: p for p in presets})
+    if not configurations:
+        configurations = dict(DEFAULT_CONFIGURATIONS)
     show = not state.json_output
     with (
         tempfile.TemporaryDirectory(prefix="memlane-locomo-") as tmp,

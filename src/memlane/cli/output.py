@@ -97,8 +97,10 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
     """A table of recall hits.
 
     Ranked hits (with a breakdown) get the columns score, relevance, recency and
-    importance (signals in [0, 1]); a structured lookup (no query) lists episodes newest
-    first with their raw importance rating (1-10, ``—`` = unrated) instead. On consoles
+    importance, plus dense and keyword on wide consoles (signals in [0, 1]; ``—`` = not
+    available; a ``*`` after relevance marks an episode inside the time window the query
+    named); a structured lookup (no query) lists episodes newest first with their raw
+    importance rating (1-10, ``—`` = unrated) instead. On consoles
     narrower than :data:`WIDE_TABLE_COLUMNS`, event_type, created_at and tags are shown
     above the content in one ``episode`` column.
 
@@ -112,7 +114,7 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     if ranked:
-        for name in ("score", "relevance", "recency", "importance"):
+        for name in ("score", "relevance", "recency", "importance", "dense", "keyword")[: 6 if wide else 4]:
             table.add_column(name, justify="right", no_wrap=True, style="bold" if name == "score" else None)
     else:
         table.add_column("importance", justify="right", no_wrap=True)
@@ -128,7 +130,14 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
         signals: list[str]
         if hit.breakdown is not None:
             b = hit.breakdown
-            signals = [f"{b.score:.3f}", f"{b.relevance:.3f}", f"{b.recency:.3f}", f"{b.importance:.2f}"]
+            signals = [
+                f"{b.score:.3f}",
+                f"{b.relevance:.3f}" + ("*" if b.in_window else ""),
+                f"{b.recency:.3f}",
+                f"{b.importance:.2f}",
+                "—" if b.dense is None else f"{b.dense:.3f}",
+                "—" if b.keyword is None else f"{b.keyword:.3f}",
+            ][: 6 if wide else 4]
         else:
             signals = [_importance(ep.importance)]
         date = ep.created_at.date().isoformat() if ranked else _minute(ep.created_at)

@@ -37,7 +37,7 @@ def parse_iso_datetime(text: str) -> datetime:
         raise ValueError(f"{text!r} is not an ISO-8601 date-time (e.g. 2025-03-15T12:00:00Z)") from None
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(
-            f"{text!r} has no timezone; add one, e.g. {text.strip()}Z or {text.strip()}+00:00 "
+            f"{text!r} has no timezone; add one, e.g. {value.isoformat()}Z or {value.isoformat()}+00:00 "
             "(a naive time is ambiguous)"
         )
     return value.astimezone(UTC)

@@ -157,10 +157,17 @@ class EpisodeOut(BaseModel):
 class ScoreBreakdownOut(BaseModel):
     """Why a hit ranked where it did; every signal in [0, 1], higher is better."""
 
-    relevance: float = Field(description="max(0, cosine(query, content)).")
+    relevance: float = Field(description="Query match used in the score: dense, keyword or their fusion.")
     recency: float = Field(description="decay_per_day ** age_days.")
     importance: float = Field(description="importance / 10; 0.5 when unrated.")
     score: float = Field(description="Weighted mean of the three signals.")
+    dense: float | None = Field(default=None, description="max(0, cosine(query, content)), or null.")
+    keyword: float | None = Field(default=None, description="Keyword match / best of this recall, or null.")
+    retrieval: str = Field(default="dense", description="hybrid, dense or keyword.")
+    fallback: bool = Field(default=False, description="True when the embedder failed: keywords only.")
+    in_window: bool | None = Field(
+        default=None, description="In the time window the query named; null when it named none."
+    )
 
 
 class HitOut(EpisodeOut):

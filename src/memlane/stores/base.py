@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from memlane.models import Episode
 
-__all__ = ["EpisodeFilter", "Store", "StoreStats", "VectorCandidates"]
+__all__ = ["EpisodeFilter", "KeywordCandidates", "Store", "StoreStats", "VectorCandidates"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,57 @@ class VectorCandidates:
             cosine=np.zeros(0, dtype=np.float32),
             created_at_seconds=np.zeros(0, dtype=np.float64),
             importance=np.zeros(0, dtype=np.float64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordCandidates:
+    """Episodes that pass a filter and match at least one keyword term, with a keyword score.
+
+    Parallel arrays of length ``n``, best match first; ``keys`` are the store's opaque row
+    keys, valid for :meth:`Store.fetch`. Episodes with and without vectors are included.
+
+    Attributes:
+        keys: int64 ``[n]``.
+        score: float64 ``[n]``, the backend's full-text score, >= 0, higher is better: BM25
+            in SQLite (FTS5 ``-bm25()``; Robertson & Zaragoza 2009, k1 = 1.2, b = 0.75), cover
+            density in PostgreSQL (``ts_rank_cd``). Scales differ between backends; only the
+            order within one result is comparable (see :mod:`memlane.ranking`).
+        created_at_seconds: float64 ``[n]``, ``created_at`` as Unix seconds.
+        importance: float64 ``[n]``, rating in [1, 10], NaN if unrated.
+    """
+
+    keys: NDArray[np.int64]
+    score: NDArray[np.float64]
+    created_at_seconds: NDArray[np.float64]
+    importance: NDArray[np.float64]
+
+    @classmethod
+    def empty(cls) -> KeywordCandidates:
+        """Return a candidate set with no rows."""
+        return cls(
+            keys=np.zeros(0, dtype=np.int64),
+            score=np.zeros(0, dtype=np.float64),
+            created_at_seconds=np.zeros(0, dtype=np.float64),
+            importance=np.zeros(0, dtype=np.float64),
+        )
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Sequence[Any]]) -> KeywordCandidates:
+        """Build from ``(key, score, created_at_seconds, importance_or_None)`` rows, best first."""
+        if not rows:
+            return cls.empty()
+        n = len(rows)
+        return cls(
+            keys=np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
+            score=np.fromiter((max(0.0, float(r[1])) for r in rows), dtype=np.float64, count=n),
+            created_at_seconds=np.fromiter((r[2] for r in rows), dtype=np.float64, count=n),
+            importance=np.fromiter(
+                (np.nan if r[3] is None else r[3] for r in rows), dtype=np.float64, count=n
+            ),
         )
 
     def __len__(self) -> int:
@@ -154,8 +205,20 @@ class Store(Protocol):
         """
         ...
 
+    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """Return the best ``top_n`` episodes passing ``flt`` that match any of ``terms``.
+
+        Args:
+            flt: The filter; no returned row may fail it.
+            terms: Plain terms from :func:`memlane.keywords.keyword_terms` (letters and digits
+                only). The store quotes each term on its own and ORs them, so no term is ever
+                read as full-text query syntax. Empty -> no candidates.
+            top_n: Maximum rows, >= 1, best keyword score first.
+        """
+        ...
+
     def fetch(self, keys: Sequence[int]) -> dict[int, Episode]:
-        """Return ``{key: episode}`` for row keys from :meth:`vector_candidates`.
+        """Return ``{key: episode}`` for row keys from the ``*_candidates`` methods.
 
         Keys whose rows were deleted meanwhile are absent from the result.
         """

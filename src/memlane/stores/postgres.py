@@ -63,6 +63,9 @@ deletes) are sent unprepared (``prepare=False``), so PostgreSQL plans each with 
 values instead of switching to a generic plan that ignores how selective a tag or event
 type is.
 
+Keyword search is PostgreSQL full-text search over a generated ``tsvector`` column with a GIN
+index (:mod:`memlane.stores.postgres_fts`).
+
 Every ``psycopg``/``psycopg_pool`` exception is translated into
 :class:`~memlane.errors.StoreError` (or a subclass) with the original chained as
 ``__cause__``.
@@ -76,10 +79,11 @@ import numbers
 import re
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -94,7 +98,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
 
 try:
     import psycopg
@@ -118,6 +122,10 @@ from memlane.stores.migrations.postgres import (
     MIGRATIONS_TABLE,
     bind_vector_statements,
 )
+from memlane.stores.postgres_fts import keyword_statement
+
+if TYPE_CHECKING:
+    from memlane.stores.postgres_sessions import PostgresSessionStore
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
 
@@ -857,6 +865,26 @@ class PostgresStore:
             exhaustive=exhaustive,
         )
 
+    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The best ``top_n`` episodes passing ``flt`` that match any term (full-text search).
+
+        See :mod:`memlane.stores.postgres_fts` (index, quoting of terms, ``ts_rank_cd`` scoring).
+
+        Raises:
+            ValidationError: a term contains a NUL character.
+            StoreError: the database failed.
+        """
+        terms = [t for t in terms if t]
+        if not terms:
+            return KeywordCandidates.empty()
+        if any("\x00" in t for t in terms):
+            raise ValidationError("PostgreSQL text cannot contain NUL characters")
+        where, params = self._where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
+        statement = keyword_statement(self._t, where, len(terms))
+        with self._transaction("keyword_candidates") as cur:
+            rows = cur.execute(statement, [*terms, *params, max(1, int(top_n))], prepare=False).fetchall()
+        return KeywordCandidates.from_rows(rows)
+
     def explain_vector_candidates(
         self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int, *, analyze: bool = False
     ) -> SearchPlan:
@@ -931,6 +959,28 @@ class PostgresStore:
                 self._pool.close()
             except psycopg.Error:  # pragma: no cover - closing never matters
                 logger.debug("error closing the pool of %s", self._location, exc_info=True)
+
+    # -- hooks for companion stores (memlane.stores.postgres_sessions) ------------------
+
+    def transaction(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]:
+        """A cursor in a transaction on a pooled connection; driver errors translated, vectors usable."""
+        return self._transaction(action)
+
+    def sql_names(self) -> tuple[sql.Identifier, sql.Identifier]:
+        """``(schema, pgvector's schema)`` identifiers, for composing statements on this store's tables."""
+        return self._schema, self._ext
+
+    @staticmethod
+    def vector_param(values: NDArray[np.float32]) -> object:
+        """Wrap a float32 ``[dims]`` vector as a parameter sent in pgvector's binary format (``%b``)."""
+        return _VectorParam(np.asarray(values, dtype=np.float32))
+
+    @cached_property
+    def session_store(self) -> PostgresSessionStore:
+        """Session episodes in the same schema (:mod:`memlane.stores.postgres_sessions`)."""
+        from memlane.stores.postgres_sessions import PostgresSessionStore
+
+        return PostgresSessionStore(self)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"

@@ -12,6 +12,8 @@
   refreshed incrementally: new rows (from this or any other process) are appended by
   ``seq`` (AUTOINCREMENT, so it only grows), and any deletion bumps a
   ``delete_generation`` counter that makes every process rebuild its copy.
+* Keyword search: an FTS5 index over ``content`` kept in step by triggers, ranked by BM25
+  (:mod:`memlane.stores.sqlite_fts`).
 * Every ``sqlite3`` exception is translated into :class:`memlane.errors.StoreError`.
 """
 
@@ -22,10 +24,11 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,9 +41,13 @@ from memlane.errors import (
     StoreError,
 )
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
 from memlane.stores.migrations.sqlite import MIGRATIONS
+from memlane.stores.sqlite_fts import keyword_search
 from memlane.stores.vector_index import IndexRows, VectorIndex
+
+if TYPE_CHECKING:
+    from memlane.stores.sqlite_sessions import SQLiteSessionStore
 
 __all__ = ["SQLiteStore"]
 
@@ -478,6 +485,15 @@ class SQLiteStore:
                     allowed_seqs=allowed,
                 )
 
+    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
+
+        See :mod:`memlane.stores.sqlite_fts` (index, quoting of terms, scoring).
+        """
+        where, params = _where(flt)
+        with self._translate("keyword_candidates"):
+            return keyword_search(self._conn(), where, params, terms, max(1, int(top_n)))
+
     def _refresh_index(self, dims: int) -> VectorIndex:
         """Bring the in-memory index up to date with the file (caller holds ``_index_lock``)."""
         conn = self._conn()
@@ -532,6 +548,27 @@ class SQLiteStore:
                     logger.debug("error closing a connection", exc_info=True)
             self._connections.clear()
         self._index = None
+
+    # -- hooks for companion stores (memlane.stores.sqlite_sessions) --------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection to the file (raises :class:`StoreClosedError` once closed)."""
+        return self._conn()
+
+    def translate_errors(self, action: str) -> AbstractContextManager[None]:
+        """Translate ``sqlite3`` errors raised in the block into :class:`StoreError` (``action`` names it)."""
+        return self._translate(action)
+
+    def write_transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction on this thread's connection (rolled back on error)."""
+        return self._write()
+
+    @cached_property
+    def session_store(self) -> SQLiteSessionStore:
+        """Session episodes in the same file (:class:`~memlane.stores.sqlite_sessions.SQLiteSessionStore`)."""
+        from memlane.stores.sqlite_sessions import SQLiteSessionStore
+
+        return SQLiteSessionStore(self)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"

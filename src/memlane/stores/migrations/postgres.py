@@ -104,6 +104,75 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
         sql.SQL("CREATE INDEX ix_memlane_episodes_tags ON {schema}.memlane_episodes USING gin (tags)"),
         sql.SQL("CREATE TABLE {schema}.memlane_meta (key text PRIMARY KEY, value text NOT NULL)"),
     ),
+    # 2: keyword index. A stored generated tsvector of the content (the built-in ``english``
+    # configuration: Snowball stemming, English stop words), so it is kept in step with every
+    # insert, delete and retention prune by PostgreSQL itself, and a GIN index over it.
+    (
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes ADD COLUMN content_tsv pg_catalog.tsvector "
+            "GENERATED ALWAYS AS "
+            "(pg_catalog.to_tsvector('pg_catalog.english'::pg_catalog.regconfig, content)) STORED"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_content_tsv "
+            "ON {schema}.memlane_episodes USING gin (content_tsv)"
+        ),
+    ),
+    # 3: session episodes (memlane.stores.postgres_sessions): one header row per (tenant, session
+    # id), the messages as JSON text by position, and one embedded window per turn. The window
+    # vectors stay untyped (any dimension; the store checks it) and are always searched exactly,
+    # filtered by owner first, so they need no HNSW index.
+    (
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_sessions (
+                seq           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                tenant_id     text        NOT NULL,
+                session_id    text        NOT NULL,
+                agent_id      text        NOT NULL,
+                user_id       text        NOT NULL,
+                started_at    timestamptz NOT NULL,
+                ended_at      timestamptz NOT NULL,
+                message_count integer     NOT NULL,
+                turn_count    integer     NOT NULL,
+                metadata      json        NOT NULL DEFAULT '{{}}',
+                CONSTRAINT memlane_sessions_tenant_session_key UNIQUE (tenant_id, session_id)
+            )
+            """
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_sessions_owner_time "
+            "ON {schema}.memlane_sessions (tenant_id, agent_id, user_id, ended_at, seq)"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_sessions_ended ON {schema}.memlane_sessions (ended_at)"),
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_session_messages (
+                session_seq bigint  NOT NULL REFERENCES {schema}.memlane_sessions (seq) ON DELETE CASCADE,
+                position    integer NOT NULL,
+                message     text    NOT NULL,
+                PRIMARY KEY (session_seq, position)
+            )
+            """
+        ),
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_session_windows (
+                seq             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                session_seq     bigint      NOT NULL
+                                REFERENCES {schema}.memlane_sessions (seq) ON DELETE CASCADE,
+                turn            integer     NOT NULL,
+                first_position  integer     NOT NULL,
+                last_position   integer     NOT NULL,
+                created_at      timestamptz NOT NULL,
+                text            text        NOT NULL,
+                embedding       {ext}.vector NOT NULL,
+                embedding_model text        NOT NULL,
+                CONSTRAINT memlane_session_windows_turn_key UNIQUE (session_seq, turn)
+            )
+            """
+        ),
+    ),
 )
 
 

@@ -1,0 +1,49 @@
+"""Session episodes: whole past conversations stored, recalled, searched and injected as context.
+
+Use them through ``memory.sessions`` (:class:`SessionMemory`) on an
+:class:`~memlane.EpisodicMemory`::
+
+    with EpisodicMemory.open("memlane.db", tenant_id="acme") as memory:
+        memory.sessions.store_session("s-1", messages, agent_id="support", user_id="u-7")
+        block = memory.sessions.build_context(
+            "where is my vendor onboarding?", agent_id="support", user_id="u-7", token_budget=800
+        )
+
+Modules: :mod:`~memlane.sessions.models` (value types), :mod:`~memlane.sessions.messages`
+(OpenAI-format validation and rendering), :mod:`~memlane.sessions.windows` (turns that are
+embedded), :mod:`~memlane.sessions.tokens` (offline token counting),
+:mod:`~memlane.sessions.context` (the context block and its injection),
+:mod:`~memlane.sessions.importing` (OpenAI-format and LoCoMo import) and
+:mod:`~memlane.sessions.memory` (the facade).
+"""
+
+from __future__ import annotations
+
+from memlane.sessions.context import (
+    CONTEXT_FOOTER,
+    CONTEXT_HEADER,
+    CONTEXT_INTRO,
+    ContextBlock,
+    ContextItem,
+)
+from memlane.sessions.memory import SessionMemory
+from memlane.sessions.messages import validate_message, validate_messages
+from memlane.sessions.models import Message, SessionEpisode, SessionSnippet, ToolCall
+from memlane.sessions.tokens import TokenCounter, ToktokCounter
+
+__all__ = [
+    "CONTEXT_FOOTER",
+    "CONTEXT_HEADER",
+    "CONTEXT_INTRO",
+    "ContextBlock",
+    "ContextItem",
+    "Message",
+    "SessionEpisode",
+    "SessionMemory",
+    "SessionSnippet",
+    "TokenCounter",
+    "ToktokCounter",
+    "ToolCall",
+    "validate_message",
+    "validate_messages",
+]

@@ -1,0 +1,360 @@
+"""The ``[Past Conversation Context]`` block: its format, greedy selection under a token budget, injection.
+
+Format (stable; a change to it is a breaking change)::
+
+    [Past Conversation Context]
+    Excerpts from earlier conversations and remembered events, most relevant first. Times are UTC.
+
+    (1) Conversation "s-42" · Mon 2026-05-25 14:03 UTC
+    user: Please onboard Acme Corp as a vendor.
+    assistant: Done: I submitted the vendor onboarding form.
+
+    (2) Event "preference" · Wed 2026-05-20 09:00 UTC
+    User prefers window seats
+    [End of Past Conversation Context]
+
+* The first and last lines are :data:`CONTEXT_HEADER` and :data:`CONTEXT_FOOTER`; the
+  second is :data:`CONTEXT_INTRO`. Items follow, numbered from 1 in block order (best
+  score first), each a heading ``(<n>) <Conversation|Event> "<session id|event type>" ·
+  <weekday> <YYYY-MM-DD HH:MM> UTC`` and its lines, with a blank line between items.
+* A conversation item is a search snippet (:class:`~memlane.sessions.models.SessionSnippet`):
+  one line per message, ``"<name or role>: <text>"`` (see
+  :func:`~memlane.sessions.messages.render_message`), dated by the matched turn. An event
+  item is a recalled episode's content, dated by its ``created_at``.
+* Every message or event text is cut at ``max_item_chars`` characters (with ``…``) and
+  its whitespace collapsed, so one huge tool output cannot take the whole budget.
+* When nothing is selected the block is the empty string (no header alone).
+
+Selection (:func:`assemble_context`) is greedy by score: candidates (event hits and
+session snippets, both scored by :func:`memlane.ranking.rank`) are taken best first;
+one whose semantic match (:func:`match_strength`) is below ``min_relevance`` is dropped;
+otherwise it is added if the
+*whole rendered block* still counts at most ``token_budget`` tokens, else its shorter
+form (a snippet without its context turns) is tried, else it is skipped and the next
+candidate is tried. The budget is checked on the exact final text, so it is never
+exceeded, whatever the tokenizer does at item boundaries.
+
+Injection (:func:`inject_block`) returns a new message list with the block placed right
+before the latest ``user`` message, as a ``system`` message (default) or prepended to that
+user message's content (``placement="user"``, for providers that accept only one leading
+system message). The caller's list and its messages are never modified.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from memlane.errors import ValidationError
+from memlane.models import RecallHit, ScoreBreakdown
+from memlane.sessions.messages import render_message
+from memlane.sessions.models import SYSTEM_ROLES, SessionSnippet
+from memlane.sessions.tokens import TokenCounter
+
+__all__ = [
+    "CONTEXT_FOOTER",
+    "CONTEXT_HEADER",
+    "CONTEXT_INTRO",
+    "DEFAULT_MAX_ITEM_CHARS",
+    "ContextBlock",
+    "ContextItem",
+    "Placement",
+    "assemble_context",
+    "check_budget",
+    "event_item",
+    "format_time",
+    "inject_block",
+    "latest_user_index",
+    "match_strength",
+    "render_block",
+    "snippet_item",
+]
+
+CONTEXT_HEADER = "[Past Conversation Context]"
+CONTEXT_INTRO = (
+    "Excerpts from earlier conversations and remembered events, most relevant first. Times are UTC."
+)
+CONTEXT_FOOTER = "[End of Past Conversation Context]"
+DEFAULT_MAX_ITEM_CHARS = 1000
+"""Default cap on the characters of one message or event text in the block."""
+
+Placement = Literal["system", "user"]
+
+
+def format_time(value: datetime) -> str:
+    """``"Mon 2026-05-25 14:03 UTC"`` (English weekday, minutes, UTC)."""
+    at = value.astimezone(UTC)
+    weekday = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[at.weekday()]
+    return f"{weekday} {at:%Y-%m-%d %H:%M} UTC"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """A candidate for the block.
+
+    Attributes:
+        kind: ``"conversation"`` (a session snippet) or ``"event"`` (an event episode).
+        label: The session id or the event type.
+        at: When it happened (UTC): the snippet's ``created_at`` or the episode's.
+        breakdown: Its score breakdown (each signal in [0, 1]).
+        lines: The body lines.
+        short_lines: A shorter body tried when ``lines`` does not fit (``()`` = none).
+        source: The :class:`SessionSnippet` or :class:`~memlane.models.RecallHit` it came from.
+    """
+
+    kind: Literal["conversation", "event"]
+    label: str
+    at: datetime
+    breakdown: ScoreBreakdown
+    lines: tuple[str, ...]
+    short_lines: tuple[str, ...]
+    source: SessionSnippet | RecallHit
+
+    @property
+    def heading(self) -> str:
+        """``Conversation "s-42" · Mon 2026-05-25 14:03 UTC`` (without the number)."""
+        kind = "Conversation" if self.kind == "conversation" else "Event"
+        label = self.label.replace('"', "'")
+        return f'{kind} "{label}" · {format_time(self.at)}'
+
+
+def snippet_item(snippet: SessionSnippet, *, max_item_chars: int = DEFAULT_MAX_ITEM_CHARS) -> ContextItem:
+    """A :class:`ContextItem` for a session snippet; its short form is the matched turn alone."""
+
+    def lines(messages: Sequence[Any]) -> tuple[str, ...]:
+        return tuple(
+            render_message(m, max_chars=max_item_chars) for m in messages if m.role not in SYSTEM_ROLES
+        )
+
+    full = lines(snippet.messages)
+    short = lines(snippet.matched)
+    return ContextItem(
+        kind="conversation",
+        label=snippet.session_id,
+        at=snippet.created_at,
+        breakdown=snippet.breakdown,
+        lines=full,
+        short_lines=short if short != full else (),
+        source=snippet,
+    )
+
+
+def event_item(hit: RecallHit, *, max_item_chars: int = DEFAULT_MAX_ITEM_CHARS) -> ContextItem:
+    """A :class:`ContextItem` for a ranked event episode (``hit.breakdown`` must be set).
+
+    Raises:
+        ValidationError: the hit has no breakdown (it came from a structured lookup).
+    """
+    if hit.breakdown is None:
+        raise ValidationError("only ranked recall hits (with a breakdown) can go into a context block")
+    text = " ".join(hit.episode.content.split())
+    if len(text) > max_item_chars:
+        text = text[: max(1, max_item_chars) - 1].rstrip() + "…"
+    return ContextItem(
+        kind="event",
+        label=hit.episode.event_type,
+        at=hit.episode.created_at,
+        breakdown=hit.breakdown,
+        lines=(text,),
+        short_lines=(),
+        source=hit,
+    )
+
+
+def render_block(entries: Sequence[tuple[ContextItem, Sequence[str]]]) -> str:
+    """Render the block for ``(item, body lines)`` pairs in order; ``""`` when there are none."""
+    if not entries:
+        return ""
+    out = [CONTEXT_HEADER, CONTEXT_INTRO]
+    for number, (item, body) in enumerate(entries, start=1):
+        out.append("")
+        out.append(f"({number}) {item.heading}")
+        out.extend(body)
+    out.append(CONTEXT_FOOTER)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """The outcome of building a context block.
+
+    Attributes:
+        text: The block (format in the module docstring), or ``""`` when nothing was selected.
+        tokens: Its token count (0 for ``""``); always ``<= token_budget``.
+        token_budget: The budget it was built under.
+        tokenizer: Which tokenizer counted (e.g. ``"toktok o200k_base"``).
+        items: The selected items in block order.
+        shortened: How many of them were included in their short form.
+        below_min_relevance: Candidates dropped for a match strength below ``min_relevance``.
+        over_budget: Candidates skipped because even their short form did not fit.
+    """
+
+    text: str
+    tokens: int
+    token_budget: int
+    tokenizer: str
+    items: tuple[ContextItem, ...]
+    shortened: int = 0
+    below_min_relevance: int = 0
+    over_budget: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable summary (the text, counts, and each item's kind, label, time and breakdown)."""
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "token_budget": self.token_budget,
+            "tokenizer": self.tokenizer,
+            "items": [
+                {
+                    "kind": item.kind,
+                    "label": item.label,
+                    "at": item.at.isoformat(),
+                    "breakdown": item.breakdown.to_dict(),
+                }
+                for item in self.items
+            ],
+            "shortened": self.shortened,
+            "below_min_relevance": self.below_min_relevance,
+            "over_budget": self.over_budget,
+        }
+
+
+def match_strength(breakdown: ScoreBreakdown) -> float:
+    """How well an item matches the query, for ``min_relevance``: the dense cosine signal.
+
+    ``breakdown.dense`` (``max(0, cosine)``, an absolute similarity comparable across
+    queries) when it was computed, else ``breakdown.relevance`` (keyword-only recall). A
+    fused hybrid ``relevance`` is rank-based (the best hit of any query scores high), so it
+    would not tell "nothing relevant" apart.
+    """
+    return breakdown.relevance if breakdown.dense is None else breakdown.dense
+
+
+def check_budget(token_budget: object) -> int:
+    """Return ``token_budget`` if it is an int >= 0 (bools refused).
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+        raise ValidationError(f"token_budget must be an integer >= 0, got {token_budget!r}")
+    return token_budget
+
+
+def assemble_context(
+    candidates: Sequence[ContextItem],
+    *,
+    token_budget: int,
+    counter: TokenCounter,
+    min_relevance: float | None = None,
+) -> ContextBlock:
+    """Select candidates greedily by score under a hard token budget and render the block.
+
+    Args:
+        candidates: Items in any order; they are taken by score descending (ties: newer
+            first, then conversations before events, then label).
+        token_budget: Maximum tokens of the block, an int >= 0 (0 always gives ``""``).
+        counter: Counts the tokens of the rendered block.
+        min_relevance: Drop candidates whose :func:`match_strength` (dense cosine relevance)
+            is below this value in [0, 1]; ``None`` keeps all.
+
+    Returns:
+        The :class:`ContextBlock`; ``counter.count(block.text) <= token_budget`` always.
+
+    Raises:
+        ValidationError: a bad ``token_budget`` or ``min_relevance``.
+    """
+    budget = check_budget(token_budget)
+    if min_relevance is not None and (
+        isinstance(min_relevance, bool)
+        or not isinstance(min_relevance, int | float)
+        or not 0.0 <= min_relevance <= 1.0
+    ):
+        raise ValidationError(f"min_relevance must be a number in [0, 1] or None, got {min_relevance!r}")
+    ordered = sorted(
+        candidates,
+        key=lambda c: (-c.breakdown.score, -c.at.timestamp(), c.kind != "conversation", c.label),
+    )
+    chosen: list[tuple[ContextItem, Sequence[str]]] = []
+    tokens = 0
+    shortened = below = over = 0
+    for item in ordered:
+        if min_relevance is not None and match_strength(item.breakdown) < min_relevance:
+            below += 1
+            continue
+        for body in (item.lines, item.short_lines):
+            if not body:
+                continue
+            trial = [*chosen, (item, body)]
+            count = counter.count(render_block(trial))
+            if count <= budget:
+                chosen = trial
+                tokens = count
+                shortened += body is item.short_lines
+                break
+        else:
+            over += 1
+    text = render_block(chosen)
+    return ContextBlock(
+        text=text,
+        tokens=tokens if chosen else 0,
+        token_budget=budget,
+        tokenizer=counter.name,
+        items=tuple(item for item, _ in chosen),
+        shortened=shortened,
+        below_min_relevance=below,
+        over_budget=over,
+    )
+
+
+def latest_user_index(messages: Sequence[Mapping[str, Any]]) -> int | None:
+    """Index of the last message whose role is ``user``, or ``None``."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index
+    return None
+
+
+def inject_block(
+    messages: Sequence[Mapping[str, Any]], block: str, *, placement: Placement = "system"
+) -> list[dict[str, Any]]:
+    """Return a deep copy of ``messages`` with ``block`` placed before the latest user message.
+
+    Args:
+        messages: OpenAI-format messages (not modified).
+        block: The context block; ``""`` returns a plain deep copy.
+        placement: ``"system"``: a new ``{"role": "system", "content": block}`` message is
+            inserted right before the latest user message (at the end if there is none).
+            ``"user"``: the block and a blank line are prepended to the latest user
+            message's content (a string, or a list of parts, which gets a leading text
+            part); without a user message, falls back to ``"system"`` at the end.
+
+    Returns:
+        A new list of new dicts.
+
+    Raises:
+        ValidationError: an unknown placement.
+    """
+    if placement not in ("system", "user"):
+        raise ValidationError(f"placement must be 'system' or 'user', got {placement!r}")
+    out = [copy.deepcopy(dict(m)) for m in messages]
+    if not block:
+        return out
+    index = latest_user_index(out)
+    if index is None:
+        out.append({"role": "system", "content": block})
+        return out
+    if placement == "system":
+        out.insert(index, {"role": "system", "content": block})
+        return out
+    target = out[index]
+    content = target.get("content")
+    if isinstance(content, list):
+        target["content"] = [{"type": "text", "text": block + "\n\n"}, *content]
+    else:
+        target["content"] = block + "\n\n" + ("" if content is None else str(content))
+    return out

@@ -1,0 +1,251 @@
+"""Validation of OpenAI-format chat messages, and their plain-text rendering.
+
+Accepted shape (the OpenAI Chat Completions message format):
+
+* ``role``: ``system``, ``developer``, ``user``, ``assistant`` or ``tool`` (the deprecated
+  ``function`` role is refused).
+* ``content``: a string, ``null``, or a list of content parts (objects with a string
+  ``type``; ``text`` parts need a string ``text``; other parts such as ``image_url`` are
+  kept verbatim but carry no text). Required (non-null) for ``system``, ``developer``,
+  ``user`` and ``tool`` messages; an ``assistant`` message needs ``content``,
+  ``tool_calls`` or ``refusal``.
+* ``name``: optional string.
+* ``tool_calls`` (``assistant`` only): a list of ``{"id": str, "type": "function",
+  "function": {"name": str, "arguments": str}}``; ``arguments`` is JSON *text* and is
+  kept exactly as given.
+* ``tool_call_id`` (``tool`` only, required): the id of the call answered.
+* Any other key is kept verbatim if its value is JSON (no NaN or infinities).
+
+No string anywhere in a message may contain a NUL character (PostgreSQL text cannot
+hold it; refused on every backend so they behave alike). Each error is a
+:class:`~memlane.errors.ValidationError` whose message names the field, e.g.
+``messages[3].tool_calls[0].function.arguments must be a string (JSON text), got dict``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memlane.errors import ValidationError
+from memlane.sessions.models import ROLES, SYSTEM_ROLES, Message, ToolCall
+
+__all__ = ["message_text", "render_message", "validate_message", "validate_messages"]
+
+_REQUIRES_CONTENT = frozenset({"system", "developer", "user", "tool"})
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _check_json(value: object, where: str) -> None:
+    """Refuse non-JSON values, non-string keys, NaN/infinities and NUL characters anywhere in ``value``."""
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValidationError(f"{where} must be finite, got {value!r}")
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError(f"{where} must not contain NUL characters (\\x00)")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"{where} keys must be strings, got {key!r}")
+            _check_json(key, f"{where} key {key[:40]!r}")
+            _check_json(item, f"{where}.{key}")
+        return
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+        return
+    raise ValidationError(
+        f"{where} must be JSON (string, number, boolean, null, list or object), got {_type_name(value)}"
+    )
+
+
+def _require_str(obj: Mapping[str, Any], key: str, where: str, *, blank_ok: bool = False) -> str:
+    if key not in obj:
+        raise ValidationError(f"{where}.{key} is required")
+    value = obj[key]
+    if not isinstance(value, str):
+        raise ValidationError(f"{where}.{key} must be a string, got {_type_name(value)}")
+    if not blank_ok and not value.strip():
+        raise ValidationError(f"{where}.{key} must be a non-empty string")
+    return value
+
+
+def message_text(content: object) -> str | None:
+    """The text of an OpenAI ``content`` value: the string itself, or the ``text`` parts joined by newlines.
+
+    Returns:
+        The text, or ``None`` for ``null`` content and for parts without any text.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        ]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _check_content(content: object, where: str) -> None:
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise ValidationError(
+            f"{where}.content must be a string, null or a list of content parts, got {_type_name(content)}"
+        )
+    for i, part in enumerate(content):
+        at = f"{where}.content[{i}]"
+        if not isinstance(part, Mapping):
+            raise ValidationError(f"{at} must be an object with a 'type', got {_type_name(part)}")
+        kind = _require_str(part, "type", at)
+        if kind == "text":
+            _require_str(part, "text", at, blank_ok=True)
+
+
+def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
+    if not isinstance(value, list):
+        raise ValidationError(f"{where}.tool_calls must be a list, got {_type_name(value)}")
+    calls = []
+    for i, raw in enumerate(value):
+        at = f"{where}.tool_calls[{i}]"
+        if not isinstance(raw, Mapping):
+            raise ValidationError(f"{at} must be an object, got {_type_name(raw)}")
+        call_id = _require_str(raw, "id", at)
+        kind = raw.get("type", "function")
+        if kind != "function":
+            raise ValidationError(f"{at}.type must be 'function', got {kind!r}")
+        function = raw.get("function")
+        if not isinstance(function, Mapping):
+            raise ValidationError(f"{at}.function must be an object with 'name' and 'arguments'")
+        name = _require_str(function, "name", f"{at}.function")
+        if "arguments" not in function:
+            raise ValidationError(f"{at}.function.arguments is required (JSON text, e.g. '{{}}')")
+        arguments = function["arguments"]
+        if not isinstance(arguments, str):
+            raise ValidationError(
+                f"{at}.function.arguments must be a string (JSON text), got {_type_name(arguments)}"
+            )
+        calls.append(ToolCall(id=call_id, name=name, arguments=arguments, type="function"))
+    return tuple(calls)
+
+
+def validate_message(message: object, where: str = "message") -> Message:
+    """Validate one OpenAI-format message (see the module docstring) and wrap it.
+
+    Args:
+        message: A mapping, or an existing :class:`Message` (returned as is).
+        where: How to name the message in errors, e.g. ``"messages[3]"``.
+
+    Returns:
+        The :class:`Message`, whose :attr:`~Message.raw` is a JSON round-tripped copy of
+        ``message`` (the caller's object is never kept or modified).
+
+    Raises:
+        ValidationError: the message is malformed; the error names the field.
+    """
+    if isinstance(message, Message):
+        return message
+    if not isinstance(message, Mapping):
+        raise ValidationError(f"{where} must be an object with a 'role', got {_type_name(message)}")
+    _check_json(message, where)
+    role = message.get("role")
+    if role == "function":
+        raise ValidationError(f"{where}.role 'function' is deprecated and not supported; use 'tool'")
+    if role not in ROLES:
+        raise ValidationError(f"{where}.role must be one of {', '.join(ROLES)}; got {role!r}")
+    content = message.get("content")
+    _check_content(content, where)
+    if role in _REQUIRES_CONTENT and content is None:
+        raise ValidationError(f"{where}.content is required for a {role} message")
+    name = message.get("name")
+    if name is not None and not isinstance(name, str):
+        raise ValidationError(f"{where}.name must be a string, got {_type_name(name)}")
+    calls: tuple[ToolCall, ...] = ()
+    if "tool_calls" in message and message["tool_calls"] is not None:
+        if role != "assistant":
+            raise ValidationError(f"{where}.tool_calls is only allowed on assistant messages, not {role}")
+        calls = _tool_calls(message["tool_calls"], where)
+    tool_call_id = None
+    if role == "tool":
+        tool_call_id = _require_str(message, "tool_call_id", where)
+    elif message.get("tool_call_id") is not None:
+        raise ValidationError(f"{where}.tool_call_id is only allowed on tool messages, not {role}")
+    if role == "assistant" and content is None and not calls and message.get("refusal") is None:
+        raise ValidationError(f"{where}: an assistant message needs content, tool_calls or refusal")
+    raw = json.loads(json.dumps(message, ensure_ascii=False, allow_nan=False))
+    return Message(
+        role=role,
+        content=message_text(content),
+        name=name,
+        tool_calls=calls,
+        tool_call_id=tool_call_id,
+        raw=raw,
+    )
+
+
+def validate_messages(messages: object, *, allow_empty: bool = False) -> tuple[Message, ...]:
+    """Validate a list of OpenAI-format messages.
+
+    Args:
+        messages: A list (or tuple) of message mappings or :class:`Message` objects.
+        allow_empty: Accept an empty list (default: refuse it, there is nothing to store).
+
+    Returns:
+        The messages as :class:`Message` objects, in order.
+
+    Raises:
+        ValidationError: not a list, empty, or a malformed message; the error names the
+            message index and field (``messages[3].tool_call_id is required``).
+    """
+    if isinstance(messages, (str | bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise ValidationError(f"messages must be a list of message objects, got {_type_name(messages)}")
+    if not messages and not allow_empty:
+        raise ValidationError("messages must not be empty")
+    return tuple(validate_message(m, f"messages[{i}]") for i, m in enumerate(messages))
+
+
+def render_message(message: Message, *, max_chars: int | None = None) -> str:
+    """One line of plain text for a message: ``"<name or role>: <text>"``.
+
+    Tool calls are appended as ``[called <name>(<arguments>)]``, a tool result is
+    ``"tool: <text>"``, non-text content parts show as ``[<type>]``. System and developer
+    messages render like the others (callers that skip them filter first).
+
+    Args:
+        message: The message.
+        max_chars: Cut the text after this many characters (>= 1) with ``"…"``;
+            ``None`` = no limit. Whitespace runs are collapsed to single spaces.
+
+    Returns:
+        The rendered line (never empty: at least ``"<role>:"``).
+    """
+    parts: list[str] = []
+    if message.content is not None:
+        parts.append(message.content)
+    raw_content = message.raw.get("content")
+    if isinstance(raw_content, list):
+        parts.extend(
+            f"[{part.get('type')}]"
+            for part in raw_content
+            if isinstance(part, Mapping) and part.get("type") != "text"
+        )
+    for call in message.tool_calls:
+        parts.append(f"[called {call.name}({call.arguments})]")
+    if not parts and isinstance(message.raw.get("refusal"), str):
+        parts.append(f"[refused: {message.raw['refusal']}]")
+    text = " ".join(" ".join(parts).split())
+    if max_chars is not None and len(text) > max_chars:
+        text = text[: max(1, max_chars) - 1].rstrip() + "…"
+    label = message.name if message.name and message.role not in SYSTEM_ROLES | {"tool"} else message.role
+    return f"{label}: {text}" if text else f"{label}:"

@@ -1,0 +1,325 @@
+"""Session episodes in the schema of a :class:`~memlane.stores.postgres.PostgresStore`.
+
+Built from the episode store (``store.session_store``) and sharing its connection pool,
+its transactions (driver errors translated into :class:`~memlane.errors.StoreError`) and
+its pgvector binary parameters. Tables (schema migration 3 in
+:mod:`memlane.stores.migrations.postgres`), all prefixed ``memlane_``:
+
+* ``memlane_sessions``: one header row per ``(tenant_id, session_id)`` (unique constraint);
+  an index on ``(tenant_id, agent_id, user_id, ended_at)`` serves "recent" and the owner filter.
+* ``memlane_session_messages (session_seq, position, message)``: each message's JSON text
+  (``text``, not ``json``, so it reads back byte for byte).
+* ``memlane_session_windows``: one row per turn: position range, time, embedded text and
+  its pgvector ``vector``; deleting a session cascades to both child tables.
+
+Search is exact: the owner's windows (through the owner index and the
+``(session_seq, turn)`` key) are scored with pgvector's inner product ``<#>`` (the cosine,
+for the unit vectors memlane stores) and the ``top_n`` best returned. A tenant's agent
+and user rarely have more than a few thousand windows, where this takes a few
+milliseconds; no ANN index is kept for windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+from psycopg import sql
+from psycopg.types.json import Json
+
+from memlane.errors import DuplicateSessionError, EmbeddingModelMismatchError, StoreError, ValidationError
+from memlane.stores.base import VectorCandidates
+from memlane.stores.sessions_base import SessionHeader, SessionOwner, SessionWrite, StoredWindow
+
+if TYPE_CHECKING:
+    from memlane.stores.postgres import PostgresStore
+
+__all__ = ["PostgresSessionStore"]
+
+_HEADER = sql.SQL(
+    "seq, tenant_id, session_id, agent_id, user_id, started_at, ended_at, message_count, turn_count, metadata"
+)
+_S_HEADER = sql.SQL(
+    "s.seq, s.tenant_id, s.session_id, s.agent_id, s.user_id, s.started_at, s.ended_at, s.message_count, "
+    "s.turn_count, s.metadata"
+)
+
+
+def _header(row: Sequence[Any]) -> SessionHeader:
+    return SessionHeader(
+        key=int(row[0]),
+        tenant_id=row[1],
+        session_id=row[2],
+        agent_id=row[3],
+        user_id=row[4],
+        started_at=row[5].astimezone(UTC),
+        ended_at=row[6].astimezone(UTC),
+        message_count=int(row[7]),
+        turn_count=int(row[8]),
+        metadata=dict(row[9]),
+    )
+
+
+class PostgresSessionStore:
+    """Session episodes in a :class:`~memlane.stores.postgres.PostgresStore`'s schema (module docstring).
+
+    Args:
+        store: The episode store whose pool, schema and pgvector types are shared.
+    """
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        schema, ext = store.sql_names()
+        self._sessions = sql.SQL("{}.memlane_sessions").format(schema)
+        self._messages = sql.SQL("{}.memlane_session_messages").format(schema)
+        self._windows = sql.SQL("{}.memlane_session_windows").format(schema)
+        self._vec = sql.SQL("%b::{}.vector").format(ext)
+        self._ip = sql.SQL("OPERATOR({}.<#>)").format(ext)
+
+    def _check_dims(self, dims: int) -> None:
+        bound = self._store.embedding_model
+        if bound is not None and dims != bound[1]:
+            raise EmbeddingModelMismatchError(f"vectors have {dims} dims, the store is bound to {bound[1]}")
+
+    # -- writes ------------------------------------------------------------------------
+
+    def insert_session(
+        self, write: SessionWrite, vectors: NDArray[np.float32] | None, *, append: bool
+    ) -> SessionHeader:
+        """Store a new session or append a batch (see :meth:`SessionStore.insert_session`)."""
+        params: list[object] = []
+        if write.windows:
+            if vectors is None or vectors.ndim != 2 or vectors.shape[0] != len(write.windows):
+                shape = None if vectors is None else vectors.shape
+                raise ValidationError(f"need one vector per window ({len(write.windows)}), got {shape}")
+            self._check_dims(int(vectors.shape[1]))
+            params = [self._store.vector_param(row) for row in np.asarray(vectors, dtype=np.float32)]
+        owner = write.owner
+        with self._store.transaction("insert_session") as cur:
+            row = cur.execute(
+                sql.SQL(
+                    "INSERT INTO {t} (tenant_id, session_id, agent_id, user_id, started_at, ended_at, "
+                    "message_count, turn_count, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (tenant_id, session_id) DO NOTHING RETURNING {cols}"
+                ).format(t=self._sessions, cols=_HEADER),
+                (
+                    owner.tenant_id,
+                    write.session_id,
+                    owner.agent_id,
+                    owner.user_id,
+                    write.started_at,
+                    write.ended_at,
+                    len(write.messages),
+                    len(write.windows),
+                    Json(dict(write.metadata)),
+                ),
+            ).fetchone()
+            offset = turn_offset = 0
+            if row is None:
+                if not append:
+                    raise DuplicateSessionError(
+                        f"session {write.session_id!r} already exists for tenant {owner.tenant_id!r} "
+                        "(sessions are append-only: pass append=True to add turns)"
+                    )
+                found = cur.execute(
+                    sql.SQL(
+                        "SELECT {cols} FROM {t} WHERE tenant_id = %s AND session_id = %s FOR UPDATE"
+                    ).format(cols=_HEADER, t=self._sessions),
+                    (owner.tenant_id, write.session_id),
+                ).fetchone()
+                if found is None:
+                    raise StoreError(f"session {write.session_id!r} was deleted while appending to it; retry")
+                existing = _header(found)
+                if existing.owner != owner:
+                    raise ValidationError(
+                        f"session {write.session_id!r} belongs to agent {existing.agent_id!r} and user "
+                        f"{existing.user_id!r}; cannot append as agent {owner.agent_id!r}, "
+                        f"user {owner.user_id!r}"
+                    )
+                offset, turn_offset = existing.message_count, existing.turn_count
+                row = cur.execute(
+                    sql.SQL(
+                        "UPDATE {t} SET started_at = least(started_at, %s), "
+                        "ended_at = greatest(ended_at, %s), message_count = %s, turn_count = %s, "
+                        "metadata = %s WHERE seq = %s RETURNING {cols}"
+                    ).format(t=self._sessions, cols=_HEADER),
+                    (
+                        write.started_at,
+                        write.ended_at,
+                        offset + len(write.messages),
+                        turn_offset + len(write.windows),
+                        Json({**existing.metadata, **write.metadata}),
+                        existing.key,
+                    ),
+                ).fetchone()
+            assert row is not None
+            header = _header(row)
+            if write.messages:
+                cur.executemany(
+                    sql.SQL("INSERT INTO {t} (session_seq, position, message) VALUES (%s, %s, %s)").format(
+                        t=self._messages
+                    ),
+                    [(header.key, offset + i, text) for i, text in enumerate(write.messages)],
+                )
+            if write.windows:
+                cur.executemany(
+                    sql.SQL(
+                        "INSERT INTO {t} (session_seq, turn, first_position, last_position, created_at, "
+                        "text, embedding, embedding_model) VALUES (%s, %s, %s, %s, %s, %s, {vec}, %s)"
+                    ).format(t=self._windows, vec=self._vec),
+                    [
+                        (
+                            header.key,
+                            turn_offset + w.turn,
+                            offset + w.first,
+                            offset + w.last,
+                            w.created_at,
+                            w.text,
+                            vector,
+                            write.embedding_model,
+                        )
+                        for w, vector in zip(write.windows, params, strict=True)
+                    ],
+                )
+        return header
+
+    def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        """Delete a session (its messages and windows cascade); ``False`` if there is none."""
+        with self._store.transaction("delete_session") as cur:
+            cur.execute(
+                sql.SQL("DELETE FROM {t} WHERE tenant_id = %s AND session_id = %s").format(t=self._sessions),
+                (tenant_id, session_id),
+            )
+            return cur.rowcount > 0
+
+    def delete_sessions_ended_before(self, cutoff: datetime) -> int:
+        """Delete every session (all tenants) with ``ended_at < cutoff``; return how many."""
+        with self._store.transaction("delete_sessions_ended_before") as cur:
+            cur.execute(
+                sql.SQL("DELETE FROM {t} WHERE ended_at < %s").format(t=self._sessions),
+                (cutoff,),
+                prepare=False,
+            )
+            return int(cur.rowcount)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get_session(self, tenant_id: str, session_id: str) -> SessionHeader | None:
+        """The header of ``(tenant_id, session_id)``, or ``None``."""
+        with self._store.transaction("get_session") as cur:
+            row = cur.execute(
+                sql.SQL("SELECT {cols} FROM {t} WHERE tenant_id = %s AND session_id = %s").format(
+                    cols=_HEADER, t=self._sessions
+                ),
+                (tenant_id, session_id),
+            ).fetchone()
+        return None if row is None else _header(row)
+
+    def session_messages(self, session_key: int, first: int = 0, last: int | None = None) -> list[str]:
+        """Message JSON texts at positions ``first..last`` (inclusive; ``None`` = to the end)."""
+        with self._store.transaction("session_messages") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT message FROM {t} WHERE session_seq = %s AND position >= %s AND position <= %s "
+                    "ORDER BY position"
+                ).format(t=self._messages),
+                (int(session_key), int(first), 2**31 - 1 if last is None else int(last)),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def list_recent_sessions(
+        self, owner: SessionOwner, limit: int, ended_after: datetime | None = None
+    ) -> list[SessionHeader]:
+        """Up to ``limit`` of ``owner``'s sessions, newest ``ended_at`` first."""
+        time_clause = sql.SQL("") if ended_after is None else sql.SQL(" AND ended_at >= %s")
+        params: list[Any] = [owner.tenant_id, owner.agent_id, owner.user_id]
+        if ended_after is not None:
+            params.append(ended_after)
+        with self._store.transaction("list_recent_sessions") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT {cols} FROM {t} WHERE tenant_id = %s AND agent_id = %s AND user_id = %s{time} "
+                    "ORDER BY ended_at DESC, seq DESC LIMIT %s"
+                ).format(cols=_HEADER, t=self._sessions, time=time_clause),
+                [*params, int(limit)],
+                prepare=False,
+            ).fetchall()
+        return [_header(r) for r in rows]
+
+    def turn_spans(self, session_key: int, first_turn: int, last_turn: int) -> dict[int, tuple[int, int]]:
+        """``{turn: (first_position, last_position)}`` for turns ``first_turn..last_turn``."""
+        with self._store.transaction("turn_spans") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT turn, first_position, last_position FROM {t} "
+                    "WHERE session_seq = %s AND turn >= %s AND turn <= %s"
+                ).format(t=self._windows),
+                (int(session_key), int(first_turn), int(last_turn)),
+            ).fetchall()
+        return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    def fetch_windows(self, keys: Sequence[int]) -> dict[int, StoredWindow]:
+        """``{key: window}`` for window row keys (deleted ones absent)."""
+        if len(keys) == 0:
+            return {}
+        with self._store.transaction("fetch_windows") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT w.seq, w.turn, w.first_position, w.last_position, w.created_at, {cols} "
+                    "FROM {w} w JOIN {s} s ON s.seq = w.session_seq WHERE w.seq = ANY(%s::bigint[])"
+                ).format(cols=_S_HEADER, w=self._windows, s=self._sessions),
+                ([int(k) for k in keys],),
+            ).fetchall()
+        return {
+            int(r[0]): StoredWindow(
+                key=int(r[0]),
+                session=_header(r[5:]),
+                turn=int(r[1]),
+                first=int(r[2]),
+                last=int(r[3]),
+                created_at=r[4].astimezone(UTC),
+            )
+            for r in rows
+        }
+
+    # -- vector search -----------------------------------------------------------------
+
+    def window_candidates(
+        self,
+        owner: SessionOwner,
+        query: NDArray[np.float32],
+        top_n: int,
+        created_after: datetime | None = None,
+    ) -> VectorCandidates:
+        """The ``top_n`` windows of ``owner`` most similar to ``query`` (exact inner product)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        self._check_dims(len(q))
+        top_n = max(1, int(top_n))
+        time_clause = sql.SQL("") if created_after is None else sql.SQL(" AND w.created_at >= %s")
+        params: list[Any] = [self._store.vector_param(q), owner.tenant_id, owner.agent_id, owner.user_id]
+        if created_after is not None:
+            params.append(created_after)
+        statement = sql.SQL(
+            "SELECT w.seq, -(w.embedding {ip} {vec}) AS cosine, extract(epoch FROM w.created_at)::float8 "
+            "FROM {w} w JOIN {s} s ON s.seq = w.session_seq "
+            "WHERE s.tenant_id = %s AND s.agent_id = %s AND s.user_id = %s{time} "
+            "ORDER BY cosine DESC, w.seq LIMIT %s"
+        ).format(ip=self._ip, vec=self._vec, w=self._windows, s=self._sessions, time=time_clause)
+        with self._store.transaction("window_candidates") as cur:
+            rows = cur.execute(statement, [*params, top_n], prepare=False).fetchall()
+        if not rows:
+            return VectorCandidates.empty()
+        n = len(rows)
+        return VectorCandidates(
+            keys=np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
+            cosine=np.fromiter((r[1] for r in rows), dtype=np.float64, count=n),
+            created_at_seconds=np.fromiter((r[2] for r in rows), dtype=np.float64, count=n),
+            importance=np.full(n, np.nan, dtype=np.float64),
+            exhaustive=n < top_n,
+        )
+
+    def __repr__(self) -> str:
+        return f"PostgresSessionStore({self._store.location!r})"

@@ -1,0 +1,250 @@
+"""The ``SessionStore`` protocol: persistence of session episodes (whole conversations).
+
+A session store lives beside an episode store and shares its database and connections:
+a store that supports sessions exposes it as its ``session_store`` attribute
+(:class:`SupportsSessions`), e.g. :class:`~memlane.stores.sqlite_sessions.SQLiteSessionStore`
+for :class:`~memlane.stores.sqlite.SQLiteStore`.
+
+What a backend stores, per session (unique per ``(tenant_id, session_id)``):
+
+* a header row (owner ``tenant_id``/``agent_id``/``user_id``, ``started_at``/``ended_at``,
+  message and turn counts, metadata);
+* its messages, one row per position, each the message's JSON text exactly as memlane
+  serialised it (so it reads back byte for byte);
+* one window row per turn (its position range, time, embedded text and vector).
+
+Like the episode stores, session stores filter and fetch; ranking happens in
+:mod:`memlane.ranking`, in the :class:`memlane.sessions.SessionMemory` facade. Every
+method raises :class:`memlane.errors.StoreError` (or a subclass) for backend failures,
+never a driver exception, and binds every untrusted string as a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.stores.base import VectorCandidates
+
+__all__ = [
+    "SessionHeader",
+    "SessionOwner",
+    "SessionStore",
+    "SessionWrite",
+    "StoredWindow",
+    "SupportsSessions",
+    "WindowInput",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOwner:
+    """Whose sessions: a tenant's agent talking with a user. All three must match.
+
+    Attributes:
+        tenant_id: The memory's tenant.
+        agent_id: The agent.
+        user_id: The user.
+    """
+
+    tenant_id: str
+    agent_id: str
+    user_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """A stored session without its messages.
+
+    Attributes:
+        key: The store's row key of the session.
+        tenant_id: Owner tenant.
+        session_id: The caller's id (unique per tenant).
+        agent_id: Owner agent.
+        user_id: Owner user.
+        started_at: When it began (UTC).
+        ended_at: When its last stored part ended (UTC).
+        message_count: Messages stored (positions ``0 .. message_count - 1``).
+        turn_count: Windows stored (turn numbers ``0 .. turn_count - 1``).
+        metadata: JSON mapping.
+    """
+
+    key: int
+    tenant_id: str
+    session_id: str
+    agent_id: str
+    user_id: str
+    started_at: datetime
+    ended_at: datetime
+    message_count: int
+    turn_count: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> SessionOwner:
+        """The session's owner."""
+        return SessionOwner(self.tenant_id, self.agent_id, self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowInput:
+    """One turn to index, with positions relative to its batch.
+
+    Attributes:
+        turn: Turn number within the batch (0-based; the store adds the session's turn count).
+        first: Batch position of the turn's first message (the store adds the message count).
+        last: Batch position of its last message (inclusive).
+        text: The text that was embedded.
+        created_at: The turn's time (UTC).
+    """
+
+    turn: int
+    first: int
+    last: int
+    text: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SessionWrite:
+    """One ``store_session`` call: a new session, or a batch appended to one.
+
+    Attributes:
+        owner: Whose session it is.
+        session_id: The session id.
+        started_at: Start of this batch (UTC).
+        ended_at: End of this batch (UTC), ``>= started_at``.
+        metadata: New session's metadata, or keys to merge into an existing one's.
+        messages: Each message's JSON text, in order.
+        windows: The batch's turns (may be empty: a batch of system messages only).
+        embedding_model: Model that embedded the windows.
+    """
+
+    owner: SessionOwner
+    session_id: str
+    started_at: datetime
+    ended_at: datetime
+    metadata: Mapping[str, Any]
+    messages: Sequence[str]
+    windows: Sequence[WindowInput]
+    embedding_model: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWindow:
+    """A stored window with its session's header.
+
+    Attributes:
+        key: The window's row key (as in :meth:`SessionStore.window_candidates`).
+        session: The session it belongs to.
+        turn: Its turn number within the session.
+        first: Session position of its first message.
+        last: Session position of its last message (inclusive).
+        created_at: Its time (UTC).
+    """
+
+    key: int
+    session: SessionHeader
+    turn: int
+    first: int
+    last: int
+    created_at: datetime
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Persistence for session episodes (see the module docstring)."""
+
+    def insert_session(
+        self, write: SessionWrite, vectors: NDArray[np.float32] | None, *, append: bool
+    ) -> SessionHeader:
+        """Store a new session, or append a batch to an existing one, atomically.
+
+        Args:
+            write: The session or batch.
+            vectors: float32 ``[len(write.windows), dims]`` L2-normalised, or ``None`` when
+                there are no windows.
+            append: Append to the session if it exists (creating it otherwise). Appending
+                extends ``started_at``/``ended_at`` to cover the batch, merges the metadata
+                keys and continues positions and turn numbers.
+
+        Returns:
+            The session's header after the write.
+
+        Raises:
+            DuplicateSessionError: the session exists and ``append`` is false (nothing written).
+            ValidationError: ``append`` to a session of another agent or user.
+            EmbeddingModelMismatchError: vectors of another dimension than the store's.
+        """
+        ...
+
+    def get_session(self, tenant_id: str, session_id: str) -> SessionHeader | None:
+        """The header of ``(tenant_id, session_id)``, or ``None``."""
+        ...
+
+    def session_messages(self, session_key: int, first: int = 0, last: int | None = None) -> list[str]:
+        """Message JSON texts of a session at positions ``first..last`` (inclusive; ``None`` = to the end)."""
+        ...
+
+    def list_recent_sessions(
+        self, owner: SessionOwner, limit: int, ended_after: datetime | None = None
+    ) -> list[SessionHeader]:
+        """Up to ``limit`` (>= 1) of ``owner``'s sessions, newest ``ended_at`` first (ties: newest row).
+
+        Args:
+            owner: Whose sessions.
+            limit: Maximum number.
+            ended_after: Only sessions with ``ended_at >= ended_after`` (retention), or ``None``.
+        """
+        ...
+
+    def window_candidates(
+        self,
+        owner: SessionOwner,
+        query: NDArray[np.float32],
+        top_n: int,
+        created_after: datetime | None = None,
+    ) -> VectorCandidates:
+        """``owner``'s windows with their cosine similarity to ``query`` (exact search).
+
+        Args:
+            owner: Only this owner's windows are returned.
+            query: float32 ``[dims]`` unit vector.
+            top_n: The caller needs at least the ``top_n`` most similar; a store may return all.
+            created_after: Only windows with ``created_at >= created_after``, or ``None``.
+
+        Returns:
+            Candidates keyed by window row key; ``importance`` is NaN (unrated).
+        """
+        ...
+
+    def fetch_windows(self, keys: Sequence[int]) -> dict[int, StoredWindow]:
+        """``{key: window}`` for keys from :meth:`window_candidates` (deleted ones absent)."""
+        ...
+
+    def turn_spans(self, session_key: int, first_turn: int, last_turn: int) -> dict[int, tuple[int, int]]:
+        """``{turn: (first_position, last_position)}`` of the session's turns ``first_turn..last_turn``."""
+        ...
+
+    def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        """Delete a session with its messages and windows; ``False`` if it does not exist."""
+        ...
+
+    def delete_sessions_ended_before(self, cutoff: datetime) -> int:
+        """Delete every session (all tenants) with ``ended_at < cutoff``; return how many."""
+        ...
+
+
+@runtime_checkable
+class SupportsSessions(Protocol):
+    """An episode store that also stores session episodes."""
+
+    @property
+    def session_store(self) -> SessionStore:
+        """The companion :class:`SessionStore` over the same database and connections."""
+        ...
