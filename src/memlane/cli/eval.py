@@ -7,10 +7,9 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json
+from memlane.cli.output import echo_json, stage_progress
 from memlane.evaluation.locomo import default_locomo_path
 from memlane.evaluation.locomo_run import (
     DEFAULT_CONFIGURATIONS,
@@ -118,22 +117,8 @@ def locomo(
     show = not state.json_output
     with (
         tempfile.TemporaryDirectory(prefix="memlane-locomo-") as tmp,
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=state.err,
-            disable=not show,
-        ) as bar,
+        stage_progress(state.err, disable=not show) as progress,
     ):
-        tasks: dict[str, TaskID] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done)
-
         report = run_locomo(
             source,
             embedder=state.make_embedder(),

@@ -6,12 +6,15 @@ JSON is written with :func:`click.echo` (never through rich, which would wrap lo
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import click
 from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -197,3 +200,36 @@ def stats_table(stats: StoreStats, *, scope: str) -> Table:
     for event_type, count in stats.event_types.items():
         table.add_row(Text(f"  {event_type}", style="cyan"), str(count))
     return table
+
+
+StageCallback = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: one progress bar per stage name, advanced to ``done`` of ``total``."""
+
+
+@contextmanager
+def stage_progress(console: Console, *, disable: bool) -> Iterator[StageCallback]:
+    """A rich progress display with one bar per named stage (e.g. ``remember``, ``recall``).
+
+    Args:
+        console: Where to draw (stderr, so stdout stays machine-readable).
+        disable: Draw nothing (e.g. with ``--json``).
+
+    Yields:
+        The callback to report progress with.
+    """
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=disable,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        yield progress

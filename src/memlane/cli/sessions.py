@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json, format_weights
+from memlane.cli.output import echo_json, format_weights, stage_progress
 from memlane.cli.params import ISO_DATETIME, WEIGHTS
 from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.ranking import PRESETS, RankingWeights, resolve_weights
@@ -396,22 +396,8 @@ def run_session_eval(
     configurations = {p: p for p in presets} if presets else dict(DEFAULT_SESSION_CONFIGURATIONS)
     with (
         tempfile.TemporaryDirectory(prefix="memlane-locomo-sessions-") as tmp,
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=state.err,
-            disable=state.json_output,
-        ) as bar,
+        stage_progress(state.err, disable=state.json_output) as progress,
     ):
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done)
-
         report = run_locomo_sessions(
             source,
             embedder=state.make_embedder(),
