@@ -20,6 +20,7 @@ from memlane.errors import (
     EmbedderUnavailableError,
     EmbeddingError,
     EmbeddingModelMismatchError,
+    EpisodeNotFoundError,
     MemlaneError,
     SchemaVersionError,
     StoreClosedError,
@@ -27,7 +28,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.memory import EpisodeInput, EpisodicMemory
-from memlane.models import Episode, RecallHit, Scope, ScoreBreakdown
+from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
 from memlane.ranking import PRESETS, RankingWeights
 from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
 from memlane.stores import EpisodeFilter, SQLiteStore, Store, StoreStats
@@ -38,6 +39,7 @@ __all__ = [
     "PRESETS",
     "Clock",
     "ConfigError",
+    "Contradiction",
     "DuplicateEpisodeError",
     "DuplicateSessionError",
     "Embedder",
@@ -47,6 +49,7 @@ __all__ = [
     "Episode",
     "EpisodeFilter",
     "EpisodeInput",
+    "EpisodeNotFoundError",
     "EpisodicMemory",
     "FrozenClock",
     "LocalEmbedder",

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from memlane.errors import ConfigError, ValidationError
+from memlane.forgetting import ForgettingPolicy
 from memlane.models import Scope
 from memlane.ranking import (
     DEFAULT_DECAY_PER_DAY,
@@ -52,6 +53,26 @@ class MemoryConfig:
         embedding_fallback: When the embedder fails (``EmbeddingError``), store episodes
             without a vector and recall by keywords only, with a logged warning, instead of
             raising (default ``True``). An embedding *model mismatch* always raises.
+        contradiction_threshold: Cosine similarity, in (0, 1], from which
+            :meth:`memlane.EpisodicMemory.find_contradictions` proposes an episode as a
+            contradiction candidate (default 0.8: near-paraphrases with a changed detail).
+        auto_supersede: Whether :meth:`memlane.EpisodicMemory.remember_episode` retires the
+            contradiction candidates of each new episode automatically (default ``False``:
+            candidates are only proposed). Every automatic retirement is recorded on the old
+            episode (``supersede_reason = "auto: contradiction cosine=..."``).
+        forgetting: Whether ranked recalls use each episode's forgetting half-life for the
+            recency signal (``0.5 ** (age_days / half_life)``, 1 for never-forget episodes;
+            :mod:`memlane.forgetting`) instead of ``decay_per_day ** age_days``. Default
+            ``False``, so existing rankings do not change silently. :meth:`forget` works
+            either way.
+        forgetting_policy: Importance -> half-life mapping (:class:`memlane.forgetting.ForgettingPolicy`
+            or ``{"bands": {9: null, 7: 30, 4: 7, 1: 1}, "unrated": 7}``); default the
+            issue-7 bands. Its never-forget bands (importance >= 9 by default) are also
+            exempt from retention pruning.
+        forget_action: What :meth:`memlane.EpisodicMemory.forget` does to a faded episode:
+            ``"archive"`` (default: set ``archived_at``; hidden from recall, kept) or ``"delete"``.
+        forget_threshold: Default strength, in (0, 1), below which ``forget`` removes an
+            episode (default 0.05, about 4.3 half-lives).
 
     Raises:
         ConfigError: any value out of range; the message names the key.
@@ -68,6 +89,12 @@ class MemoryConfig:
     min_relevance: float = 0.0
     temporal: bool = True
     embedding_fallback: bool = True
+    contradiction_threshold: float = 0.8
+    auto_supersede: bool = False
+    forgetting: bool = False
+    forgetting_policy: ForgettingPolicy | Mapping[str, object] = field(default_factory=ForgettingPolicy)
+    forget_action: str = "archive"
+    forget_threshold: float = 0.05
 
     def __post_init__(self) -> None:
         try:
@@ -109,7 +136,29 @@ class MemoryConfig:
             or not 0.0 <= self.min_relevance <= 1.0
         ):
             raise ConfigError(f"min_relevance must be a number in [0, 1], got {self.min_relevance!r}")
-        for name in ("temporal", "embedding_fallback"):
+        if (
+            isinstance(self.contradiction_threshold, bool)
+            or not isinstance(self.contradiction_threshold, int | float)
+            or not 0.0 < self.contradiction_threshold <= 1.0
+        ):
+            raise ConfigError(
+                f"contradiction_threshold must be a number in (0, 1], got {self.contradiction_threshold!r}"
+            )
+        if isinstance(self.forgetting_policy, Mapping):
+            object.__setattr__(
+                self, "forgetting_policy", ForgettingPolicy.from_mapping(self.forgetting_policy)
+            )
+        elif not isinstance(self.forgetting_policy, ForgettingPolicy):
+            raise ConfigError(f"forgetting_policy must be a mapping, got {self.forgetting_policy!r}")
+        if self.forget_action not in ("archive", "delete"):
+            raise ConfigError(f"forget_action must be 'archive' or 'delete', got {self.forget_action!r}")
+        if (
+            isinstance(self.forget_threshold, bool)
+            or not isinstance(self.forget_threshold, int | float)
+            or not 0.0 < self.forget_threshold < 1.0
+        ):
+            raise ConfigError(f"forget_threshold must be a number in (0, 1), got {self.forget_threshold!r}")
+        for name in ("temporal", "embedding_fallback", "auto_supersede", "forgetting"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
@@ -117,6 +166,12 @@ class MemoryConfig:
     def hybrid_settings(self) -> HybridSettings:
         """The :class:`memlane.ranking.HybridSettings` for ``fusion`` (other parameters at their defaults)."""
         return HybridSettings(fusion=self.fusion)
+
+    @property
+    def policy(self) -> ForgettingPolicy:
+        """The resolved :class:`memlane.forgetting.ForgettingPolicy`."""
+        assert isinstance(self.forgetting_policy, ForgettingPolicy)
+        return self.forgetting_policy
 
     @property
     def ranking_weights(self) -> RankingWeights:

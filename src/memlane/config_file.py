@@ -18,6 +18,14 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       min_relevance: 0.0       # drop ranked hits below this relevance
       temporal: true           # "last May" in a query boosts episodes from that window
       embedding_fallback: true # embedder down -> store without vector / recall by keywords
+      contradiction_threshold: 0.8  # cosine from which find_contradictions proposes an episode
+      auto_supersede: false    # true: remember_episode retires contradicted episodes itself
+      forgetting: false        # true: recency = 0.5 ** (age_days / half_life of the importance band)
+      forgetting_policy:       # importance band (lowest rating) -> half-life in days; null = never
+        bands: {9: null, 7: 30, 4: 7, 1: 1}
+        unrated: 7
+      forget_action: archive   # archive | delete (what forget() does to faded episodes)
+      forget_threshold: 0.05   # forget() removes episodes whose strength fell below this
     server:                    # memlane serve (HTTP)
       api_keys:
         "sha256:<64 hex digits>": acme
@@ -130,7 +138,8 @@ class EpisodicSettings:
         embedding_base_url: Endpoint of an OpenAI-compatible server, or ``None`` for the SDK default.
         memory: The :class:`memlane.MemoryConfig` (scope, default_limit, retention_days,
             prune_probability, decay_per_day, weights, retrieval, fusion, min_relevance,
-            temporal, embedding_fallback).
+            temporal, embedding_fallback, contradiction_threshold, auto_supersede, forgetting,
+            forgetting_policy, forget_action, forget_threshold).
         max_limit: Largest ``limit`` an agent-facing interface accepts, >= ``memory.default_limit``.
         tenant_id: Default tenant for the CLI and the MCP server, or ``None`` (``"default"``).
             The HTTP server ignores it: there the tenant comes from the API key.
@@ -296,6 +305,12 @@ _EPISODIC_KEYS = (
     "min_relevance",
     "temporal",
     "embedding_fallback",
+    "contradiction_threshold",
+    "auto_supersede",
+    "forgetting",
+    "forgetting_policy",
+    "forget_action",
+    "forget_threshold",
     "tenant_id",
     "session_id",
 )
@@ -445,6 +460,12 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:
         "min_relevance",
         "temporal",
         "embedding_fallback",
+        "contradiction_threshold",
+        "auto_supersede",
+        "forgetting",
+        "forgetting_policy",
+        "forget_action",
+        "forget_threshold",
     ):
         if sec.data.get(key) is not None:
             memory_kwargs[key] = sec.data[key]

@@ -7,6 +7,7 @@ memlane can still write ``except ValueError`` or ``except LookupError``::
     MemlaneError
     ├── ValidationError (ValueError)         bad argument from the caller; nothing was written
     ├── ConfigError (ValueError)             bad configuration value or file
+    ├── EpisodeNotFoundError (LookupError)   an episode id unknown in this scope, or already superseded
     ├── StoreError (RuntimeError)            the storage backend failed (driver errors are translated here)
     │   ├── SchemaVersionError               the database was written by a newer memlane
     │   ├── DuplicateEpisodeError (KeyError) an episode id that already exists (the store is append-only)
@@ -34,6 +35,7 @@ __all__ = [
     "EmbedderUnavailableError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
+    "EpisodeNotFoundError",
     "FormationError",
     "MalformedOutputError",
     "MemlaneError",
@@ -55,6 +57,16 @@ class ValidationError(MemlaneError, ValueError):
 
 class ConfigError(MemlaneError, ValueError):
     """A configuration value or file is invalid; the message names the key."""
+
+
+class EpisodeNotFoundError(MemlaneError, LookupError):
+    """No episode with this id in the memory's scope (or it is already superseded); nothing was written.
+
+    Another tenant's id is reported exactly like an unknown one, so ids cannot be probed.
+    """
+
+    def __str__(self) -> str:  # LookupError subclasses would not repr() it, but keep it plain
+        return str(self.args[0]) if self.args else ""
 
 
 class StoreError(MemlaneError, RuntimeError):

@@ -25,12 +25,26 @@ from numpy.typing import NDArray
 from memlane.clock import Clock, SystemClock, ensure_utc
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
-from memlane.errors import EmbeddingError, EmbeddingModelMismatchError, StoreClosedError, ValidationError
+from memlane.errors import (
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    EpisodeNotFoundError,
+    StoreClosedError,
+    ValidationError,
+)
+from memlane.forgetting import ForgetReport
 from memlane.keywords import keyword_terms
-from memlane.models import Episode, RecallHit, Scope
+from memlane.models import Contradiction, Episode, RecallHit, Scope
 from memlane.ranking import RETRIEVAL_MODES, RankingWeights, rank, resolve_weights
 from memlane.retrieval import merge_candidates
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, StoreStats, VectorCandidates
+from memlane.stores.base import (
+    EpisodeFilter,
+    KeywordCandidates,
+    Store,
+    StoreStats,
+    Supersession,
+    VectorCandidates,
+)
 from memlane.temporal import parse_time_window
 from memlane.validation import (
     check_identifier,
@@ -55,8 +69,10 @@ class EpisodeInput:
     """One episode to remember in a batch (:meth:`EpisodicMemory.remember_episodes`).
 
     Fields mean the same as :meth:`EpisodicMemory.remember_episode`'s arguments. The
-    import-only fields ``id``, ``tenant_id`` and ``session_id`` keep an exported
-    episode's identity when it is re-imported; left ``None`` they come from the memory.
+    import-only fields ``id``, ``tenant_id``, ``session_id``, ``recorded_at``,
+    ``invalidated_at``, ``superseded_by`` and ``supersede_reason`` keep an exported
+    episode's identity and history when it is re-imported; left ``None`` they come from the
+    memory (``recorded_at``: the clock's now) or stay empty.
     """
 
     event_type: str
@@ -68,6 +84,14 @@ class EpisodeInput:
     id: str | None = None
     tenant_id: str | None = None
     session_id: str | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    recorded_at: datetime | None = None
+    invalidated_at: datetime | None = None
+    superseded_by: str | None = None
+    supersede_reason: str | None = None
+    archived_at: datetime | None = None
+    session_scoped: bool = False
 
 
 class EpisodicMemory:
@@ -253,8 +277,16 @@ class EpisodicMemory:
         *,
         created_at: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
+        valid_from: datetime | None = None,
+        valid_until: datetime | None = None,
+        supersedes: Sequence[str] | None = None,
+        session_scoped: bool = False,
     ) -> Episode:
         """Append one episode and return it as stored.
+
+        The episode is bi-temporal (Snodgrass 1999): ``valid_from``/``valid_until`` say when
+        what it states was true (valid time); ``recorded_at`` (the clock's now) says when
+        memlane learned it (transaction time).
 
         Args:
             event_type: Category label (non-empty, <= 200 chars, stripped, case-sensitive).
@@ -265,6 +297,16 @@ class EpisodicMemory:
             created_at: When the event happened (timezone-aware); default: the clock's now.
                 Use it for backfills and imports.
             metadata: JSON-serialisable mapping stored alongside.
+            valid_from: When the fact became true (timezone-aware); default ``created_at``.
+            valid_until: When it stops being true (exclusive, >= ``valid_from``); default
+                ``None`` = still true.
+            supersedes: Ids of episodes (in this memory's scope) this one replaces. In the
+                same transaction as the insert, each gets ``valid_until`` = this episode's
+                ``valid_from`` (never before its own ``valid_from``), ``invalidated_at`` = now
+                and ``superseded_by`` = this id. Nothing is deleted. When it is not given and
+                ``config.auto_supersede`` is on, the episode's contradiction candidates (see
+                :meth:`find_contradictions`) are superseded instead, each with its reason.
+            session_scoped: ``True`` = deleted when this session ends (:meth:`end_session`).
 
         Returns:
             The stored :class:`Episode` (with its generated ``id``). Its ``embedding_model``
@@ -274,22 +316,271 @@ class EpisodicMemory:
 
         Raises:
             ValidationError: any invalid argument (nothing is stored).
+            EpisodeNotFoundError: a ``supersedes`` id is not in this memory's scope or is
+                already superseded (nothing is stored).
             EmbeddingError: the embedder failed and ``config.embedding_fallback`` is off
                 (nothing is stored). EmbeddingModelMismatchError always raises.
             StoreError: the store failed (nothing is stored).
         """
-        return self.remember_episodes(
-            [
-                EpisodeInput(
-                    event_type=event_type,
-                    content=content,
-                    tags=tags,
-                    importance=importance,
-                    created_at=created_at,
-                    metadata=metadata,
+        item = EpisodeInput(
+            event_type=event_type,
+            content=content,
+            tags=tags,
+            importance=importance,
+            created_at=created_at,
+            metadata=metadata,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            session_scoped=session_scoped,
+        )
+        if supersedes:
+            return self._remember_superseding(item, supersedes, reason=None)
+        if self.config.auto_supersede:
+            return self._remember_superseding(item, (), reason=None, auto=True)
+        return self.remember_episodes([item])[0]
+
+    def supersede(
+        self,
+        old_id: str,
+        event_type: str,
+        content: str,
+        tags: Sequence[str] | str | None = None,
+        importance: float | None = None,
+        *,
+        valid_from: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> Episode:
+        """Replace episode ``old_id`` with a new one, keeping the old one as history.
+
+        In one transaction: the new episode is inserted, and the old one gets
+        ``valid_until`` = the new ``valid_from`` (the fact stopped being true then),
+        ``invalidated_at`` = now (memlane retired it now), ``superseded_by`` = the new id and
+        ``supersede_reason`` = ``reason``. Nothing is deleted: ``recall_episodes(as_of=T)``
+        with ``T`` before the change still finds the old episode, and :meth:`history` returns
+        the chain.
+
+        Args:
+            old_id: Id of the episode to supersede (in this memory's scope).
+            event_type: As for :meth:`remember_episode`.
+            content: As for :meth:`remember_episode`.
+            tags: As for :meth:`remember_episode`.
+            importance: As for :meth:`remember_episode`.
+            valid_from: When the new fact became true; default the clock's now.
+            metadata: As for :meth:`remember_episode`.
+            reason: Why the old episode was retired (kept on it as ``supersede_reason``).
+
+        Returns:
+            The new episode.
+
+        Raises:
+            EpisodeNotFoundError: ``old_id`` is not in scope or already superseded.
+            ValidationError, EmbeddingError, StoreError: as for :meth:`remember_episode`.
+        """
+        item = EpisodeInput(
+            event_type=event_type,
+            content=content,
+            tags=tags,
+            importance=importance,
+            metadata=metadata,
+            valid_from=valid_from,
+        )
+        return self._remember_superseding(item, [old_id], reason=reason)
+
+    def _remember_superseding(
+        self, item: EpisodeInput, old_ids: Sequence[str] | str, *, reason: str | None, auto: bool = False
+    ) -> Episode:
+        self._check_open()
+        if isinstance(old_ids, str):
+            old_ids = [old_ids]
+        if reason is not None:
+            reason = check_text(reason, "reason")
+        now = self.clock.now()
+        episode = self._build_episode(item, now)
+        olds: list[Episode] = []
+        for old_id in dict.fromkeys(check_identifier(i, "supersedes id") for i in old_ids):
+            old = self.get_episode(old_id)
+            if old is None:
+                raise EpisodeNotFoundError(f"no episode {old_id!r} in this memory's scope")
+            if old.superseded_by is not None:
+                raise EpisodeNotFoundError(
+                    f"episode {old_id!r} is already superseded by {old.superseded_by!r}"
                 )
+            olds.append(old)
+        supersessions = [
+            Supersession(
+                old_id=old.id,
+                new_id=episode.id,
+                valid_until=max(old.valid_from, episode.valid_from),
+                invalidated_at=episode.recorded_at,
+                reason=reason,
+                tenant_id=old.tenant_id,
+            )
+            for old in olds
+        ]
+        vectors = self._embed([episode.content], "remember")
+        if vectors is None:
+            episode = replace(episode, embedding_model=None)
+        elif auto:
+            found = self._contradictions(
+                vectors[0],
+                episode.event_type,
+                episode.tags,
+                exclude=frozenset(),
+                threshold=self.config.contradiction_threshold,
+                limit=100,
+                at=now,
+            )
+            supersessions = [
+                Supersession(
+                    old_id=c.episode.id,
+                    new_id=episode.id,
+                    valid_until=max(c.episode.valid_from, episode.valid_from),
+                    invalidated_at=episode.recorded_at,
+                    reason=f"auto: contradiction cosine={c.score:.3f} ({c.reason})",
+                    tenant_id=c.episode.tenant_id,
+                )
+                for c in found
             ]
-        )[0]
+            if supersessions:
+                logger.info("auto-superseding %d episode(s) with %s", len(supersessions), episode.id)
+        self.store.insert([episode], vectors, supersessions)
+        self._maybe_prune()
+        return episode
+
+    def find_contradictions(
+        self,
+        episode_or_text: Episode | str,
+        *,
+        event_type: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        threshold: float | None = None,
+        limit: int = 5,
+        now: datetime | None = None,
+    ) -> list[Contradiction]:
+        """Propose current episodes that ``episode_or_text`` may contradict; retire nothing.
+
+        A candidate is in this memory's scope, still valid and not superseded at ``now``,
+        shares the ``event_type`` or at least one tag, and its content's embedding has a
+        cosine similarity >= ``threshold`` to the given text ("always use MySQL" vs "we use
+        PostgreSQL now" are close paraphrases with one changed detail). Similarity alone
+        cannot tell a contradiction from a restatement: review the candidates, then
+        :meth:`supersede` (or turn on ``config.auto_supersede``).
+
+        Args:
+            episode_or_text: A stored episode (its content, event type and tags are used; it
+                is never its own candidate) or a text.
+            event_type: For a text: the event type to match, or ``None``.
+            tags: For a text: tags of which any one must be shared.
+            threshold: Cosine similarity in (0, 1]; default ``config.contradiction_threshold``
+                (0.8).
+            limit: Maximum candidates, >= 1 (default 5).
+            now: Reference time (timezone-aware); default the clock.
+
+        Returns:
+            Candidates, highest ``score`` (the cosine, clipped to 1) first; empty when the
+            embedder is unavailable (logged) or nothing qualifies.
+
+        Raises:
+            ValidationError: invalid argument. EmbeddingError: the embedder failed and
+            ``config.embedding_fallback`` is off. StoreError: the store failed.
+        """
+        self._check_open()
+        limit = check_limit(limit)
+        cut = self.config.contradiction_threshold if threshold is None else threshold
+        if isinstance(cut, bool) or not isinstance(cut, int | float) or not 0.0 < cut <= 1.0:
+            raise ValidationError(f"threshold must be a number in (0, 1], got {cut!r}")
+        at = self.clock.now() if now is None else ensure_utc(now, "now")
+        if isinstance(episode_or_text, Episode):
+            text = episode_or_text.content
+            kind: str | None = episode_or_text.event_type
+            tag_set = episode_or_text.tags
+            exclude = frozenset({episode_or_text.id})
+        else:
+            text = check_text(episode_or_text, "content")
+            kind = None if event_type is None else check_identifier(event_type, "event_type")
+            tag_set = normalize_tags(tags)
+            exclude = frozenset()
+        vectors = self._embed([text], "recall")
+        if vectors is None:
+            return []
+        return self._contradictions(
+            vectors[0], kind, tag_set, exclude=exclude, threshold=float(cut), limit=limit, at=at
+        )
+
+    def _contradictions(
+        self,
+        vector: NDArray[np.float32],
+        event_type: str | None,
+        tags: Sequence[str],
+        *,
+        exclude: frozenset[str],
+        threshold: float,
+        limit: int,
+        at: datetime,
+    ) -> list[Contradiction]:
+        """Vector search per shared attribute (event type, each tag), united by row key."""
+        base = replace(self._filter(event_type=None, tags=(), now=at), still_valid_at=at, current_at=at)
+        searches: list[tuple[EpisodeFilter, str | None]] = []
+        if event_type is not None:
+            searches.append((replace(base, event_type=event_type), None))
+        searches.extend((replace(base, tags=(tag,)), tag) for tag in tags)
+        found: dict[int, tuple[float, bool, list[str]]] = {}
+        for flt, tag in searches:
+            candidates = self.store.vector_candidates(flt, vector, top_n=max(4 * limit, 50))
+            for key, cosine in zip(candidates.keys, candidates.cosine, strict=True):
+                if float(cosine) < threshold:
+                    continue
+                score, same_type, shared = found.get(int(key), (float(cosine), False, []))
+                found[int(key)] = (score, same_type or tag is None, [*shared, *([tag] if tag else [])])
+        episodes = self.store.fetch(list(found))
+        out = []
+        for key, (score, same_type, shared) in found.items():
+            episode = episodes.get(key)
+            if episode is None or episode.id in exclude or episode.superseded_by is not None:
+                continue
+            reasons = (["same event_type"] if same_type else []) + (
+                [f"shared tags: {', '.join(shared)}"] if shared else []
+            )
+            out.append(Contradiction(episode=episode, score=min(1.0, score), reason="; ".join(reasons)))
+        out.sort(key=lambda c: (-c.score, c.episode.id))
+        return out[:limit]
+
+    def history(self, episode_id: str) -> list[Episode]:
+        """Return the supersede chain through ``episode_id``, oldest first.
+
+        Follows ``superseded_by`` links backwards (episodes this one replaced, and theirs)
+        and forwards (the episode that replaced it, and so on). Episodes merged into one
+        successor all appear, ordered by ``valid_from`` then ``recorded_at``.
+
+        Args:
+            episode_id: Any episode of the chain (in this memory's scope).
+
+        Returns:
+            Every episode of the chain, oldest first; ``[episode]`` when it has no links.
+
+        Raises:
+            EpisodeNotFoundError: ``episode_id`` is not in this memory's scope.
+            ValidationError: blank or over-long id. StoreError: the store failed.
+        """
+        start = self.get_episode(episode_id)
+        if start is None:
+            raise EpisodeNotFoundError(f"no episode {episode_id!r} in this memory's scope")
+        chain: dict[str, Episode] = {start.id: start}
+        frontier = [start.id]
+        while frontier:  # predecessors, level by level
+            found = [ep for ep in self.store.superseded_links(frontier) if ep.id not in chain]
+            found = [ep for ep in found if self._in_scope(ep)]
+            chain.update((ep.id, ep) for ep in found)
+            frontier = [ep.id for ep in found]
+        current = start
+        while current.superseded_by is not None and current.superseded_by not in chain:
+            nxt = self.get_episode(current.superseded_by)
+            if nxt is None:
+                break
+            chain[nxt.id] = nxt
+            current = nxt
+        return sorted(chain.values(), key=lambda ep: (ep.valid_from, ep.recorded_at))
 
     def remember_episodes(self, items: Iterable[EpisodeInput]) -> list[Episode]:
         """Append a batch atomically: one embedder call, one transaction.
@@ -322,10 +613,13 @@ class EpisodicMemory:
         if vectors is None:
             episodes = [replace(ep, embedding_model=None) for ep in episodes]
         self.store.insert(episodes, vectors)
+        self._maybe_prune()
+        return episodes
+
+    def _maybe_prune(self) -> None:
         if self.config.retention_days is not None and self._rng.random() < self.config.prune_probability:
             pruned = self.prune()
             logger.debug("opportunistic prune removed %d episodes", pruned)
-        return episodes
 
     def _embed(self, texts: list[str], action: str) -> NDArray[np.float32] | None:
         """Embed ``texts``; on an embedder failure return ``None`` (fallback on) or raise."""
@@ -353,6 +647,16 @@ class EpisodicMemory:
             return None
 
     def _build_episode(self, item: EpisodeInput, now: datetime) -> Episode:
+        created_at = now if item.created_at is None else ensure_utc(item.created_at, "created_at")
+        valid_from = created_at if item.valid_from is None else ensure_utc(item.valid_from, "valid_from")
+        valid_until = None if item.valid_until is None else ensure_utc(item.valid_until, "valid_until")
+        if valid_until is not None and valid_until < valid_from:
+            raise ValidationError(f"valid_until ({valid_until}) is before valid_from ({valid_from})")
+        invalidated_at = (
+            None if item.invalidated_at is None else ensure_utc(item.invalidated_at, "invalidated_at")
+        )
+        if not isinstance(item.session_scoped, bool):
+            raise ValidationError(f"session_scoped must be true or false, got {item.session_scoped!r}")
         return Episode(
             id=uuid.uuid4().hex if item.id is None else check_identifier(item.id, "id"),
             tenant_id=self.tenant_id
@@ -365,9 +669,21 @@ class EpisodicMemory:
             content=check_text(item.content, "content"),
             tags=normalize_tags(item.tags),
             importance=clamp_importance(item.importance),
-            created_at=now if item.created_at is None else ensure_utc(item.created_at, "created_at"),
+            created_at=created_at,
             metadata=normalize_metadata(item.metadata),
             embedding_model=self.embedder.model_id,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            recorded_at=now if item.recorded_at is None else ensure_utc(item.recorded_at, "recorded_at"),
+            invalidated_at=invalidated_at,
+            superseded_by=None
+            if item.superseded_by is None
+            else check_identifier(item.superseded_by, "superseded_by"),
+            supersede_reason=None
+            if item.supersede_reason is None
+            else check_text(item.supersede_reason, "supersede_reason"),
+            archived_at=None if item.archived_at is None else ensure_utc(item.archived_at, "archived_at"),
+            session_scoped=item.session_scoped,
         )
 
     # -- reading -----------------------------------------------------------------------
@@ -383,8 +699,21 @@ class EpisodicMemory:
         weights: RankingWeights | str | Mapping[str, float] | None = None,
         retrieval: str | None = None,
         min_relevance: float | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        include_archived: bool = False,
     ) -> list[RecallHit]:
         """Recall episodes in this memory's scope.
+
+        Time model (bi-temporal, after Snodgrass 1999): by default only episodes still true at
+        ``now`` (``valid_until`` null or after ``now``) and not retired by then (``invalidated_at``
+        null or after ``now``) are returned; episodes that only become true later (a
+        future-dated ``valid_from``, or ``now`` in the past) are not hidden, so plain recalls
+        behave as before for every episode that was never superseded. ``as_of=T`` asks what
+        was true at ``T``: ``valid_from <= T < valid_until`` (valid time only, so superseded
+        episodes whose validity covers ``T`` are found). ``known_at=K`` asks what memlane held
+        as current at ``K``: ``recorded_at <= K`` and not retired by ``K`` (no valid-time
+        condition unless ``as_of`` is given too).
 
         Without ``query``: a structured lookup by the filters, newest ``created_at`` first,
         with no embedder call at all; hits have ``breakdown=None``.
@@ -412,6 +741,9 @@ class EpisodicMemory:
                 cannot see episodes stored without a vector.
             min_relevance: Drop ranked hits whose relevance is below this, in [0, 1]; default
                 ``config.min_relevance``.
+            as_of: Valid-time instant (timezone-aware): what was true then.
+            known_at: Transaction-time instant (timezone-aware): what memlane knew then.
+            include_archived: Also return episodes :meth:`forget` archived (default ``False``).
 
         Returns:
             Up to ``limit`` :class:`RecallHit`; never an episode outside the scope or filters.
@@ -439,6 +771,7 @@ class EpisodicMemory:
             tags=normalize_tags(tags),
             now=at,
         )
+        flt = replace(flt, exclude_archived=not include_archived, **self._time_slice(at, as_of, known_at))
         if query is None:
             return [RecallHit(episode=ep) for ep in self.store.list_recent(flt, limit)]
         query = check_text(query, "query")
@@ -474,6 +807,9 @@ class EpisodicMemory:
             in_window=in_window,
             min_relevance=float(threshold),
             fallback=fallback,
+            half_life_days=self.config.policy.half_lives(candidates.importance)
+            if self.config.forgetting
+            else None,
         )
         keys = [int(candidates.keys[r.index]) for r in ranked]
         episodes = self.store.fetch(keys)
@@ -540,6 +876,9 @@ class EpisodicMemory:
     def prune(self, now: datetime | None = None) -> int:
         """Delete every episode older than ``retention_days`` (table-wide, all tenants).
 
+        Never-forget episodes (importance in a never-forget band of
+        ``config.forgetting_policy``: >= 9 by default) are kept whatever their age.
+
         Args:
             now: Reference time (timezone-aware); default the clock.
 
@@ -550,7 +889,72 @@ class EpisodicMemory:
         if self.config.retention_days is None:
             return 0
         at = self.clock.now() if now is None else ensure_utc(now, "now")
-        return self.store.delete_created_before(at - timedelta(days=self.config.retention_days))
+        return self.store.delete_created_before(
+            at - timedelta(days=self.config.retention_days),
+            keep_importance_from=self.config.policy.never_forget_from,
+        )
+
+    # -- forgetting --------------------------------------------------------------------
+
+    def forget(
+        self, now: datetime | None = None, *, dry_run: bool = False, threshold: float | None = None
+    ) -> ForgetReport:
+        """Archive (or delete) the episodes in scope whose strength fell below ``threshold``.
+
+        Strength is ``0.5 ** (age_days / half_life)`` with the half-life of the episode's
+        importance band (:mod:`memlane.forgetting`; Ebbinghaus-style decay; age from
+        ``created_at``). Never-forget episodes (strength 1) and already archived ones are
+        never touched. ``config.forget_action`` says what happens: ``"archive"`` (default)
+        sets ``archived_at`` (the episode leaves recall unless ``include_archived=True``, and
+        stays in exports and history); ``"delete"`` removes it. Unlike retention, forgetting
+        only acts on this memory's scope.
+
+        Args:
+            now: Reference time (timezone-aware); default the clock.
+            dry_run: Only report what would be forgotten; change nothing.
+            threshold: Strength in (0, 1); default ``config.forget_threshold`` (0.05).
+
+        Returns:
+            A :class:`memlane.forgetting.ForgetReport` (weakest first).
+
+        Raises:
+            ValidationError: bad ``now`` or ``threshold``. StoreError: the store failed.
+        """
+        self._check_open()
+        at = self.clock.now() if now is None else ensure_utc(now, "now")
+        cut = self.config.forget_threshold if threshold is None else threshold
+        if isinstance(cut, bool) or not isinstance(cut, int | float) or not 0.0 < cut < 1.0:
+            raise ValidationError(f"threshold must be a number in (0, 1), got {cut!r}")
+        policy = self.config.policy
+        flt = replace(self._filter(event_type=None, tags=(), now=None), exclude_archived=True)
+        faded: list[tuple[Episode, float]] = []
+        for episode in self.store.iter_episodes(flt):
+            strength = policy.strength((at - episode.created_at).total_seconds(), episode.importance)
+            if strength < cut:
+                faded.append((episode, strength))
+        faded.sort(key=lambda pair: (pair[1], pair[0].created_at))
+        action = self.config.forget_action
+        if not dry_run and faded:
+            if action == "delete":
+                for episode, _ in faded:
+                    self.store.delete(episode.id, episode.tenant_id)
+            else:
+                self.store.archive([episode.id for episode, _ in faded], at)
+            logger.info("forget: %s %d episode(s) below strength %g", action, len(faded), cut)
+        return ForgetReport(
+            action=action, dry_run=dry_run, threshold=float(cut), now=at, forgotten=tuple(faded)
+        )
+
+    def end_session(self) -> int:
+        """End this memory's session: delete its ``session_scoped`` episodes.
+
+        Other episodes of the session stay. Returns how many were deleted.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        self._check_open()
+        return self.store.delete_session_scoped(self.tenant_id, self.session_id)
 
     # -- scope -------------------------------------------------------------------------
 
@@ -558,16 +962,31 @@ class EpisodicMemory:
         self, *, event_type: str | None, tags: tuple[str, ...], now: datetime | None
     ) -> EpisodeFilter:
         scope = Scope(self.config.scope)
-        created_after = None
+        retained_after = None
         if now is not None and self.config.retention_days is not None:
-            created_after = now - timedelta(days=self.config.retention_days)
+            retained_after = now - timedelta(days=self.config.retention_days)
         return EpisodeFilter(
             tenant_id=None if scope is Scope.GLOBAL else self.tenant_id,
             session_id=self.session_id if scope is Scope.SESSION else None,
             event_type=event_type,
             tags=tags,
-            created_after=created_after,
+            retained_after=retained_after,
+            never_forget_from=self.config.policy.never_forget_from,
         )
+
+    @staticmethod
+    def _time_slice(at: datetime, as_of: datetime | None, known_at: datetime | None) -> dict[str, Any]:
+        """The bi-temporal filter fields of a recall (see :meth:`recall_episodes`)."""
+        if as_of is None and known_at is None:
+            return {"still_valid_at": at, "current_at": at}
+        out: dict[str, Any] = {}
+        if as_of is not None:
+            out["valid_at"] = ensure_utc(as_of, "as_of")
+        if known_at is not None:
+            k = ensure_utc(known_at, "known_at")
+            out["recorded_by"] = k
+            out["current_at"] = k
+        return out
 
     def _in_scope(self, episode: Episode) -> bool:
         scope = Scope(self.config.scope)

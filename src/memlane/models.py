@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Episode", "RecallHit", "Scope", "ScoreBreakdown"]
+__all__ = ["Contradiction", "Episode", "RecallHit", "Scope", "ScoreBreakdown"]
+
+UNSET_TIME = datetime.min.replace(tzinfo=UTC)
+"""Placeholder default of :class:`Episode`'s ``valid_from``/``recorded_at``: replaced by
+``created_at`` at construction (never stored)."""
 
 
 class Scope(StrEnum):
@@ -48,6 +52,22 @@ class Episode:
         metadata: Free-form JSON-serialisable mapping supplied by the caller.
         embedding_model: Id of the model that embedded ``content``, or ``None`` if
             the episode has no vector.
+        valid_from: Valid time (Snodgrass 1999, *Developing Time-Oriented Database
+            Applications in SQL*): when what the episode says became true (UTC). Defaults to
+            ``created_at``.
+        valid_until: When it stopped being true (exclusive), or ``None`` = still true. Set when
+            a later episode supersedes this one.
+        recorded_at: Transaction time: when memlane stored the episode (UTC). Defaults to
+            ``created_at`` here; :class:`memlane.EpisodicMemory` records the clock's now.
+        invalidated_at: Transaction time at which memlane retired the episode (superseded),
+            or ``None`` while it is current.
+        superseded_by: Id of the episode that superseded this one, or ``None``.
+        supersede_reason: Why it was superseded (e.g. ``"auto: contradiction 0.93"``), or
+            ``None``.
+        archived_at: When :meth:`memlane.EpisodicMemory.forget` archived it (UTC), or ``None``
+            while active. Archived episodes are hidden from recall unless asked for.
+        session_scoped: ``True`` = removed when its session ends
+            (:meth:`memlane.EpisodicMemory.end_session`).
     """
 
     id: str
@@ -60,9 +80,38 @@ class Episode:
     created_at: datetime
     metadata: Mapping[str, Any] = field(default_factory=dict)
     embedding_model: str | None = None
+    valid_from: datetime = UNSET_TIME
+    valid_until: datetime | None = None
+    recorded_at: datetime = UNSET_TIME
+    invalidated_at: datetime | None = None
+    superseded_by: str | None = None
+    supersede_reason: str | None = None
+    archived_at: datetime | None = None
+    session_scoped: bool = False
+
+    def __post_init__(self) -> None:
+        if self.valid_from == UNSET_TIME:
+            object.__setattr__(self, "valid_from", self.created_at)
+        if self.recorded_at == UNSET_TIME:
+            object.__setattr__(self, "recorded_at", self.created_at)
+
+    def valid_at(self, at: datetime) -> bool:
+        """Whether the episode was true at ``at``: ``valid_from <= at < valid_until``."""
+        return self.valid_from <= at and (self.valid_until is None or at < self.valid_until)
+
+    def known_at(self, at: datetime) -> bool:
+        """Whether memlane held the episode as current at ``at``:
+        ``recorded_at <= at`` and (``invalidated_at`` is ``None`` or ``> at``)."""
+        return self.recorded_at <= at and (self.invalidated_at is None or at < self.invalidated_at)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict (ISO-8601 ``created_at``); the export format."""
+        """Return a JSON-serialisable dict (ISO-8601 times); the export format.
+
+        The bi-temporal fields (``valid_from``, ``valid_until``, ``recorded_at``,
+        ``invalidated_at``, ``superseded_by``, ``supersede_reason``) and the forgetting
+        fields (``archived_at``, ``session_scoped``) are included so an export re-imports to
+        the same history.
+        """
         return {
             "id": self.id,
             "tenant_id": self.tenant_id,
@@ -73,6 +122,14 @@ class Episode:
             "importance": self.importance,
             "created_at": self.created_at.isoformat(),
             "metadata": dict(self.metadata),
+            "valid_from": self.valid_from.isoformat(),
+            "valid_until": None if self.valid_until is None else self.valid_until.isoformat(),
+            "recorded_at": self.recorded_at.isoformat(),
+            "invalidated_at": None if self.invalidated_at is None else self.invalidated_at.isoformat(),
+            "superseded_by": self.superseded_by,
+            "supersede_reason": self.supersede_reason,
+            "archived_at": None if self.archived_at is None else self.archived_at.isoformat(),
+            "session_scoped": self.session_scoped,
         }
 
 
@@ -85,7 +142,10 @@ class ScoreBreakdown:
             ``retrieval``: ``"dense"`` -> ``dense``; ``"keyword"`` -> ``keyword``; ``"hybrid"``
             -> the fusion of both (by default the noisy-OR ``1 - (1 - dense) * (1 - 0.6 *
             keyword)``). Episodes inside a time window the query named are lifted towards 1.
-        recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``).
+        recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``); with
+            ``MemoryConfig(forgetting=True)``, ``0.5 ** (age_days / half_life)`` with the
+            half-life of the episode's importance band (1 for never-forget episodes; see
+            :mod:`memlane.forgetting`).
         importance: ``importance / 10``, or 0.5 for unrated episodes.
         score: Weighted mean ``(w_rel*relevance + w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)``.
         dense: ``max(0, cosine(query, content))`` of the embeddings, or ``None`` when not
@@ -125,6 +185,21 @@ class ScoreBreakdown:
             "fallback": self.fallback,
             "in_window": self.in_window,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """An episode that a new one may contradict (:meth:`memlane.EpisodicMemory.find_contradictions`).
+
+    Attributes:
+        episode: The current (not superseded) episode proposed for retirement.
+        score: Cosine similarity of the two contents' embeddings, in [threshold, 1].
+        reason: Why it is a candidate: ``"same event_type"`` and/or ``"shared tags: a, b"``.
+    """
+
+    episode: Episode
+    score: float
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,10 @@ is a weighted combination of relevance, recency and importance, each scaled to
   (``decay ** age_days``, default decay 0.995 per day, so 30 days -> 0.8604,
   138 days -> ~0.5), not per game hour since the memory was last *accessed*.
   Recall does not change an episode's recency. Episodes dated after ``now``
-  (clock skew, backfills) count as age 0.
+  (clock skew, backfills) count as age 0. With a forgetting policy enabled
+  (``MemoryConfig(forgetting=True)``), recency is instead the episode's strength
+  ``0.5 ** (age_days / half_life)``, the half-life chosen by its importance band
+  (Ebbinghaus-style half-life decay; :mod:`memlane.forgetting`), 1 for never-forget ones.
 * **Relevance** is ``max(0, cosine)`` of L2-normalised embeddings: negative cosine
   carries no evidence of relevance and is clipped to 0. It is *not* min-max
   normalised per query as in the paper, so a relevance of 0.2 means the same thing
@@ -64,6 +67,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.errors import ValidationError
+from memlane.forgetting import half_life_strength
 from memlane.models import ScoreBreakdown
 
 __all__ = [
@@ -366,6 +370,7 @@ def rank(
     in_window: NDArray[np.bool_] | None = None,
     min_relevance: float = 0.0,
     fallback: bool = False,
+    half_life_days: NDArray[np.floating] | None = None,
 ) -> list[RankedCandidate]:
     """Score every candidate and return the best ``limit``, best first.
 
@@ -388,6 +393,10 @@ def rank(
             ``None`` when the query named no time.
         min_relevance: Candidates whose final relevance is below this (in [0, 1]) are dropped.
         fallback: Recorded in every breakdown: the embedder failed and recall fell back to keywords.
+        half_life_days: Shape ``[n]``, each candidate's forgetting half-life in days (``inf`` =
+            never forgotten), or ``None``. When given, recency is ``0.5 ** (age_days /
+            half_life)`` (Ebbinghaus-style half-life decay, :mod:`memlane.forgetting`) instead
+            of ``decay_per_day ** age_days``.
 
     Returns:
         Up to ``limit`` candidates ordered by score descending; ties go to the newer
@@ -399,7 +408,13 @@ def rank(
             out of range.
     """
     n = len(created_at_seconds)
-    arrays = {"cosine": cosine, "importance": importance, "keyword": keyword, "in_window": in_window}
+    arrays = {
+        "cosine": cosine,
+        "importance": importance,
+        "keyword": keyword,
+        "in_window": in_window,
+        "half_life_days": half_life_days,
+    }
     if any(a is not None and len(a) != n for a in arrays.values()):
         raise ValidationError(
             "cosine, keyword, in_window, created_at_seconds and importance must have equal length"
@@ -441,7 +456,10 @@ def rank(
     window = None if in_window is None else np.asarray(in_window, dtype=bool)
     if window is not None:
         rel = 1.0 - (1.0 - rel) * (1.0 - settings.temporal_boost * window.astype(np.float64))
-    rec = recency_signal(now_seconds - created, decay_per_day)
+    if half_life_days is None:
+        rec = recency_signal(now_seconds - created, decay_per_day)
+    else:
+        rec = half_life_strength(now_seconds - created, half_life_days)
     imp = importance_signal(importance)
     w_rel, w_rec, w_imp = weights.normalized()
     score = np.clip(w_rel * rel + w_rec * rec + w_imp * imp, 0.0, 1.0)

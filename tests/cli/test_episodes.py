@@ -54,7 +54,17 @@ def test_remember_json_is_the_episode(remember: Remember) -> None:
         "importance",
         "created_at",
         "metadata",
+        "valid_from",
+        "valid_until",
+        "recorded_at",
+        "invalidated_at",
+        "superseded_by",
+        "supersede_reason",
+        "archived_at",
+        "session_scoped",
     }
+    assert episode["valid_from"] == episode["created_at"]
+    assert episode["valid_until"] is None and episode["invalidated_at"] is None
     assert len(episode["id"]) == 32
     assert episode["importance"] == 10.0  # clamped to [1, 10]
     assert episode["tags"] == ["travel"]

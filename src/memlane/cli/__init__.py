@@ -7,7 +7,9 @@ Modules, one concern each:
 * :mod:`~memlane.cli.transfer` — ``ingest`` and ``export`` (JSONL, :mod:`~memlane.cli.jsonl`).
 * :mod:`~memlane.cli.demo` — ``demo``.
 * :mod:`~memlane.cli.eval` — ``eval`` benchmarks.
+* :mod:`~memlane.cli.lifecycle` — ``history`` (supersede chains), ``forget`` (forgetting policies).
 * :mod:`~memlane.cli.form` — ``form`` (episodes from a stored session, :mod:`memlane.formation`).
+* :mod:`~memlane.cli.reembed` — ``reembed`` (embedding model migration, :mod:`memlane.reembed`).
 * :mod:`~memlane.cli.serve` — ``serve`` (HTTP API), ``mcp`` (MCP server), ``api-key``.
 * :mod:`~memlane.cli.sessions` — ``sessions import|recent|search|show`` and ``context`` (session episodes).
 * :mod:`~memlane.cli.output`, :mod:`~memlane.cli.params` — rendering and option types.
@@ -26,6 +28,8 @@ from memlane.cli.demo import demo
 from memlane.cli.episodes import prune, recall, remember, stats
 from memlane.cli.eval import eval_group
 from memlane.cli.form import form
+from memlane.cli.lifecycle import forget, history
+from memlane.cli.reembed import reembed_command
 from memlane.cli.serve import api_key, mcp, serve
 from memlane.cli.sessions import context, sessions_group
 from memlane.cli.transfer import export, ingest
@@ -34,8 +38,11 @@ __all__ = ["cli", "main"]
 
 for _command in (remember, recall, ingest, export, stats, prune, demo, eval_group, serve, mcp, api_key, form):
     cli.add_command(_command)
+cli.add_command(reembed_command)
 cli.add_command(sessions_group)
 cli.add_command(context)
+cli.add_command(history)
+cli.add_command(forget)
 
 
 def main() -> None:

@@ -115,6 +115,19 @@ def remember(
     help="Reference time for recency and for time expressions like 'last May' (ISO 8601 with "
     "timezone). Default: now.",
 )
+@click.option(
+    "--as-of",
+    type=ISO_DATETIME,
+    default=None,
+    help="Valid time: only episodes that were true at this instant, including superseded ones "
+    "(ISO 8601 with timezone). Default: what is still true now.",
+)
+@click.option(
+    "--known-at",
+    type=ISO_DATETIME,
+    default=None,
+    help="Transaction time: only episodes memlane held as current at this instant (ISO 8601 with timezone).",
+)
 @pass_state
 def recall(
     state: CliState,
@@ -127,8 +140,13 @@ def recall(
     retrieval: str | None,
     min_relevance: float | None,
     now: datetime | None,
+    as_of: datetime | None,
+    known_at: datetime | None,
 ) -> None:
     """Recall episodes in scope: ranked by QUERY, or newest first without one.
+
+    By default only episodes still true now and not superseded are recalled; --as-of asks
+    what was true then, --known-at what memlane knew then.
 
     With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
     relevance = how well it matches QUERY (hybrid: reciprocal rank fusion of dense =
@@ -154,6 +172,8 @@ def recall(
             weights=chosen,
             retrieval=retrieval,
             min_relevance=min_relevance,
+            as_of=as_of,
+            known_at=known_at,
         )
     except ValidationError as exc:
         raise CliError(str(exc), kind=type(exc).__name__, json_output=state.json_output) from exc

@@ -4,11 +4,18 @@ One JSON object per line, exactly :meth:`memlane.models.Episode.to_dict`::
 
     {"id": "...", "tenant_id": "...", "session_id": "...", "event_type": "preference",
      "content": "...", "tags": ["travel"], "importance": 7.0,
-     "created_at": "2025-03-01T09:12:00+00:00", "metadata": {}}
+     "created_at": "2025-03-01T09:12:00+00:00", "metadata": {},
+     "valid_from": "2025-03-01T09:12:00+00:00", "valid_until": null,
+     "recorded_at": "2025-03-01T09:12:05+00:00", "invalidated_at": null,
+     "superseded_by": null, "supersede_reason": null, "archived_at": null,
+     "session_scoped": false}
 
 For ingest only ``event_type`` and ``content`` are required; ``tags`` (list or one
 string), ``importance`` (1-10 or null), ``created_at`` (ISO 8601 with timezone; default
-now), ``metadata`` (object), ``id``, ``tenant_id`` and ``session_id`` are optional.
+now), ``metadata`` (object), ``id``, ``tenant_id`` and ``session_id`` are optional, and so
+are the bi-temporal fields (``valid_from`` default ``created_at``, ``recorded_at`` default
+now, the others default null), ``archived_at`` and ``session_scoped`` (default false), which an
+export carries so a re-import keeps the history.
 Unknown fields are refused, so a misspelt field is an error rather than silently dropped.
 """
 
@@ -24,8 +31,21 @@ from memlane.models import Episode
 __all__ = ["FIELDS", "REQUIRED_FIELDS", "LineError", "dump_episode", "parse_episode_line"]
 
 REQUIRED_FIELDS = ("event_type", "content")
+TIME_FIELDS = ("created_at", "valid_from", "valid_until", "recorded_at", "invalidated_at", "archived_at")
 FIELDS = frozenset(
-    {*REQUIRED_FIELDS, "tags", "importance", "created_at", "metadata", "id", "tenant_id", "session_id"}
+    {
+        *REQUIRED_FIELDS,
+        *TIME_FIELDS,
+        "tags",
+        "importance",
+        "metadata",
+        "id",
+        "tenant_id",
+        "session_id",
+        "superseded_by",
+        "supersede_reason",
+        "session_scoped",
+    }
 )
 
 
@@ -68,22 +88,28 @@ def parse_episode_line(raw: bytes | str) -> EpisodeInput:
     unknown = sorted(set(data) - FIELDS)
     if unknown:
         raise LineError(f"unknown field(s): {', '.join(unknown)} (known: {', '.join(sorted(FIELDS))})")
-    created_at = data.get("created_at")
-    if created_at is not None:
-        if not isinstance(created_at, str):
-            raise LineError(f"created_at must be an ISO-8601 string, got {created_at!r}")
-        try:
-            created_at = parse_iso_datetime(created_at)
-        except ValueError as exc:
-            raise LineError(f"created_at: {exc}") from None
+    times: dict[str, Any] = {}
+    for name in TIME_FIELDS:
+        value = data.get(name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise LineError(f"{name} must be an ISO-8601 string, got {value!r}")
+            try:
+                value = parse_iso_datetime(value)
+            except ValueError as exc:
+                raise LineError(f"{name}: {exc}") from None
+        times[name] = value
     return EpisodeInput(
         event_type=data["event_type"],
         content=data["content"],
         tags=data.get("tags"),
         importance=data.get("importance"),
-        created_at=created_at,
         metadata=data.get("metadata"),
         id=data.get("id"),
         tenant_id=data.get("tenant_id"),
         session_id=data.get("session_id"),
+        superseded_by=data.get("superseded_by"),
+        supersede_reason=data.get("supersede_reason"),
+        session_scoped=data.get("session_scoped", False),
+        **times,
     )

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from memlane.models import Episode
 
-__all__ = ["EpisodeFilter", "KeywordCandidates", "Store", "StoreStats", "VectorCandidates"]
+__all__ = ["EpisodeFilter", "KeywordCandidates", "Store", "StoreStats", "Supersession", "VectorCandidates"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,20 @@ class EpisodeFilter:
         tags: Normalised tags that must *all* be present (AND); empty = no tag condition.
         created_after: Inclusive lower bound on ``created_at`` (UTC), or ``None``.
         created_before: Exclusive upper bound on ``created_at`` (UTC), or ``None``.
+        valid_at: Valid-time slice: only episodes true at this instant,
+            ``valid_from <= valid_at`` and (``valid_until`` is null or ``> valid_at``); ``None``
+            = no valid-time condition.
+        still_valid_at: Only episodes whose validity has not ended at this instant:
+            ``valid_until`` is null or ``> still_valid_at`` (no lower bound: episodes that
+            become true later pass); ``None`` = no condition.
+        recorded_by: Transaction-time bound: only episodes with ``recorded_at <= recorded_by``;
+            ``None`` = no bound.
+        current_at: Only episodes not retired at this instant: ``invalidated_at`` is null or
+            ``> current_at``; ``None`` = retired episodes included.
+        exclude_archived: Only episodes with a null ``archived_at`` (default ``False``).
+        retained_after: Retention: only episodes with ``created_at >= retained_after`` or
+            ``importance >= never_forget_from``; ``None`` = no condition.
+        never_forget_from: Importance from which ``retained_after`` does not apply, or ``None``.
     """
 
     tenant_id: str | None = None
@@ -39,6 +53,38 @@ class EpisodeFilter:
     tags: tuple[str, ...] = ()
     created_after: datetime | None = None
     created_before: datetime | None = None
+    valid_at: datetime | None = None
+    still_valid_at: datetime | None = None
+    recorded_by: datetime | None = None
+    current_at: datetime | None = None
+    exclude_archived: bool = False
+    retained_after: datetime | None = None
+    never_forget_from: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """Retire episode ``old_id`` in favour of ``new_id``, in the transaction that inserts ``new_id``.
+
+    The store sets, on the old row, ``valid_until``, ``invalidated_at``, ``superseded_by =
+    new_id`` and ``supersede_reason``. Nothing is deleted.
+
+    Attributes:
+        old_id: The episode being superseded; it must exist, belong to ``tenant_id`` (when
+            not ``None``) and not be superseded already.
+        new_id: The superseding episode (inserted in the same call).
+        valid_until: End of the old episode's valid time (UTC, exclusive).
+        invalidated_at: Transaction time of the retirement (UTC).
+        reason: Why (free text), or ``None``.
+        tenant_id: Only supersede ``old_id`` if it belongs to this tenant; ``None`` for any.
+    """
+
+    old_id: str
+    new_id: str
+    valid_until: datetime
+    invalidated_at: datetime
+    reason: str | None = None
+    tenant_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,17 +220,26 @@ class Store(Protocol):
         """
         ...
 
-    def insert(self, episodes: Sequence[Episode], vectors: NDArray[np.float32] | None) -> None:
-        """Append episodes atomically (all or none).
+    def insert(
+        self,
+        episodes: Sequence[Episode],
+        vectors: NDArray[np.float32] | None,
+        supersessions: Sequence[Supersession] = (),
+    ) -> None:
+        """Append episodes atomically (all or none), retiring ``supersessions`` in the same transaction.
 
         Args:
             episodes: New episodes with unique ids.
             vectors: float32 ``[len(episodes), dims]`` L2-normalised, or ``None`` to store
                 them without vectors.
+            supersessions: Older episodes to retire in favour of the new ones (see
+                :class:`Supersession`).
 
         Raises:
             DuplicateEpisodeError: an id already exists (nothing is written).
             EmbeddingModelMismatchError: vectors of the wrong dimension.
+            EpisodeNotFoundError: a superseded id does not exist (for its tenant) or is
+                already superseded (nothing is written).
         """
         ...
 
@@ -236,8 +291,29 @@ class Store(Protocol):
         """Yield every episode passing ``flt``, oldest first (``created_at``, then insertion)."""
         ...
 
-    def delete_created_before(self, cutoff: datetime) -> int:
-        """Delete every episode (table-wide) with ``created_at < cutoff``; return how many."""
+    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
+        """Delete every episode (table-wide) with ``created_at < cutoff``; return how many.
+
+        Args:
+            cutoff: Exclusive bound on ``created_at`` (UTC).
+            keep_importance_from: Episodes rated at least this are kept (never-forget);
+                ``None`` = no exemption.
+        """
+        ...
+
+    def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
+        """Set ``archived_at = at`` on the given (not yet archived) episodes; return how many.
+
+        Archiving deletes nothing; an archived episode keeps its row, vector and history.
+        """
+        ...
+
+    def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
+        """Delete the ``session_scoped`` episodes of one session; return how many."""
+        ...
+
+    def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
+        """Return the episodes superseded by any of ``episode_ids`` (``superseded_by IN ids``)."""
         ...
 
     def delete(self, episode_id: str, tenant_id: str | None) -> bool:

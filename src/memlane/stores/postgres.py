@@ -91,6 +91,7 @@ from numpy.typing import NDArray
 from memlane.errors import (
     DuplicateEpisodeError,
     EmbeddingModelMismatchError,
+    EpisodeNotFoundError,
     MemlaneError,
     SchemaVersionError,
     StoreClosedError,
@@ -98,7 +99,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
 
 try:
     import psycopg
@@ -125,6 +126,7 @@ from memlane.stores.migrations.postgres import (
 from memlane.stores.postgres_fts import keyword_statement
 
 if TYPE_CHECKING:
+    from memlane.stores.postgres_reembed import PostgresReembed
     from memlane.stores.postgres_sessions import PostgresSessionStore
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
@@ -141,9 +143,20 @@ _EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _COLUMNS = sql.SQL(
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, created_at, metadata, "
-    "embedding_model"
+    "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
+    "archived_at, session_scoped"
 )
 _COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "float8", "timestamptz", "json"]
+_COPY_TEMPORAL_TYPES = [
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
+    "text",
+    "text",
+    "timestamptz",
+    "bool",
+]
 
 
 class _VectorParam:
@@ -402,7 +415,9 @@ class PostgresStore:
         self._cos = sql.SQL("OPERATOR({ext}.<=>)").format(**fmt)
         self._copy = sql.SQL(
             "COPY {schema}.memlane_episodes (id, tenant_id, session_id, event_type, content, tags, "
-            "importance, created_at, metadata, embedding, embedding_model) FROM STDIN (FORMAT BINARY)"
+            "importance, created_at, metadata, embedding, embedding_model, valid_from, valid_until, "
+            "recorded_at, invalidated_at, superseded_by, supersede_reason, archived_at, session_scoped) "
+            "FROM STDIN (FORMAT BINARY)"
         ).format(**fmt)
 
     # -- connections and errors --------------------------------------------------------
@@ -509,9 +524,9 @@ class PostgresStore:
         ):
             raise ValidationError(f"dims must be an int from 1 to {_PGVECTOR_MAX_DIMS}, got {dims!r}")
         dims = int(dims)
-        if self._binding is not None:
-            self._check_binding(self._binding, model_id, dims)
+        if self._binding == (model_id, dims):
             return
+        self._binding = None  # re-read below: a re-embedding switch may have rebound the store
         with self._transaction("bind_embedding_model") as cur:
             bound = self._read_binding(cur)
             if bound is None:
@@ -547,14 +562,23 @@ class PostgresStore:
 
     # -- writes ------------------------------------------------------------------------
 
-    def insert(self, episodes: Sequence[Episode], vectors: NDArray[np.float32] | None) -> None:
+    def insert(
+        self,
+        episodes: Sequence[Episode],
+        vectors: NDArray[np.float32] | None,
+        supersessions: Sequence[Supersession] = (),
+    ) -> None:
         """Append ``episodes`` in one transaction (all or none), with one binary ``COPY``.
 
         Args:
             episodes: New episodes; ids must not exist yet.
             vectors: float32 ``[len(episodes), dims]`` L2-normalised, or ``None``.
+            supersessions: Older episodes to retire in the same transaction (see
+                :class:`Supersession`); one ``UPDATE`` each.
 
         Raises:
+            EpisodeNotFoundError: a superseded id is unknown (for its tenant) or already
+                superseded; nothing is written.
             DuplicateEpisodeError: an id already exists or repeats in the batch.
             EmbeddingModelMismatchError: the vectors' dimension differs from the bound model's.
             ValidationError: a string contains a NUL character, which PostgreSQL text cannot hold.
@@ -578,7 +602,17 @@ class PostgresStore:
         rows = []
         for ep, vector in zip(episodes, params, strict=True):
             metadata = _json_dumps(dict(ep.metadata))
-            texts = (ep.id, ep.tenant_id, ep.session_id, ep.event_type, ep.content, metadata, *ep.tags)
+            texts = (
+                ep.id,
+                ep.tenant_id,
+                ep.session_id,
+                ep.event_type,
+                ep.content,
+                metadata,
+                *ep.tags,
+                ep.superseded_by or "",
+                ep.supersede_reason or "",
+            )
             if any("\x00" in text for text in texts):
                 raise ValidationError(f"episode {ep.id!r}: PostgreSQL text cannot contain NUL characters")
             rows.append(
@@ -594,21 +628,80 @@ class PostgresStore:
                     Json(dict(ep.metadata), dumps=_json_dumps),
                     vector,
                     ep.embedding_model if vector is not None else None,
+                    ep.valid_from,
+                    ep.valid_until,
+                    ep.recorded_at,
+                    ep.invalidated_at,
+                    ep.superseded_by,
+                    ep.supersede_reason,
+                    ep.archived_at,
+                    bool(ep.session_scoped),
                 )
             )
-        with self._transaction("insert") as cur, cur.copy(self._copy) as copy:
-            copy.set_types([*_COPY_TYPES, self._vector_oid, "text"])
-            for row in rows:
-                copy.write_row(row)
+        for sup in supersessions:
+            if "\x00" in (sup.reason or ""):
+                raise ValidationError("PostgreSQL text cannot contain NUL characters")
+        with self._transaction("insert") as cur:
+            with cur.copy(self._copy) as copy:
+                copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
+                for row in rows:
+                    copy.write_row(row)
+            for sup in supersessions:
+                where = sql.SQL("id = %s AND superseded_by IS NULL")
+                values: list[Any] = [sup.valid_until, sup.invalidated_at, sup.new_id, sup.reason, sup.old_id]
+                if sup.tenant_id is not None:
+                    where = sql.SQL("id = %s AND superseded_by IS NULL AND tenant_id = %s")
+                    values.append(sup.tenant_id)
+                cur.execute(
+                    sql.SQL(
+                        "UPDATE {t} SET valid_until = %s, invalidated_at = %s, superseded_by = %s, "
+                        "supersede_reason = %s WHERE {where}"
+                    ).format(t=self._t, where=where),
+                    values,
+                )
+                if cur.rowcount != 1:
+                    raise EpisodeNotFoundError(
+                        f"episode {sup.old_id!r} not found or already superseded: nothing was written"
+                    )
 
-    def delete_created_before(self, cutoff: datetime) -> int:
+    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
         """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
 
         One indexed range ``DELETE`` (``ix_memlane_episodes_time``); tags live in the same row.
+        Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
         """
+        condition = sql.SQL("created_at < %s")
+        params: list[Any] = [cutoff]
+        if keep_importance_from is not None:
+            condition = sql.SQL("created_at < %s AND (importance IS NULL OR importance < %s)")
+            params.append(keep_importance_from)
         with self._transaction("delete_created_before") as cur:
             cur.execute(
-                sql.SQL("DELETE FROM {t} WHERE created_at < %s").format(t=self._t), (cutoff,), prepare=False
+                sql.SQL("DELETE FROM {t} WHERE {c}").format(t=self._t, c=condition), params, prepare=False
+            )
+            return int(cur.rowcount)
+
+    def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
+        """Set ``archived_at`` on the given not-yet-archived episodes in one ``UPDATE``; return how many."""
+        if not episode_ids:
+            return 0
+        with self._transaction("archive") as cur:
+            cur.execute(
+                sql.SQL(
+                    "UPDATE {t} SET archived_at = %s WHERE archived_at IS NULL AND id = ANY(%s::text[])"
+                ).format(t=self._t),
+                (at, list(episode_ids)),
+            )
+            return int(cur.rowcount)
+
+    def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
+        """Delete the ``session_scoped`` episodes of one session; return how many."""
+        with self._transaction("delete_session_scoped") as cur:
+            cur.execute(
+                sql.SQL("DELETE FROM {t} WHERE tenant_id = %s AND session_id = %s AND session_scoped").format(
+                    t=self._t
+                ),
+                (tenant_id, session_id),
             )
             return int(cur.rowcount)
 
@@ -650,6 +743,27 @@ class PostgresStore:
         if flt.created_before is not None:
             clauses.append(sql.SQL("created_at < %s"))
             params.append(flt.created_before)
+        if flt.valid_at is not None:
+            clauses.append(sql.SQL("valid_from <= %s AND (valid_until IS NULL OR valid_until > %s)"))
+            params.extend([flt.valid_at, flt.valid_at])
+        if flt.still_valid_at is not None:
+            clauses.append(sql.SQL("(valid_until IS NULL OR valid_until > %s)"))
+            params.append(flt.still_valid_at)
+        if flt.recorded_by is not None:
+            clauses.append(sql.SQL("recorded_at <= %s"))
+            params.append(flt.recorded_by)
+        if flt.current_at is not None:
+            clauses.append(sql.SQL("(invalidated_at IS NULL OR invalidated_at > %s)"))
+            params.append(flt.current_at)
+        if flt.exclude_archived:
+            clauses.append(sql.SQL("archived_at IS NULL"))
+        if flt.retained_after is not None:
+            if flt.never_forget_from is None:
+                clauses.append(sql.SQL("created_at >= %s"))
+                params.append(flt.retained_after)
+            else:
+                clauses.append(sql.SQL("(created_at >= %s OR importance >= %s)"))
+                params.extend([flt.retained_after, flt.never_forget_from])
         if flt.tags:
             clauses.append(sql.SQL("tags @> %s::text[]"))
             params.append(list(flt.tags))
@@ -671,6 +785,14 @@ class PostgresStore:
             created_at=row[8].astimezone(UTC),
             metadata=row[9],
             embedding_model=row[10],
+            valid_from=row[11].astimezone(UTC),
+            valid_until=None if row[12] is None else row[12].astimezone(UTC),
+            recorded_at=row[13].astimezone(UTC),
+            invalidated_at=None if row[14] is None else row[14].astimezone(UTC),
+            superseded_by=row[15],
+            supersede_reason=row[16],
+            archived_at=None if row[17] is None else row[17].astimezone(UTC),
+            session_scoped=bool(row[18]),
         )
 
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
@@ -701,6 +823,17 @@ class PostgresStore:
         with self._transaction("fetch") as cur:
             rows = cur.execute(query, ([int(k) for k in keys],)).fetchall()
         return {int(r[0]): self._episode(r) for r in rows}
+
+    def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
+        """The episodes superseded by any of ``episode_ids`` (an index lookup on ``superseded_by``)."""
+        if not episode_ids:
+            return []
+        query = sql.SQL("SELECT {cols} FROM {t} WHERE superseded_by = ANY(%s::text[]) ORDER BY seq").format(
+            cols=_COLUMNS, t=self._t
+        )
+        with self._transaction("superseded_links") as cur:
+            rows = cur.execute(query, (list(episode_ids),)).fetchall()
+        return [self._episode(r) for r in rows]
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
@@ -981,6 +1114,17 @@ class PostgresStore:
         from memlane.stores.postgres_sessions import PostgresSessionStore
 
         return PostgresSessionStore(self)
+
+    @cached_property
+    def reembed_backend(self) -> PostgresReembed:
+        """Embedding model migration in the same schema (:mod:`memlane.stores.postgres_reembed`)."""
+        from memlane.stores.postgres_reembed import PostgresReembed
+
+        return PostgresReembed(self)
+
+    def forget_binding(self) -> None:
+        """Drop the cached ``(model_id, dims)`` so the next use re-reads it (after a re-embedding switch)."""
+        self._binding = None
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"

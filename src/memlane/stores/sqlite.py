@@ -10,8 +10,13 @@
 * Vectors are float32 little-endian blobs with the id of the model that made them.
   Exact cosine search runs in numpy over an in-memory :class:`VectorIndex` that is
   refreshed incrementally: new rows (from this or any other process) are appended by
-  ``seq`` (AUTOINCREMENT, so it only grows), and any deletion bumps a
-  ``delete_generation`` counter that makes every process rebuild its copy.
+  ``seq`` (AUTOINCREMENT, so it only grows), and any deletion -- or update of a filtered
+  column: superseding (``valid_until``/``invalidated_at``) and archiving (``archived_at``) --
+  bumps a ``delete_generation`` counter that makes every process rebuild its copy (one full
+  read of the vectors on the next ranked recall).
+* Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
+  and ``recorded_at_us``/``invalidated_at_us`` (transaction time), ``superseded_by`` and
+  ``supersede_reason``; forgetting columns (migration 6): ``archived_at_us``, ``session_scoped``.
 * Keyword search: an FTS5 index over ``content`` kept in step by triggers, ranked by BM25
   (:mod:`memlane.stores.sqlite_fts`).
 * Every ``sqlite3`` exception is translated into :class:`memlane.errors.StoreError`.
@@ -36,17 +41,19 @@ from numpy.typing import NDArray
 from memlane.errors import (
     DuplicateEpisodeError,
     EmbeddingModelMismatchError,
+    EpisodeNotFoundError,
     SchemaVersionError,
     StoreClosedError,
     StoreError,
 )
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
 from memlane.stores.migrations.sqlite import MIGRATIONS
 from memlane.stores.sqlite_fts import keyword_search
-from memlane.stores.vector_index import IndexRows, VectorIndex
+from memlane.stores.vector_index import OPEN_END, IndexRows, VectorIndex
 
 if TYPE_CHECKING:
+    from memlane.stores.sqlite_reembed import SQLiteReembed
     from memlane.stores.sqlite_sessions import SQLiteSessionStore
 
 __all__ = ["SQLiteStore"]
@@ -55,7 +62,8 @@ logger = logging.getLogger(__name__)
 
 _COLUMNS = (
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, "
-    "created_at_us, metadata, embedding_model"
+    "created_at_us, metadata, embedding_model, valid_from_us, valid_until_us, recorded_at_us, "
+    "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped"
 )
 
 
@@ -71,6 +79,14 @@ def _from_us(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
+def _opt_us(value: datetime | None) -> int | None:
+    return None if value is None else _to_us(value)
+
+
+def _opt_from_us(value: int | None) -> datetime | None:
+    return None if value is None else _from_us(value)
+
+
 def _row_to_episode(row: sqlite3.Row | tuple[Any, ...]) -> Episode:
     return Episode(
         id=row[1],
@@ -83,6 +99,14 @@ def _row_to_episode(row: sqlite3.Row | tuple[Any, ...]) -> Episode:
         created_at=_from_us(row[8]),
         metadata=json.loads(row[9]),
         embedding_model=row[10],
+        valid_from=_from_us(row[11]),
+        valid_until=_opt_from_us(row[12]),
+        recorded_at=_from_us(row[13]),
+        invalidated_at=_opt_from_us(row[14]),
+        superseded_by=row[15],
+        supersede_reason=row[16],
+        archived_at=_opt_from_us(row[17]),
+        session_scoped=bool(row[18]),
     )
 
 
@@ -105,6 +129,27 @@ def _where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
     if flt.created_before is not None:
         clauses.append("created_at_us < ?")
         params.append(_to_us(flt.created_before))
+    if flt.valid_at is not None:
+        clauses.append("valid_from_us <= ? AND (valid_until_us IS NULL OR valid_until_us > ?)")
+        params.extend([_to_us(flt.valid_at)] * 2)
+    if flt.still_valid_at is not None:
+        clauses.append("(valid_until_us IS NULL OR valid_until_us > ?)")
+        params.append(_to_us(flt.still_valid_at))
+    if flt.recorded_by is not None:
+        clauses.append("recorded_at_us <= ?")
+        params.append(_to_us(flt.recorded_by))
+    if flt.current_at is not None:
+        clauses.append("(invalidated_at_us IS NULL OR invalidated_at_us > ?)")
+        params.append(_to_us(flt.current_at))
+    if flt.exclude_archived:
+        clauses.append("archived_at_us IS NULL")
+    if flt.retained_after is not None:
+        if flt.never_forget_from is None:
+            clauses.append("created_at_us >= ?")
+            params.append(_to_us(flt.retained_after))
+        else:
+            clauses.append("(created_at_us >= ? OR importance >= ?)")
+            params.extend([_to_us(flt.retained_after), flt.never_forget_from])
     if flt.tags:
         clauses.append("seq IN (" + _TAGS_SQL(len(flt.tags)) + ")")
         params.extend(flt.tags)
@@ -266,16 +311,25 @@ class SQLiteStore:
 
     # -- writes ----------------------------------------------------------------------
 
-    def insert(self, episodes: Sequence[Episode], vectors: NDArray[np.float32] | None) -> None:
-        """Append ``episodes`` in one transaction (all or none).
+    def insert(
+        self,
+        episodes: Sequence[Episode],
+        vectors: NDArray[np.float32] | None,
+        supersessions: Sequence[Supersession] = (),
+    ) -> None:
+        """Append ``episodes`` in one transaction (all or none), retiring ``supersessions`` in it.
 
         Args:
             episodes: New episodes; ids must not exist yet.
             vectors: float32 ``[len(episodes), dims]`` or ``None``.
+            supersessions: Older episodes to retire (see :class:`Supersession`); updating them
+                bumps ``delete_generation`` so every process rebuilds its vector index.
 
         Raises:
             DuplicateEpisodeError: an id already exists or repeats in the batch.
             EmbeddingModelMismatchError: the vectors' dimension differs from the bound model's.
+            EpisodeNotFoundError: a superseded id is unknown (for its tenant) or already
+                superseded; nothing is written.
         """
         if not episodes:
             return
@@ -303,6 +357,14 @@ class SQLiteStore:
                 json.dumps(dict(ep.metadata), ensure_ascii=False, sort_keys=True),
                 blob,
                 ep.embedding_model if blob is not None else None,
+                _to_us(ep.valid_from),
+                _opt_us(ep.valid_until),
+                _to_us(ep.recorded_at),
+                _opt_us(ep.invalidated_at),
+                ep.superseded_by,
+                ep.supersede_reason,
+                _opt_us(ep.archived_at),
+                int(ep.session_scoped),
             )
             for ep, blob in zip(episodes, blobs, strict=True)
         ]
@@ -310,14 +372,40 @@ class SQLiteStore:
             with self._translate("insert"), self._write() as conn:
                 conn.executemany(
                     "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, "
-                    "importance, created_at_us, metadata, embedding, embedding_model) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "importance, created_at_us, metadata, embedding, embedding_model, valid_from_us, "
+                    "valid_until_us, recorded_at_us, invalidated_at_us, superseded_by, supersede_reason, "
+                    "archived_at_us, session_scoped) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 conn.executemany(
                     "INSERT INTO episode_tags (tag, seq) SELECT ?, seq FROM episodes WHERE id = ?",
                     [(tag, ep.id) for ep in episodes for tag in ep.tags],
                 )
+                for sup in supersessions:
+                    sql = (
+                        "UPDATE episodes SET valid_until_us = ?, invalidated_at_us = ?, superseded_by = ?, "
+                        "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
+                    )
+                    params: list[Any] = [
+                        _to_us(sup.valid_until),
+                        _to_us(sup.invalidated_at),
+                        sup.new_id,
+                        sup.reason,
+                        sup.old_id,
+                    ]
+                    if sup.tenant_id is not None:
+                        sql += " AND tenant_id = ?"
+                        params.append(sup.tenant_id)
+                    if conn.execute(sql, params).rowcount != 1:
+                        raise EpisodeNotFoundError(
+                            f"episode {sup.old_id!r} not found or already superseded: nothing was written"
+                        )
+                if supersessions:
+                    conn.execute(
+                        "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 "
+                        "WHERE key = 'delete_generation'"
+                    )
         except StoreError as exc:
             cause = exc.__cause__
             if isinstance(cause, sqlite3.IntegrityError) and "episodes.id" in str(cause):
@@ -327,18 +415,60 @@ class SQLiteStore:
                 ) from cause
             raise
 
-    def delete_created_before(self, cutoff: datetime) -> int:
+    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
         """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
 
         One indexed range delete (``ix_episodes_time``) plus its tag rows, in one transaction.
+        Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
         """
-        cutoff_us = _to_us(cutoff)
+        condition = "created_at_us < ?"
+        params: list[Any] = [_to_us(cutoff)]
+        if keep_importance_from is not None:
+            condition += " AND (importance IS NULL OR importance < ?)"
+            params.append(keep_importance_from)
         with self._translate("delete_created_before"), self._write() as conn:
             conn.execute(
-                "DELETE FROM episode_tags WHERE seq IN (SELECT seq FROM episodes WHERE created_at_us < ?)",
-                (cutoff_us,),
+                f"DELETE FROM episode_tags WHERE seq IN (SELECT seq FROM episodes WHERE {condition})", params
             )
-            deleted = conn.execute("DELETE FROM episodes WHERE created_at_us < ?", (cutoff_us,)).rowcount
+            deleted = conn.execute(f"DELETE FROM episodes WHERE {condition}", params).rowcount
+            if deleted:
+                conn.execute(
+                    "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
+                )
+        return int(deleted)
+
+    def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
+        """Set ``archived_at`` on the given not-yet-archived episodes in one transaction; return how many.
+
+        Bumps ``delete_generation`` (when any row changed) so every process rebuilds its vector index.
+        """
+        changed = 0
+        with self._translate("archive"), self._write() as conn:
+            for start in range(0, len(episode_ids), 500):
+                chunk = list(episode_ids[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                changed += conn.execute(
+                    "UPDATE episodes SET archived_at_us = ? "
+                    f"WHERE archived_at_us IS NULL AND id IN ({marks})",
+                    [_to_us(at), *chunk],
+                ).rowcount
+            if changed:
+                conn.execute(
+                    "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
+                )
+        return changed
+
+    def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
+        """Delete the ``session_scoped`` episodes (and tag rows) of one session; return how many."""
+        condition = "tenant_id = ? AND session_id = ? AND session_scoped = 1"
+        with self._translate("delete_session_scoped"), self._write() as conn:
+            conn.execute(
+                f"DELETE FROM episode_tags WHERE seq IN (SELECT seq FROM episodes WHERE {condition})",
+                (tenant_id, session_id),
+            )
+            deleted = conn.execute(
+                f"DELETE FROM episodes WHERE {condition}", (tenant_id, session_id)
+            ).rowcount
             if deleted:
                 conn.execute(
                     "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
@@ -400,6 +530,18 @@ class SQLiteStore:
                 for row in conn.execute(f"SELECT {_COLUMNS} FROM episodes WHERE seq IN ({marks})", chunk):
                     found[row[0]] = _row_to_episode(row)
         return found
+
+    def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
+        """The episodes superseded by any of ``episode_ids`` (an index lookup on ``superseded_by``)."""
+        if not episode_ids:
+            return []
+        marks = ",".join("?" * len(episode_ids))
+        with self._translate("superseded_links"):
+            rows = self._conn().execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE superseded_by IN ({marks}) ORDER BY seq",
+                list(episode_ids),
+            )
+            return [_row_to_episode(r) for r in rows]
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
@@ -483,6 +625,13 @@ class SQLiteStore:
                     created_after_us=None if flt.created_after is None else _to_us(flt.created_after),
                     created_before_us=None if flt.created_before is None else _to_us(flt.created_before),
                     allowed_seqs=allowed,
+                    valid_at_us=_opt_us(flt.valid_at),
+                    still_valid_at_us=_opt_us(flt.still_valid_at),
+                    recorded_by_us=_opt_us(flt.recorded_by),
+                    current_at_us=_opt_us(flt.current_at),
+                    exclude_archived=flt.exclude_archived,
+                    retained_after_us=_opt_us(flt.retained_after),
+                    never_forget_from=flt.never_forget_from,
                 )
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
@@ -508,7 +657,8 @@ class SQLiteStore:
         if max_seq <= index.max_seq:
             return index
         cursor = conn.execute(
-            "SELECT seq, tenant_id, session_id, event_type, created_at_us, importance, embedding "
+            "SELECT seq, tenant_id, session_id, event_type, created_at_us, importance, embedding, "
+            "valid_from_us, valid_until_us, recorded_at_us, invalidated_at_us, archived_at_us "
             "FROM episodes WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
             (index.max_seq,),
         )
@@ -528,6 +678,11 @@ class SQLiteStore:
                     created_us=[r[4] for r in batch],
                     importance=[np.nan if r[5] is None else r[5] for r in batch],
                     vectors=vectors,
+                    valid_from_us=[r[7] for r in batch],
+                    valid_until_us=[OPEN_END if r[8] is None else r[8] for r in batch],
+                    recorded_us=[r[9] for r in batch],
+                    invalidated_us=[OPEN_END if r[10] is None else r[10] for r in batch],
+                    archived_us=[OPEN_END if r[11] is None else r[11] for r in batch],
                 )
             )
         index.max_seq = max(index.max_seq, int(max_seq))
@@ -569,6 +724,13 @@ class SQLiteStore:
         from memlane.stores.sqlite_sessions import SQLiteSessionStore
 
         return SQLiteSessionStore(self)
+
+    @cached_property
+    def reembed_backend(self) -> SQLiteReembed:
+        """Embedding model migration in the same file (:mod:`memlane.stores.sqlite_reembed`)."""
+        from memlane.stores.sqlite_reembed import SQLiteReembed
+
+        return SQLiteReembed(self)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"

@@ -1,8 +1,9 @@
 """An in-memory, columnar copy of the episodes that have vectors, for exact filtered search.
 
 A store keeps one :class:`VectorIndex` so that a recall does not re-read every vector
-blob: it appends rows it has not seen yet and rebuilds after deletions. Filtering by
-tenant, session, event type and time happens here on integer-coded numpy columns;
+blob: it appends rows it has not seen yet and rebuilds after deletions and updates. Filtering by
+tenant, session, event type, creation time and the bi-temporal columns (valid time and
+transaction time; an open end is stored as :data:`OPEN_END`) happens here on integer-coded numpy columns;
 similarity is one matrix-vector product over the surviving rows (exact cosine, since
 all vectors are L2-normalised).
 """
@@ -17,9 +18,12 @@ from numpy.typing import NDArray
 
 from memlane.stores.base import VectorCandidates
 
-__all__ = ["IndexRows", "VectorIndex"]
+__all__ = ["OPEN_END", "IndexRows", "VectorIndex"]
 
 _MISSING = -1
+
+OPEN_END = int(np.iinfo(np.int64).max)
+"""Microsecond value standing for a null ``valid_until``/``invalidated_at`` (never reached)."""
 
 
 def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -44,9 +48,27 @@ class IndexRows:
         created_us: ``created_at`` in Unix microseconds.
         importance: Rating in [1, 10] or NaN.
         vectors: float32 ``[n, dims]``.
+        valid_from_us: ``valid_from`` in Unix microseconds (default: ``created_us``).
+        valid_until_us: ``valid_until`` in Unix microseconds, :data:`OPEN_END` if null.
+        recorded_us: ``recorded_at`` in Unix microseconds (default: ``created_us``).
+        invalidated_us: ``invalidated_at`` in Unix microseconds, :data:`OPEN_END` if null.
+        archived_us: ``archived_at`` in Unix microseconds, :data:`OPEN_END` if null.
     """
 
-    __slots__ = ("created_us", "event_types", "importance", "seqs", "session_ids", "tenant_ids", "vectors")
+    __slots__ = (
+        "archived_us",
+        "created_us",
+        "event_types",
+        "importance",
+        "invalidated_us",
+        "recorded_us",
+        "seqs",
+        "session_ids",
+        "tenant_ids",
+        "valid_from_us",
+        "valid_until_us",
+        "vectors",
+    )
 
     def __init__(
         self,
@@ -57,6 +79,11 @@ class IndexRows:
         created_us: Sequence[int],
         importance: Sequence[float],
         vectors: NDArray[np.float32],
+        valid_from_us: Sequence[int] | None = None,
+        valid_until_us: Sequence[int] | None = None,
+        recorded_us: Sequence[int] | None = None,
+        invalidated_us: Sequence[int] | None = None,
+        archived_us: Sequence[int] | None = None,
     ) -> None:
         self.seqs = seqs
         self.tenant_ids = tenant_ids
@@ -65,6 +92,11 @@ class IndexRows:
         self.created_us = created_us
         self.importance = importance
         self.vectors = vectors
+        self.valid_from_us = created_us if valid_from_us is None else valid_from_us
+        self.valid_until_us = [OPEN_END] * len(seqs) if valid_until_us is None else valid_until_us
+        self.recorded_us = created_us if recorded_us is None else recorded_us
+        self.invalidated_us = [OPEN_END] * len(seqs) if invalidated_us is None else invalidated_us
+        self.archived_us = [OPEN_END] * len(seqs) if archived_us is None else archived_us
 
 
 class VectorIndex:
@@ -101,6 +133,11 @@ class VectorIndex:
         self._session: NDArray[np.int32] = grow(self._session if old else None, (capacity,), np.int32)
         self._type: NDArray[np.int32] = grow(self._type if old else None, (capacity,), np.int32)
         self._created: NDArray[np.int64] = grow(self._created if old else None, (capacity,), np.int64)
+        self._valid_from: NDArray[np.int64] = grow(self._valid_from if old else None, (capacity,), np.int64)
+        self._valid_until: NDArray[np.int64] = grow(self._valid_until if old else None, (capacity,), np.int64)
+        self._recorded: NDArray[np.int64] = grow(self._recorded if old else None, (capacity,), np.int64)
+        self._invalidated: NDArray[np.int64] = grow(self._invalidated if old else None, (capacity,), np.int64)
+        self._archived: NDArray[np.int64] = grow(self._archived if old else None, (capacity,), np.int64)
         self._importance: NDArray[np.float64] = grow(
             self._importance if old else None, (capacity,), np.float64
         )
@@ -140,6 +177,11 @@ class VectorIndex:
         ]
         self._type[sl] = [self._types.setdefault(e, len(self._types)) for e in rows.event_types]
         self._created[sl] = rows.created_us
+        self._valid_from[sl] = rows.valid_from_us
+        self._valid_until[sl] = rows.valid_until_us
+        self._recorded[sl] = rows.recorded_us
+        self._invalidated[sl] = rows.invalidated_us
+        self._archived[sl] = rows.archived_us
         self._importance[sl] = rows.importance
         self._vectors[sl] = rows.vectors
         self._n += k
@@ -155,11 +197,21 @@ class VectorIndex:
         created_after_us: int | None,
         created_before_us: int | None,
         allowed_seqs: NDArray[np.int64] | None,
+        valid_at_us: int | None = None,
+        still_valid_at_us: int | None = None,
+        recorded_by_us: int | None = None,
+        current_at_us: int | None = None,
+        exclude_archived: bool = False,
+        retained_after_us: int | None = None,
+        never_forget_from: float | None = None,
     ) -> VectorCandidates:
         """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing the filter.
 
         ``allowed_seqs`` (sorted or not) restricts the rows to those keys, e.g. the result
-        of a tag filter; ``None`` means no restriction.
+        of a tag filter; ``None`` means no restriction. ``valid_at_us``, ``still_valid_at_us``,
+        ``recorded_by_us``, ``current_at_us`` and ``retained_after_us`` (Unix microseconds),
+        ``exclude_archived`` and ``never_forget_from`` mean what the fields of the same names
+        mean in :class:`memlane.stores.base.EpisodeFilter`.
         """
         n = self._n
         mask = np.ones(n, dtype=bool)
@@ -177,6 +229,21 @@ class VectorIndex:
             mask &= self._created[:n] >= created_after_us
         if created_before_us is not None:
             mask &= self._created[:n] < created_before_us
+        if valid_at_us is not None:
+            mask &= (self._valid_from[:n] <= valid_at_us) & (self._valid_until[:n] > valid_at_us)
+        if still_valid_at_us is not None:
+            mask &= self._valid_until[:n] > still_valid_at_us
+        if recorded_by_us is not None:
+            mask &= self._recorded[:n] <= recorded_by_us
+        if current_at_us is not None:
+            mask &= self._invalidated[:n] > current_at_us
+        if exclude_archived:
+            mask &= self._archived[:n] == OPEN_END
+        if retained_after_us is not None:
+            kept = self._created[:n] >= retained_after_us
+            if never_forget_from is not None:
+                kept |= self._importance[:n] >= never_forget_from
+            mask &= kept
         if allowed_seqs is not None:
             mask &= np.isin(self._seq[:n], allowed_seqs)
         if n and mask.all():

@@ -173,6 +173,64 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             """
         ),
     ),
+    # 4: embedding model migration (memlane.stores.postgres_reembed): vectors of the next model,
+    # staged by episode row (and by session window row) until the switch moves them into
+    # memlane_episodes (memlane_session_windows) in one transaction. Untyped (any dimension): the
+    # target dimension is only known when a job starts. The job's target model and progress
+    # cursors are ``reembed_*`` rows of memlane_meta.
+    (
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_reembed_staging (
+                seq             bigint       PRIMARY KEY,
+                embedding       {ext}.vector NOT NULL,
+                embedding_model text         NOT NULL
+            )
+            """
+        ),
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_reembed_window_staging (
+                seq             bigint       PRIMARY KEY,
+                embedding       {ext}.vector NOT NULL,
+                embedding_model text         NOT NULL
+            )
+            """
+        ),
+    ),
+    # 5: bi-temporal episodes (Snodgrass): valid time (valid_from, valid_until) and transaction
+    # time (recorded_at, invalidated_at), plus the supersede link old -> new and its reason.
+    # Existing rows get valid_from = recorded_at = created_at (still true, known since created).
+    (
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes "
+            "ADD COLUMN valid_from timestamptz, ADD COLUMN valid_until timestamptz, "
+            "ADD COLUMN recorded_at timestamptz, ADD COLUMN invalidated_at timestamptz, "
+            "ADD COLUMN superseded_by text, ADD COLUMN supersede_reason text"
+        ),
+        sql.SQL("UPDATE {schema}.memlane_episodes SET valid_from = created_at, recorded_at = created_at"),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes "
+            "ALTER COLUMN valid_from SET NOT NULL, ALTER COLUMN recorded_at SET NOT NULL"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_superseded_by ON {schema}.memlane_episodes (superseded_by) "
+            "WHERE superseded_by IS NOT NULL"
+        ),
+    ),
+    # 6: forgetting (memlane.forgetting): ``archived_at`` (null = active; archived episodes are
+    # hidden from recall by default, never deleted by archiving) and ``session_scoped`` (removed
+    # when its session ends). Existing rows: active, not session-scoped.
+    (
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes ADD COLUMN archived_at timestamptz, "
+            "ADD COLUMN session_scoped boolean NOT NULL DEFAULT false"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_session_scoped ON {schema}.memlane_episodes "
+            "(tenant_id, session_id) WHERE session_scoped"
+        ),
+    ),
 )
 
 

@@ -119,4 +119,47 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "INSERT INTO store_meta (key, value) VALUES ('session_delete_generation', '0')",
     ),
+    # 4: embedding model migration (memlane.stores.sqlite_reembed): vectors of the next model,
+    # staged by episode row (and by session window row) until the switch moves them into
+    # ``episodes`` (``session_windows``) in one transaction. The job's target model and
+    # progress cursors are ``reembed_*`` rows of ``store_meta``.
+    (
+        """
+        CREATE TABLE reembed_staging (
+            seq             INTEGER PRIMARY KEY,
+            embedding       BLOB    NOT NULL,
+            embedding_model TEXT    NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE reembed_window_staging (
+            seq             INTEGER PRIMARY KEY,
+            embedding       BLOB    NOT NULL,
+            embedding_model TEXT    NOT NULL
+        )
+        """,
+    ),
+    # 5: bi-temporal episodes (Snodgrass): valid time (valid_from, valid_until) and transaction
+    # time (recorded_at, invalidated_at), plus the supersede link old -> new and its reason.
+    # Existing rows get valid_from = recorded_at = created_at (still true, known since created).
+    # Updating these columns bumps ``delete_generation`` so every process rebuilds its vector index.
+    (
+        "ALTER TABLE episodes ADD COLUMN valid_from_us INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE episodes ADD COLUMN valid_until_us INTEGER",
+        "ALTER TABLE episodes ADD COLUMN recorded_at_us INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE episodes ADD COLUMN invalidated_at_us INTEGER",
+        "ALTER TABLE episodes ADD COLUMN superseded_by TEXT",
+        "ALTER TABLE episodes ADD COLUMN supersede_reason TEXT",
+        "UPDATE episodes SET valid_from_us = created_at_us, recorded_at_us = created_at_us",
+        "CREATE INDEX ix_episodes_superseded_by ON episodes (superseded_by) WHERE superseded_by IS NOT NULL",
+    ),
+    # 6: forgetting (memlane.forgetting): ``archived_at_us`` (null = active; archived episodes are
+    # hidden from recall by default, never deleted by archiving) and ``session_scoped`` (1 = removed
+    # when its session ends). Existing rows: active, not session-scoped.
+    (
+        "ALTER TABLE episodes ADD COLUMN archived_at_us INTEGER",
+        "ALTER TABLE episodes ADD COLUMN session_scoped INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX ix_episodes_session_scoped ON episodes (tenant_id, session_id) "
+        "WHERE session_scoped = 1",
+    ),
 )

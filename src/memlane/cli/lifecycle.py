@@ -1,0 +1,82 @@
+"""Memory lifecycle commands: ``history`` (the supersede chain of an episode) and ``forget``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from memlane.cli.app import CliError, CliState, pass_state
+from memlane.cli.output import echo_json
+from memlane.cli.params import ISO_DATETIME
+from memlane.errors import EpisodeNotFoundError, ValidationError
+
+__all__ = ["forget", "history"]
+
+
+@click.command()
+@click.argument("episode_id")
+@pass_state
+def history(state: CliState, episode_id: str) -> None:
+    """Show the supersede chain through EPISODE_ID, oldest first.
+
+    Each row shows when the fact was true (valid_from .. valid_until; open = still true),
+    when memlane recorded and retired it, and why it was superseded. Nothing in the chain
+    is ever deleted by superseding.
+    """
+    memory = state.memory(must_exist=True)
+    try:
+        chain = memory.history(episode_id)
+    except (EpisodeNotFoundError, ValidationError) as exc:
+        raise CliError(str(exc), kind=type(exc).__name__, json_output=state.json_output) from exc
+    if state.json_output:
+        echo_json([ep.to_dict() for ep in chain])
+        return
+    table = Table(box=box.SIMPLE, title=f"history of {episode_id} — {len(chain)} episode(s)")
+    for column in ("id", "content", "valid", "recorded", "retired", "reason"):
+        table.add_column(column, overflow="fold")
+    for ep in chain:
+        until = "open" if ep.valid_until is None else ep.valid_until.isoformat()
+        table.add_row(
+            Text(ep.id),
+            Text(ep.content),
+            Text(f"{ep.valid_from.isoformat()} .. {until}"),
+            Text(ep.recorded_at.isoformat()),
+            Text("—" if ep.invalidated_at is None else ep.invalidated_at.isoformat()),
+            Text(ep.supersede_reason or "—"),
+        )
+    state.out.print(table)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Only show what would be forgotten; change nothing.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=None,
+    help="Strength in (0, 1) below which episodes are forgotten. Default: from the config (0.05).",
+)
+@click.option(
+    "--now", type=ISO_DATETIME, default=None, help="Reference time (ISO 8601 with timezone). Default: now."
+)
+@pass_state
+def forget(state: CliState, dry_run: bool, threshold: float | None, now: datetime | None) -> None:
+    """Archive (or delete, if configured) episodes in scope whose strength faded.
+
+    Strength = 0.5 ** (age_days / half_life), the half-life set by importance: 9-10 never
+    forgotten, 7-8 30 days, 4-6 7 days, 1-3 1 day, unrated 7 days (configurable with
+    forgetting_policy). Archived episodes leave recall but stay in the database and exports.
+    """
+    memory = state.memory(must_exist=True)
+    report = memory.forget(now=now, dry_run=dry_run, threshold=threshold)
+    if state.json_output:
+        echo_json(report.to_dict())
+        return
+    verb = {"archive": "archived", "delete": "deleted"}[report.action]
+    head = f"would be {verb}" if report.dry_run else verb
+    state.out.print(f"{report.count} episode(s) {head} (strength < {report.threshold:g})")
+    for episode, strength in report.forgotten:
+        state.out.print(Text(f"  {strength:.4f}  {episode.id}  {episode.content}"))
