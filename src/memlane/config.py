@@ -73,6 +73,11 @@ class MemoryConfig:
             ``"archive"`` (default: set ``archived_at``; hidden from recall, kept) or ``"delete"``.
         forget_threshold: Default strength, in (0, 1), below which ``forget`` removes an
             episode (default 0.05, about 4.3 half-lives).
+        track_retrievals: Whether every ranked recall (one with a ``query``) adds 1 to the
+            ``retrieve_count`` of each episode it returns and sets its ``last_retrieved_at`` to
+            the recall's ``now``, in one batched ``UPDATE`` (default ``True``). Structured
+            lookups (no query) are not counted. :meth:`memlane.EpisodicMemory.compact` uses the
+            counts to archive episodes never retrieved.
 
     Raises:
         ConfigError: any value out of range; the message names the key.
@@ -95,6 +100,7 @@ class MemoryConfig:
     forgetting_policy: ForgettingPolicy | Mapping[str, object] = field(default_factory=ForgettingPolicy)
     forget_action: str = "archive"
     forget_threshold: float = 0.05
+    track_retrievals: bool = True
 
     def __post_init__(self) -> None:
         try:
@@ -158,7 +164,7 @@ class MemoryConfig:
             or not 0.0 < self.forget_threshold < 1.0
         ):
             raise ConfigError(f"forget_threshold must be a number in (0, 1), got {self.forget_threshold!r}")
-        for name in ("temporal", "embedding_fallback", "auto_supersede", "forgetting"):
+        for name in ("temporal", "embedding_fallback", "auto_supersede", "forgetting", "track_retrievals"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
 

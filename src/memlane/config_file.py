@@ -26,6 +26,7 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
         unrated: 7
       forget_action: archive   # archive | delete (what forget() does to faded episodes)
       forget_threshold: 0.05   # forget() removes episodes whose strength fell below this
+      track_retrievals: true   # ranked recalls count retrieve_count / last_retrieved_at (compaction)
     server:                    # memlane serve (HTTP)
       api_keys:
         "sha256:<64 hex digits>": acme
@@ -311,6 +312,7 @@ _EPISODIC_KEYS = (
     "forgetting_policy",
     "forget_action",
     "forget_threshold",
+    "track_retrievals",
     "tenant_id",
     "session_id",
 )
@@ -466,6 +468,7 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:
         "forgetting_policy",
         "forget_action",
         "forget_threshold",
+        "track_retrievals",
     ):
         if sec.data.get(key) is not None:
             memory_kwargs[key] = sec.data[key]

@@ -23,12 +23,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.clock import Clock, SystemClock, ensure_utc
+from memlane.compaction import (
+    MERGE_REASON_PREFIX,
+    CompactionReport,
+    MergeGroup,
+    cluster,
+    merge_episodes,
+    representative_key,
+)
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
 from memlane.errors import (
     EmbeddingError,
     EmbeddingModelMismatchError,
     EpisodeNotFoundError,
+    MemlaneError,
     StoreClosedError,
     ValidationError,
 )
@@ -70,9 +79,10 @@ class EpisodeInput:
 
     Fields mean the same as :meth:`EpisodicMemory.remember_episode`'s arguments. The
     import-only fields ``id``, ``tenant_id``, ``session_id``, ``recorded_at``,
-    ``invalidated_at``, ``superseded_by`` and ``supersede_reason`` keep an exported
-    episode's identity and history when it is re-imported; left ``None`` they come from the
-    memory (``recorded_at``: the clock's now) or stay empty.
+    ``invalidated_at``, ``superseded_by``, ``supersede_reason``, ``retrieve_count`` (>= 0)
+    and ``last_retrieved_at`` keep an exported episode's identity and history when it is
+    re-imported; left ``None`` they come from the memory (``recorded_at``: the clock's now)
+    or stay empty.
     """
 
     event_type: str
@@ -92,6 +102,8 @@ class EpisodeInput:
     supersede_reason: str | None = None
     archived_at: datetime | None = None
     session_scoped: bool = False
+    retrieve_count: int = 0
+    last_retrieved_at: datetime | None = None
 
 
 class EpisodicMemory:
@@ -657,6 +669,9 @@ class EpisodicMemory:
         )
         if not isinstance(item.session_scoped, bool):
             raise ValidationError(f"session_scoped must be true or false, got {item.session_scoped!r}")
+        count = item.retrieve_count
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValidationError(f"retrieve_count must be an integer >= 0, got {count!r}")
         return Episode(
             id=uuid.uuid4().hex if item.id is None else check_identifier(item.id, "id"),
             tenant_id=self.tenant_id
@@ -684,6 +699,10 @@ class EpisodicMemory:
             else check_text(item.supersede_reason, "supersede_reason"),
             archived_at=None if item.archived_at is None else ensure_utc(item.archived_at, "archived_at"),
             session_scoped=item.session_scoped,
+            retrieve_count=count,
+            last_retrieved_at=None
+            if item.last_retrieved_at is None
+            else ensure_utc(item.last_retrieved_at, "last_retrieved_at"),
         )
 
     # -- reading -----------------------------------------------------------------------
@@ -744,6 +763,12 @@ class EpisodicMemory:
             as_of: Valid-time instant (timezone-aware): what was true then.
             known_at: Transaction-time instant (timezone-aware): what memlane knew then.
             include_archived: Also return episodes :meth:`forget` archived (default ``False``).
+
+        Retrieval bookkeeping: when ``config.track_retrievals`` is on (the default), a ranked
+        recall then adds 1 to ``retrieve_count`` and sets ``last_retrieved_at = now`` on every
+        episode it returns, in one batched store update (no vector index is invalidated). The
+        returned episodes show the counts from before this recall. Structured lookups are not
+        counted. A failed update is logged and never fails the recall.
 
         Returns:
             Up to ``limit`` :class:`RecallHit`; never an episode outside the scope or filters.
@@ -813,11 +838,21 @@ class EpisodicMemory:
         )
         keys = [int(candidates.keys[r.index]) for r in ranked]
         episodes = self.store.fetch(keys)
-        return [
+        hits = [
             RecallHit(episode=episodes[key], breakdown=r.breakdown)
             for key, r in zip(keys, ranked, strict=True)
             if key in episodes
         ]
+        if self.config.track_retrievals and hits:
+            self._record_retrievals([key for key in keys if key in episodes], at)
+        return hits
+
+    def _record_retrievals(self, keys: list[int], at: datetime) -> None:
+        """Count a retrieval of the returned rows (one batched update); a failure only logs."""
+        try:
+            self.store.record_retrievals(keys, at)
+        except MemlaneError as exc:  # bookkeeping must never fail a recall
+            logger.warning("recall: could not record %d retrieval(s): %s", len(keys), exc)
 
     def get_episode(self, episode_id: str) -> Episode | None:
         """Return the episode with ``episode_id`` if it exists and is within this memory's scope."""
@@ -943,6 +978,129 @@ class EpisodicMemory:
             logger.info("forget: %s %d episode(s) below strength %g", action, len(faded), cut)
         return ForgetReport(
             action=action, dry_run=dry_run, threshold=float(cut), now=at, forgotten=tuple(faded)
+        )
+
+    # -- compaction --------------------------------------------------------------------
+
+    def compact(
+        self,
+        *,
+        similarity: float = 0.95,
+        never_retrieved_older_than_days: float | None = None,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> CompactionReport:
+        """Merge near-duplicate episodes and archive stale ones, in this memory's scope.
+
+        Only active episodes take part: current (not superseded, still valid at ``now``), not
+        archived and not ``session_scoped``. In order:
+
+        1. **Stale** (only when ``never_retrieved_older_than_days`` is given): episodes with
+           ``retrieve_count == 0`` and ``created_at`` older than the cutoff are archived
+           (``archived_at`` set). Never-forget episodes (importance in a never-forget band of
+           ``config.forgetting_policy``, >= 9 by default) are never archived.
+        2. **Near-duplicates**: within each (tenant, event_type) group, episodes whose
+           embeddings have cosine ``> similarity`` with a cluster's representative (exact,
+           numpy) are replaced by ONE merged episode (content of the most important, then most
+           retrieved, then newest member; tags united; importance max; earliest
+           ``valid_from``; ``retrieve_count`` summed; ``metadata["merged_from"]`` lists the
+           ids). The originals are archived with ``superseded_by`` = the merged id and
+           ``supersede_reason`` = ``"merged: compaction cosine>..."``, atomically per cluster;
+           nothing is deleted, so :meth:`history` and ``include_archived=True`` still find
+           them. A never-forget episode is never folded into another one's content. See
+           :mod:`memlane.compaction` for the rules. Episodes without a vector are not merged.
+
+        Archiving frees no disk space (rows and vectors stay, and each merge adds a row); it
+        shrinks the active set every recall filters, scores and ranks.
+
+        Args:
+            similarity: Cosine threshold in (0, 1) (default 0.95).
+            never_retrieved_older_than_days: Age in days (> 0) from which a never-retrieved
+                episode is archived as stale; ``None`` (default) = no stale archiving.
+            dry_run: Only report what would change; change nothing.
+            now: Reference time (timezone-aware); default the clock.
+
+        Returns:
+            A :class:`memlane.compaction.CompactionReport`.
+
+        Raises:
+            ValidationError: ``similarity`` or ``never_retrieved_older_than_days`` out of
+                range, or a naive ``now``.
+            EpisodeNotFoundError: an episode was archived or superseded concurrently (that
+                cluster is left as it was; clusters merged before stay merged).
+            StoreError: the store failed (clusters merged before the failure stay merged).
+        """
+        self._check_open()
+        at = self.clock.now() if now is None else ensure_utc(now, "now")
+        if (
+            isinstance(similarity, bool)
+            or not isinstance(similarity, int | float)
+            or not 0.0 < similarity < 1.0
+        ):
+            raise ValidationError(f"similarity must be a number in (0, 1), got {similarity!r}")
+        days = never_retrieved_older_than_days
+        if days is not None and (
+            isinstance(days, bool) or not isinstance(days, int | float) or not 0.0 < days < float("inf")
+        ):
+            raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
+        never_from = self.config.policy.never_forget_from
+        flt = replace(
+            self._filter(event_type=None, tags=(), now=None),
+            exclude_archived=True,
+            still_valid_at=at,
+            current_at=at,
+        )
+        active = [ep for ep in self.store.iter_episodes(flt) if not ep.session_scoped]
+
+        def never_forget(ep: Episode) -> bool:
+            return never_from is not None and ep.importance is not None and ep.importance >= never_from
+
+        cutoff = None if days is None else at - timedelta(days=float(days))
+        stale: list[Episode] = []
+        if cutoff is not None:
+            stale = [
+                ep
+                for ep in active
+                if ep.retrieve_count == 0 and ep.created_at < cutoff and not never_forget(ep)
+            ]
+        stale_ids = {ep.id for ep in stale}
+        groups: dict[tuple[str, str], list[Episode]] = {}
+        for ep in active:
+            if ep.id not in stale_ids:
+                groups.setdefault((ep.tenant_id, ep.event_type), []).append(ep)
+        vectors = self.store.vectors([ep.id for members in groups.values() for ep in members])
+        merges: list[tuple[MergeGroup, NDArray[np.float32]]] = []
+        for key in sorted(groups):
+            members = sorted((ep for ep in groups[key] if ep.id in vectors), key=representative_key)
+            if len(members) < 2:
+                continue
+            matrix = np.stack([vectors[ep.id] for ep in members])
+            for rows, min_cos in cluster(matrix, float(similarity), [never_forget(ep) for ep in members]):
+                originals = tuple(members[i] for i in rows)
+                merged = merge_episodes(originals, new_id=uuid.uuid4().hex, now=at, min_cosine=min_cos)
+                merges.append(
+                    (MergeGroup(merged=merged, originals=originals, min_cosine=min_cos), matrix[rows[0]])
+                )
+        if not dry_run:
+            if stale:
+                self.store.archive([ep.id for ep in stale], at)
+            reason = f"{MERGE_REASON_PREFIX} cosine>{float(similarity):g}"
+            for group, vector in merges:
+                self.store.merge(group.merged, vector, [ep.id for ep in group.originals], at, reason)
+            logger.info(
+                "compact: merged %d episode(s) into %d, archived %d stale",
+                sum(len(g.originals) for g, _ in merges),
+                len(merges),
+                len(stale),
+            )
+        return CompactionReport(
+            dry_run=dry_run,
+            similarity=float(similarity),
+            now=at,
+            cutoff=cutoff,
+            active_before=len(active),
+            merges=tuple(group for group, _ in merges),
+            stale=tuple(stale),
         )
 
     def end_session(self) -> int:

@@ -68,6 +68,9 @@ class Episode:
             while active. Archived episodes are hidden from recall unless asked for.
         session_scoped: ``True`` = removed when its session ends
             (:meth:`memlane.EpisodicMemory.end_session`).
+        retrieve_count: How many ranked recalls returned the episode (>= 0; see
+            ``MemoryConfig.track_retrievals``). A merged episode carries its originals' sum.
+        last_retrieved_at: When a ranked recall last returned it (UTC), or ``None`` = never.
     """
 
     id: str
@@ -88,6 +91,8 @@ class Episode:
     supersede_reason: str | None = None
     archived_at: datetime | None = None
     session_scoped: bool = False
+    retrieve_count: int = 0
+    last_retrieved_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.valid_from == UNSET_TIME:
@@ -130,6 +135,10 @@ class Episode:
             "supersede_reason": self.supersede_reason,
             "archived_at": None if self.archived_at is None else self.archived_at.isoformat(),
             "session_scoped": self.session_scoped,
+            "retrieve_count": self.retrieve_count,
+            "last_retrieved_at": None
+            if self.last_retrieved_at is None
+            else self.last_retrieved_at.isoformat(),
         }
 
 

@@ -138,8 +138,12 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     Raises:
         ValidationError: ``now`` is naive.
     """
+    if not text.strip() or not _anchored(text):
+        # Every accepted phrase must be anchored (a year, a relative expression or a capitalised
+        # month); a query with none of them skips dateparser (~1.7 ms per query).
+        return None
     parsers = _dateparser()
-    if parsers is None or not text.strip():
+    if parsers is None:
         return None
     search_dates, date_data_parser = parsers
     base = ensure_utc(now, "now").replace(tzinfo=None)

@@ -62,6 +62,8 @@ def test_remember_json_is_the_episode(remember: Remember) -> None:
         "supersede_reason",
         "archived_at",
         "session_scoped",
+        "retrieve_count",
+        "last_retrieved_at",
     }
     assert episode["valid_from"] == episode["created_at"]
     assert episode["valid_until"] is None and episode["invalidated_at"] is None

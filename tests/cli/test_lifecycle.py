@@ -104,3 +104,24 @@ def test_export_ingest_export_keeps_history_byte_identical(invoke: Invoke, tmp_p
     assert second.stdout_bytes == first.stdout_bytes
     rows = [json.loads(x) for x in first.stdout.splitlines()]
     assert rows[0]["superseded_by"] == "lisbon" and rows[0]["invalidated_at"] == "2025-06-02T00:00:00+00:00"
+
+
+def test_compact_dry_run_then_merge(invoke: Invoke, tmp_path: Path) -> None:
+    source = tmp_path / "dupes.jsonl"
+    rows = [
+        {"event_type": "pref", "content": "User prefers window seats", "importance": 5},
+        {"event_type": "pref", "content": "user prefers window seats!", "importance": 9},
+        {"event_type": "pref", "content": "deploy failed on staging"},
+    ]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert invoke("ingest", str(source)).exit_code == 0
+    dry = invoke("compact", "--dry-run", global_opts=["--json"])
+    assert dry.exit_code == 0, dry.output
+    report = json.loads(dry.stdout)
+    assert (report["dry_run"], report["active_before"], report["active_after"]) == (True, 3, 2)
+    assert len(json.loads(invoke("recall", global_opts=["--json"]).stdout)) == 3  # nothing changed
+    done = invoke("compact", "--similarity", "0.9")
+    assert done.exit_code == 0, done.output
+    assert "2 episode(s) were merged into 1" in done.stdout
+    contents = sorted(h["content"] for h in json.loads(invoke("recall", global_opts=["--json"]).stdout))
+    assert contents == ["deploy failed on staging", "user prefers window seats!"]

@@ -7,7 +7,8 @@ Modules, one concern each:
 * :mod:`~memlane.cli.transfer` — ``ingest`` and ``export`` (JSONL, :mod:`~memlane.cli.jsonl`).
 * :mod:`~memlane.cli.demo` — ``demo``.
 * :mod:`~memlane.cli.eval` — ``eval`` benchmarks.
-* :mod:`~memlane.cli.lifecycle` — ``history`` (supersede chains), ``forget`` (forgetting policies).
+* :mod:`~memlane.cli.lifecycle` — ``history`` (supersede chains), ``forget`` (forgetting policies),
+  ``compact`` (merge near-duplicates, archive stale episodes).
 * :mod:`~memlane.cli.form` — ``form`` (episodes from a stored session, :mod:`memlane.formation`).
 * :mod:`~memlane.cli.reembed` — ``reembed`` (embedding model migration, :mod:`memlane.reembed`).
 * :mod:`~memlane.cli.serve` — ``serve`` (HTTP API), ``mcp`` (MCP server), ``api-key``.
@@ -28,7 +29,7 @@ from memlane.cli.demo import demo
 from memlane.cli.episodes import prune, recall, remember, stats
 from memlane.cli.eval import eval_group
 from memlane.cli.form import form
-from memlane.cli.lifecycle import forget, history
+from memlane.cli.lifecycle import compact, forget, history
 from memlane.cli.reembed import reembed_command
 from memlane.cli.serve import api_key, mcp, serve
 from memlane.cli.sessions import context, sessions_group
@@ -43,6 +44,7 @@ cli.add_command(sessions_group)
 cli.add_command(context)
 cli.add_command(history)
 cli.add_command(forget)
+cli.add_command(compact)
 
 
 def main() -> None:

@@ -8,13 +8,14 @@ One JSON object per line, exactly :meth:`memlane.models.Episode.to_dict`::
      "valid_from": "2025-03-01T09:12:00+00:00", "valid_until": null,
      "recorded_at": "2025-03-01T09:12:05+00:00", "invalidated_at": null,
      "superseded_by": null, "supersede_reason": null, "archived_at": null,
-     "session_scoped": false}
+     "session_scoped": false, "retrieve_count": 0, "last_retrieved_at": null}
 
 For ingest only ``event_type`` and ``content`` are required; ``tags`` (list or one
 string), ``importance`` (1-10 or null), ``created_at`` (ISO 8601 with timezone; default
 now), ``metadata`` (object), ``id``, ``tenant_id`` and ``session_id`` are optional, and so
 are the bi-temporal fields (``valid_from`` default ``created_at``, ``recorded_at`` default
-now, the others default null), ``archived_at`` and ``session_scoped`` (default false), which an
+now, the others default null), ``archived_at`` and ``session_scoped`` (default false), and the
+retrieval bookkeeping (``retrieve_count`` default 0, ``last_retrieved_at`` default null), which an
 export carries so a re-import keeps the history.
 Unknown fields are refused, so a misspelt field is an error rather than silently dropped.
 """
@@ -31,7 +32,15 @@ from memlane.models import Episode
 __all__ = ["FIELDS", "REQUIRED_FIELDS", "LineError", "dump_episode", "parse_episode_line"]
 
 REQUIRED_FIELDS = ("event_type", "content")
-TIME_FIELDS = ("created_at", "valid_from", "valid_until", "recorded_at", "invalidated_at", "archived_at")
+TIME_FIELDS = (
+    "created_at",
+    "valid_from",
+    "valid_until",
+    "recorded_at",
+    "invalidated_at",
+    "archived_at",
+    "last_retrieved_at",
+)
 FIELDS = frozenset(
     {
         *REQUIRED_FIELDS,
@@ -45,6 +54,7 @@ FIELDS = frozenset(
         "superseded_by",
         "supersede_reason",
         "session_scoped",
+        "retrieve_count",
     }
 )
 
@@ -111,5 +121,6 @@ def parse_episode_line(raw: bytes | str) -> EpisodeInput:
         superseded_by=data.get("superseded_by"),
         supersede_reason=data.get("supersede_reason"),
         session_scoped=data.get("session_scoped", False),
+        retrieve_count=data.get("retrieve_count", 0),
         **times,
     )

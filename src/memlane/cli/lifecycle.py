@@ -1,4 +1,4 @@
-"""Memory lifecycle commands: ``history`` (the supersede chain of an episode) and ``forget``."""
+"""Memory lifecycle commands: ``history`` (the supersede chain of an episode), ``forget`` and ``compact``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from memlane.cli.output import echo_json
 from memlane.cli.params import ISO_DATETIME
 from memlane.errors import EpisodeNotFoundError, ValidationError
 
-__all__ = ["forget", "history"]
+__all__ = ["compact", "forget", "history"]
 
 
 @click.command()
@@ -80,3 +80,50 @@ def forget(state: CliState, dry_run: bool, threshold: float | None, now: datetim
     state.out.print(f"{report.count} episode(s) {head} (strength < {report.threshold:g})")
     for episode, strength in report.forgotten:
         state.out.print(Text(f"  {strength:.4f}  {episode.id}  {episode.content}"))
+
+
+@click.command()
+@click.option(
+    "--similarity",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Merge episodes of one tenant and event type whose embeddings have cosine above this.",
+)
+@click.option(
+    "--older-than-days",
+    type=click.FloatRange(0.0, min_open=True),
+    default=None,
+    help="Also archive never-retrieved episodes older than this many days (never importance >= 9).",
+)
+@click.option("--dry-run", is_flag=True, help="Only show what would change; change nothing.")
+@click.option(
+    "--now", type=ISO_DATETIME, default=None, help="Reference time (ISO 8601 with timezone). Default: now."
+)
+@pass_state
+def compact(
+    state: CliState, similarity: float, older_than_days: float | None, dry_run: bool, now: datetime | None
+) -> None:
+    """Merge near-duplicate episodes in scope and archive stale ones.
+
+    Each cluster of near-duplicates becomes one episode (the most important member's text,
+    tags united, highest importance, earliest valid_from, retrieval counts summed); the
+    originals are archived with a pointer to it (see `memlane history ID`), never deleted.
+    """
+    memory = state.memory(must_exist=True)
+    report = memory.compact(
+        similarity=similarity, never_retrieved_older_than_days=older_than_days, dry_run=dry_run, now=now
+    )
+    if state.json_output:
+        echo_json(report.to_dict())
+        return
+    head = "would be" if report.dry_run else "were"
+    state.out.print(
+        f"{report.merged_originals} episode(s) {head} merged into {len(report.merges)}, "
+        f"{len(report.stale)} stale episode(s) {head} archived; "
+        f"active episodes {report.active_before} -> {report.active_after}"
+    )
+    for group in report.merges:
+        state.out.print(Text(f"  merged {len(group.originals)} -> {group.merged.id}  {group.merged.content}"))
+    for episode in report.stale:
+        state.out.print(Text(f"  stale  {episode.id}  {episode.content}"))

@@ -308,6 +308,52 @@ class Store(Protocol):
         """
         ...
 
+    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
+        """Add 1 to ``retrieve_count`` and set ``last_retrieved_at = at`` on rows ``keys``; return how many.
+
+        One batched update per call; it must not invalidate any search index or cache (the
+        two columns are never filtered on by recall).
+
+        Args:
+            keys: Row keys from the ``*_candidates`` methods (unknown keys are ignored).
+            at: The recall's reference time (UTC).
+        """
+        ...
+
+    def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """Return ``{id: float32 [dims] unit vector}`` for the given episodes that have a vector."""
+        ...
+
+    def merge(
+        self,
+        merged: Episode,
+        vector: NDArray[np.float32] | None,
+        original_ids: Sequence[str],
+        at: datetime,
+        reason: str,
+    ) -> int:
+        """Insert ``merged`` and archive ``original_ids`` into it, atomically (all or none).
+
+        Each original gets ``archived_at = at``, ``superseded_by = merged.id`` (the pointer
+        :meth:`superseded_links` and ``history`` follow) and ``supersede_reason = reason``;
+        its valid and transaction times are unchanged and nothing is deleted.
+
+        Args:
+            merged: The new episode (a fresh id).
+            vector: Its float32 ``[dims]`` unit vector, or ``None``.
+            original_ids: Episodes folded into it (distinct, active, not superseded).
+            at: Archive time (UTC).
+            reason: Recorded on each original, e.g. ``"merged: compaction cosine>=0.95"``.
+
+        Returns:
+            Number of originals archived.
+
+        Raises:
+            EpisodeNotFoundError: an original is unknown, archived or superseded (nothing written).
+            DuplicateEpisodeError: ``merged.id`` exists.
+        """
+        ...
+
     def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
         """Delete the ``session_scoped`` episodes of one session; return how many."""
         ...

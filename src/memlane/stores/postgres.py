@@ -144,7 +144,7 @@ _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _COLUMNS = sql.SQL(
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, created_at, metadata, "
     "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
-    "archived_at, session_scoped"
+    "archived_at, session_scoped, retrieve_count, last_retrieved_at"
 )
 _COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "float8", "timestamptz", "json"]
 _COPY_TEMPORAL_TYPES = [
@@ -156,6 +156,8 @@ _COPY_TEMPORAL_TYPES = [
     "text",
     "timestamptz",
     "bool",
+    "int8",
+    "timestamptz",
 ]
 
 
@@ -416,7 +418,8 @@ class PostgresStore:
         self._copy = sql.SQL(
             "COPY {schema}.memlane_episodes (id, tenant_id, session_id, event_type, content, tags, "
             "importance, created_at, metadata, embedding, embedding_model, valid_from, valid_until, "
-            "recorded_at, invalidated_at, superseded_by, supersede_reason, archived_at, session_scoped) "
+            "recorded_at, invalidated_at, superseded_by, supersede_reason, archived_at, session_scoped, "
+            "retrieve_count, last_retrieved_at) "
             "FROM STDIN (FORMAT BINARY)"
         ).format(**fmt)
 
@@ -584,6 +587,16 @@ class PostgresStore:
             ValidationError: a string contains a NUL character, which PostgreSQL text cannot hold.
             StoreError: the database failed.
         """
+        self._insert(episodes, vectors, supersessions)
+
+    def _insert(
+        self,
+        episodes: Sequence[Episode],
+        vectors: NDArray[np.float32] | None,
+        supersessions: Sequence[Supersession] = (),
+        merge: tuple[Sequence[str], datetime, str] | None = None,
+    ) -> None:
+        """:meth:`insert`; ``merge = (ids, at, reason)`` also archives ``ids`` into ``episodes[0]``."""
         if not episodes:
             return
         params: list[_VectorParam | None]
@@ -636,6 +649,8 @@ class PostgresStore:
                     ep.supersede_reason,
                     ep.archived_at,
                     bool(ep.session_scoped),
+                    int(ep.retrieve_count),
+                    ep.last_retrieved_at,
                 )
             )
         for sup in supersessions:
@@ -662,6 +677,21 @@ class PostgresStore:
                 if cur.rowcount != 1:
                     raise EpisodeNotFoundError(
                         f"episode {sup.old_id!r} not found or already superseded: nothing was written"
+                    )
+            if merge is not None:
+                ids, at, reason = merge
+                if "\x00" in reason:
+                    raise ValidationError("PostgreSQL text cannot contain NUL characters")
+                cur.execute(
+                    sql.SQL(
+                        "UPDATE {t} SET archived_at = %s, superseded_by = %s, supersede_reason = %s "
+                        "WHERE archived_at IS NULL AND superseded_by IS NULL AND id = ANY(%s::text[])"
+                    ).format(t=self._t),
+                    (at, episodes[0].id, reason, list(ids)),
+                )
+                if cur.rowcount != len(set(ids)):
+                    raise EpisodeNotFoundError(
+                        "an episode to merge is unknown, archived or superseded: nothing was merged"
                     )
 
     def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
@@ -693,6 +723,64 @@ class PostgresStore:
                 (at, list(episode_ids)),
             )
             return int(cur.rowcount)
+
+    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
+        """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
+
+        One ``UPDATE ... WHERE seq = ANY(%s)`` in its own short transaction, committed with
+        ``synchronous_commit = off`` (the commit does not wait for the WAL flush; a crash may
+        lose the last few counts, never other data).
+        """
+        if len(keys) == 0:
+            return 0
+        with self._transaction("record_retrievals") as cur:
+            cur.execute("SET LOCAL synchronous_commit = off")
+            cur.execute(
+                sql.SQL(
+                    "UPDATE {t} SET retrieve_count = retrieve_count + 1, last_retrieved_at = %s "
+                    "WHERE seq = ANY(%s::bigint[])"
+                ).format(t=self._t),
+                (at, [int(k) for k in keys]),
+            )
+            return int(cur.rowcount)
+
+    def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""
+        if not episode_ids:
+            return {}
+        with self._transaction("vectors") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT id, embedding::text FROM {t} WHERE embedding IS NOT NULL AND id = ANY(%s::text[])"
+                ).format(t=self._t),
+                (list(episode_ids),),
+                prepare=False,
+            ).fetchall()
+        return {row[0]: np.asarray(json.loads(row[1]), dtype=np.float32) for row in rows}
+
+    def merge(
+        self,
+        merged: Episode,
+        vector: NDArray[np.float32] | None,
+        original_ids: Sequence[str],
+        at: datetime,
+        reason: str,
+    ) -> int:
+        """Insert ``merged`` and archive ``original_ids`` pointing at it, in one transaction.
+
+        Each original gets ``archived_at = at``, ``superseded_by = merged.id`` and
+        ``supersede_reason = reason``; its valid and transaction times are left as they were.
+
+        Returns:
+            Number of originals archived (== ``len(set(original_ids))``).
+
+        Raises:
+            EpisodeNotFoundError: an original is unknown, already archived or already
+                superseded (nothing is written).
+        """
+        matrix = None if vector is None else np.asarray(vector, dtype=np.float32)[None, :]
+        self._insert([merged], matrix, (), (original_ids, at, reason))
+        return len(set(original_ids))
 
     def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
         """Delete the ``session_scoped`` episodes of one session; return how many."""
@@ -793,6 +881,8 @@ class PostgresStore:
             supersede_reason=row[16],
             archived_at=None if row[17] is None else row[17].astimezone(UTC),
             session_scoped=bool(row[18]),
+            retrieve_count=int(row[19]),
+            last_retrieved_at=None if row[20] is None else row[20].astimezone(UTC),
         )
 
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:

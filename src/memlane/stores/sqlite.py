@@ -14,6 +14,8 @@
   column: superseding (``valid_until``/``invalidated_at``) and archiving (``archived_at``) --
   bumps a ``delete_generation`` counter that makes every process rebuild its copy (one full
   read of the vectors on the next ranked recall).
+  Retrieval bookkeeping (``retrieve_count``/``last_retrieved_at_us``, migration 7) is not
+  held by the index and does not bump it.
 * Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
   and ``recorded_at_us``/``invalidated_at_us`` (transaction time), ``superseded_by`` and
   ``supersede_reason``; forgetting columns (migration 6): ``archived_at_us``, ``session_scoped``.
@@ -49,7 +51,7 @@ from memlane.errors import (
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
 from memlane.stores.migrations.sqlite import MIGRATIONS
-from memlane.stores.sqlite_fts import keyword_search
+from memlane.stores.sqlite_fts import CommonTermFilter, keyword_search
 from memlane.stores.vector_index import OPEN_END, IndexRows, VectorIndex
 
 if TYPE_CHECKING:
@@ -63,11 +65,15 @@ logger = logging.getLogger(__name__)
 _COLUMNS = (
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, "
     "created_at_us, metadata, embedding_model, valid_from_us, valid_until_us, recorded_at_us, "
-    "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped"
+    "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped, "
+    "retrieve_count, last_retrieved_at_us"
 )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+BOOKKEEPING_BUSY_MS = 20
+"""Longest wait (ms) of retrieval bookkeeping for another writer's lock before deferring."""
 
 
 def _to_us(value: datetime) -> int:
@@ -107,6 +113,8 @@ def _row_to_episode(row: sqlite3.Row | tuple[Any, ...]) -> Episode:
         supersede_reason=row[16],
         archived_at=_opt_from_us(row[17]),
         session_scoped=bool(row[18]),
+        retrieve_count=int(row[19]),
+        last_retrieved_at=_opt_from_us(row[20]),
     )
 
 
@@ -183,8 +191,11 @@ class SQLiteStore:
         self._connections: list[sqlite3.Connection] = []
         self._conn_lock = threading.Lock()
         self._index_lock = threading.Lock()
+        self._common_terms = CommonTermFilter()
         self._index: VectorIndex | None = None
         self._index_generation: str | None = None
+        self._pending_lock = threading.Lock()
+        self._pending: dict[int, tuple[int, datetime]] = {}
         self._closed = False
         if not self._memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -331,6 +342,16 @@ class SQLiteStore:
             EpisodeNotFoundError: a superseded id is unknown (for its tenant) or already
                 superseded; nothing is written.
         """
+        self._insert(episodes, vectors, supersessions)
+
+    def _insert(
+        self,
+        episodes: Sequence[Episode],
+        vectors: NDArray[np.float32] | None,
+        supersessions: Sequence[Supersession] = (),
+        merge: tuple[Sequence[str], datetime, str] | None = None,
+    ) -> None:
+        """:meth:`insert`; ``merge = (ids, at, reason)`` also archives ``ids`` into ``episodes[0]``."""
         if not episodes:
             return
         blobs: list[bytes | None]
@@ -365,6 +386,8 @@ class SQLiteStore:
                 ep.supersede_reason,
                 _opt_us(ep.archived_at),
                 int(ep.session_scoped),
+                int(ep.retrieve_count),
+                _opt_us(ep.last_retrieved_at),
             )
             for ep, blob in zip(episodes, blobs, strict=True)
         ]
@@ -374,8 +397,8 @@ class SQLiteStore:
                     "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, "
                     "importance, created_at_us, metadata, embedding, embedding_model, valid_from_us, "
                     "valid_until_us, recorded_at_us, invalidated_at_us, superseded_by, supersede_reason, "
-                    "archived_at_us, session_scoped) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 conn.executemany(
@@ -401,7 +424,9 @@ class SQLiteStore:
                         raise EpisodeNotFoundError(
                             f"episode {sup.old_id!r} not found or already superseded: nothing was written"
                         )
-                if supersessions:
+                if merge is not None:
+                    self._archive_merged(conn, episodes[0].id, *merge)
+                if supersessions or merge is not None:
                     conn.execute(
                         "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 "
                         "WHERE key = 'delete_generation'"
@@ -457,6 +482,105 @@ class SQLiteStore:
                     "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
                 )
         return changed
+
+    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
+        """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
+
+        One short write transaction (an ``UPDATE`` per key, batched with ``executemany``) that
+        does not bump ``delete_generation``: the in-memory vector index holds neither column,
+        so no process rebuilds it. It waits at most :data:`BOOKKEEPING_BUSY_MS` for the write
+        lock: if another writer holds it (a long ingest), the counts stay pending in this
+        store object and are written by the next call, so recall never waits for a writer.
+        Pending counts are lost if the process ends first.
+        """
+        with self._pending_lock:
+            for key in keys:
+                count, last = self._pending.get(int(key), (0, at))
+                self._pending[int(key)] = (count + 1, max(last, at))
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return 0
+        rows = [(count, _to_us(last), _to_us(last), seq) for seq, (count, last) in pending.items()]
+        conn = self._conn()
+        try:
+            with self._translate("record_retrievals"):
+                conn.execute(f"PRAGMA busy_timeout={BOOKKEEPING_BUSY_MS:d}")
+                try:
+                    with self._write() as tx:
+                        tx.executemany(
+                            "UPDATE episodes SET retrieve_count = retrieve_count + ?, "
+                            "last_retrieved_at_us = max(coalesce(last_retrieved_at_us, ?), ?) WHERE seq = ?",
+                            rows,
+                        )
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+        except StoreError as exc:
+            if not (isinstance(exc.__cause__, sqlite3.OperationalError) and "locked" in str(exc.__cause__)):
+                raise
+            with self._pending_lock:  # another writer holds the lock: keep them for the next call
+                for seq, (count, last) in pending.items():
+                    old_count, old_last = self._pending.get(seq, (0, last))
+                    self._pending[seq] = (old_count + count, max(old_last, last))
+            logger.debug("record_retrievals: database locked, %d row(s) deferred", len(pending))
+            return 0
+        return len(rows)
+
+    def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._translate("vectors"):
+            conn = self._conn()
+            for start in range(0, len(episode_ids), 500):
+                chunk = list(episode_ids[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for eid, blob in conn.execute(
+                    f"SELECT id, embedding FROM episodes WHERE embedding IS NOT NULL AND id IN ({marks})",
+                    chunk,
+                ):
+                    found[eid] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        return found
+
+    def merge(
+        self,
+        merged: Episode,
+        vector: NDArray[np.float32] | None,
+        original_ids: Sequence[str],
+        at: datetime,
+        reason: str,
+    ) -> int:
+        """Insert ``merged`` and archive ``original_ids`` pointing at it, in one transaction.
+
+        Each original gets ``archived_at = at``, ``superseded_by = merged.id`` and
+        ``supersede_reason = reason``; its valid and transaction times are left as they were.
+
+        Returns:
+            Number of originals archived (== ``len(original_ids)``).
+
+        Raises:
+            EpisodeNotFoundError: an original is unknown, already archived or already
+                superseded (nothing is written).
+        """
+        matrix = None if vector is None else np.asarray(vector, dtype=np.float32)[None, :]
+        self._insert([merged], matrix, (), (original_ids, at, reason))
+        return len(set(original_ids))
+
+    @staticmethod
+    def _archive_merged(
+        conn: sqlite3.Connection, merged_id: str, original_ids: Sequence[str], at: datetime, reason: str
+    ) -> None:
+        changed = 0
+        for start in range(0, len(original_ids), 500):
+            chunk = list(original_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            changed += conn.execute(
+                "UPDATE episodes SET archived_at_us = ?, superseded_by = ?, supersede_reason = ? "
+                f"WHERE archived_at_us IS NULL AND superseded_by IS NULL AND id IN ({marks})",
+                [_to_us(at), merged_id, reason, *chunk],
+            ).rowcount
+        if changed != len(set(original_ids)):
+            raise EpisodeNotFoundError(
+                "an episode to merge is unknown, archived or superseded: nothing was merged"
+            )
 
     def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
         """Delete the ``session_scoped`` episodes (and tag rows) of one session; return how many."""
@@ -641,7 +765,9 @@ class SQLiteStore:
         """
         where, params = _where(flt)
         with self._translate("keyword_candidates"):
-            return keyword_search(self._conn(), where, params, terms, max(1, int(top_n)))
+            return keyword_search(
+                self._conn(), where, params, terms, max(1, int(top_n)), common=self._common_terms
+            )
 
     def _refresh_index(self, dims: int) -> VectorIndex:
         """Bring the in-memory index up to date with the file (caller holds ``_index_lock``)."""

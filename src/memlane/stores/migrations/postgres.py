@@ -231,6 +231,14 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             "(tenant_id, session_id) WHERE session_scoped"
         ),
     ),
+    # 7: retrieval bookkeeping (EpisodicMemory.recall_episodes): how many ranked recalls returned
+    # the episode and when the last one did (null = never); one batched UPDATE per recall.
+    (
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes "
+            "ADD COLUMN retrieve_count bigint NOT NULL DEFAULT 0, ADD COLUMN last_retrieved_at timestamptz"
+        ),
+    ),
 )
 
 

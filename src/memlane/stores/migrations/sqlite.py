@@ -162,4 +162,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX ix_episodes_session_scoped ON episodes (tenant_id, session_id) "
         "WHERE session_scoped = 1",
     ),
+    # 7: retrieval bookkeeping (EpisodicMemory.recall_episodes): how many ranked recalls returned
+    # the episode and when the last one did (null = never). Updated in one batched UPDATE per
+    # recall that does NOT bump ``delete_generation`` (the vector index holds neither column).
+    (
+        "ALTER TABLE episodes ADD COLUMN retrieve_count INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE episodes ADD COLUMN last_retrieved_at_us INTEGER",
+    ),
 )
