@@ -125,3 +125,35 @@ def test_compact_dry_run_then_merge(invoke: Invoke, tmp_path: Path) -> None:
     assert "2 episode(s) were merged into 1" in done.stdout
     contents = sorted(h["content"] for h in json.loads(invoke("recall", global_opts=["--json"]).stdout))
     assert contents == ["deploy failed on staging", "user prefers window seats!"]
+
+
+def test_remember_supersedes_from_the_command_line(invoke: Invoke) -> None:
+    first = invoke(
+        "remember",
+        "fact",
+        "User lives in Paris",
+        "--created-at",
+        "2024-03-01T00:00:00Z",
+        global_opts=["--json"],
+    )
+    assert first.exit_code == 0, first.output
+    old_id = json.loads(first.stdout)["id"]
+    second = invoke(
+        "remember",
+        "fact",
+        "User lives in Lisbon",
+        "--valid-from",
+        "2025-06-01T00:00:00Z",
+        "--supersedes",
+        old_id,
+        global_opts=["--json"],
+    )
+    assert second.exit_code == 0, second.output
+    new = json.loads(second.stdout)
+    chain = json.loads(invoke("history", new["id"], global_opts=["--json"]).stdout)
+    assert [ep["content"] for ep in chain] == ["User lives in Paris", "User lives in Lisbon"]
+    assert chain[0]["valid_until"] == new["valid_from"] == "2025-06-01T00:00:00+00:00"
+    missing = invoke("remember", "fact", "x", "--supersedes", "nope")
+    assert missing.exit_code == 2 and "nope" in missing.stderr
+    exported = invoke("export").stdout.splitlines()
+    assert len(exported) == 2  # the refused line stored nothing

@@ -18,7 +18,7 @@ from memlane.cli.output import (
     stats_to_dict,
 )
 from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS
-from memlane.errors import ValidationError
+from memlane.errors import EpisodeNotFoundError, ValidationError
 from memlane.ranking import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 
 __all__ = ["prune", "recall", "remember", "stats"]
@@ -43,6 +43,19 @@ _TAG_HELP = "Tag (repeatable). Tags are case-insensitive and whitespace-normalis
     help="When it happened: ISO 8601 with a timezone, e.g. 2025-03-15T12:00:00Z. Default: now.",
 )
 @click.option("--metadata", type=JSON_OBJECT, default=None, help="A JSON object stored with the episode.")
+@click.option(
+    "--valid-from",
+    type=ISO_DATETIME,
+    default=None,
+    help="When the fact became true (ISO 8601 with timezone). Default: --created-at.",
+)
+@click.option(
+    "--supersedes",
+    "supersedes",
+    multiple=True,
+    metavar="ID",
+    help="Retire this episode (repeatable): its validity ends where this one's begins; kept as history.",
+)
 @pass_state
 def remember(
     state: CliState,
@@ -52,18 +65,28 @@ def remember(
     importance: float | None,
     created_at: datetime | None,
     metadata: dict[str, Any] | None,
+    valid_from: datetime | None,
+    supersedes: tuple[str, ...],
 ) -> None:
     """Remember one episode and print it as stored (with its new id).
 
     EVENT_TYPE is a category label (1-200 chars, case-sensitive), e.g. preference or
     booking_failed. CONTENT is the text to remember; it is embedded for semantic recall.
-    The episode is recorded under --tenant/--session.
+    The episode is recorded under --tenant/--session. With --supersedes, the old episodes'
+    validity is closed in the same transaction (see 'memlane history').
     """
     try:
         episode = state.memory().remember_episode(
-            event_type, content, list(tags), importance, created_at=created_at, metadata=metadata
+            event_type,
+            content,
+            list(tags),
+            importance,
+            created_at=created_at,
+            metadata=metadata,
+            valid_from=valid_from,
+            supersedes=list(supersedes) or None,
         )
-    except ValidationError as exc:
+    except (ValidationError, EpisodeNotFoundError) as exc:
         raise CliError(str(exc), kind=type(exc).__name__, json_output=state.json_output) from exc
     if state.json_output:
         echo_json(episode.to_dict())
