@@ -6,8 +6,8 @@ from pathlib import Path
 
 from memlane import EpisodeInput, EpisodicMemory
 from memlane.embeddings.fake import HashingEmbedder
+from memlane.keywords import CommonTermFilter
 from memlane.stores.sqlite import SQLiteStore
-from memlane.stores.sqlite_fts import CommonTermFilter
 
 
 def test_common_terms_are_dropped_and_rare_ones_kept(tmp_path: Path) -> None:
@@ -16,8 +16,14 @@ def test_common_terms_are_dropped_and_rare_ones_kept(tmp_path: Path) -> None:
         EpisodeInput("note", f"episode about topic {i} {'zebra' if i == 7 else ''}") for i in range(200)
     )
     conn = memory.store._conn()  # type: ignore[attr-defined]
+    rows = conn.execute("SELECT max(seq) FROM episodes").fetchone()[0]
+
+    def count(term: str, cap: int) -> int:
+        sql = "SELECT count(*) FROM (SELECT 1 FROM episodes_fts WHERE episodes_fts MATCH ? LIMIT ?)"
+        return int(conn.execute(sql, (f'"{term}"', cap)).fetchone()[0])
+
     common = CommonTermFilter()
-    assert common.informative(conn, ["episode", "topic", "zebra", "nothing"]) == ["zebra", "nothing"]
+    assert common.informative(["episode", "topic", "zebra", "nothing"], rows, count) == ["zebra", "nothing"]
     # A query made only of common words finds no keyword candidates; a rare word still ranks first.
     hits = memory.recall_episodes("episode about zebra", retrieval="keyword", limit=3)
     assert [h.episode.content.strip() for h in hits][:1] == ["episode about topic 7 zebra"]
@@ -28,7 +34,6 @@ def test_common_terms_are_dropped_and_rare_ones_kept(tmp_path: Path) -> None:
 def test_small_tables_keep_every_term(tmp_path: Path) -> None:
     memory = EpisodicMemory(SQLiteStore(tmp_path / "m.db"), HashingEmbedder(), tenant_id="t", session_id="s")
     memory.remember_episodes(EpisodeInput("note", "window seat") for _ in range(5))
-    conn = memory.store._conn()  # type: ignore[attr-defined]
-    assert CommonTermFilter().informative(conn, ["window", "seat"]) == ["window", "seat"]
+    assert CommonTermFilter().informative(["window", "seat"], 5, lambda term, cap: 5) == ["window", "seat"]
     assert len(memory.recall_episodes("window", retrieval="keyword", limit=10)) == 5
     memory.close()

@@ -114,6 +114,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         f"PostgresStore needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
     ) from exc
 
+from memlane.keywords import CommonTermFilter
 from memlane.stores.migrations.postgres import (
     BIND_LOCK_KEY,
     BOOTSTRAP,
@@ -123,7 +124,7 @@ from memlane.stores.migrations.postgres import (
     MIGRATIONS_TABLE,
     bind_vector_statements,
 )
-from memlane.stores.postgres_fts import keyword_statement
+from memlane.stores.postgres_fts import keyword_count_statement, keyword_statement
 
 if TYPE_CHECKING:
     from memlane.stores.postgres_reembed import PostgresReembed
@@ -411,6 +412,7 @@ class PostgresStore:
         self._ext = ext
         fmt = {"schema": self._schema, "ext": ext, "cols": _COLUMNS}
         self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
+        self._common_terms = CommonTermFilter()
         self._meta = sql.SQL("{schema}.memlane_meta").format(**fmt)
         self._vec = sql.SQL("%b::{ext}.vector").format(**fmt)
         self._ip = sql.SQL("OPERATOR({ext}.<#>)").format(**fmt)
@@ -1102,9 +1104,19 @@ class PostgresStore:
             return KeywordCandidates.empty()
         if any("\x00" in t for t in terms):
             raise ValidationError("PostgreSQL text cannot contain NUL characters")
-        where, params = self._where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
-        statement = keyword_statement(self._t, where, len(terms))
         with self._transaction("keyword_candidates") as cur:
+            max_seq = sql.SQL("SELECT coalesce(max(seq), 0) FROM {t}").format(t=self._t)
+            table_rows = int(cur.execute(max_seq).fetchone()[0])  # type: ignore[index]
+
+            def count(term: str, cap: int) -> int:
+                statement = keyword_count_statement(self._t)
+                return int(cur.execute(statement, [term, cap]).fetchone()[0])  # type: ignore[index]
+
+            terms = self._common_terms.informative(terms, table_rows, count)
+            if not terms:
+                return KeywordCandidates.empty()
+            where, params = self._where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
+            statement = keyword_statement(self._t, where, len(terms))
             rows = cur.execute(statement, [*terms, *params, max(1, int(top_n))], prepare=False).fetchall()
         return KeywordCandidates.from_rows(rows)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-__all__ = ["TS_CONFIG", "keyword_statement"]
+__all__ = ["TS_CONFIG", "keyword_count_statement", "keyword_statement"]
 
 TS_CONFIG = "pg_catalog.english"
 """The text search configuration of the generated ``content_tsv`` column and of queries."""
@@ -54,3 +54,15 @@ def keyword_statement(table: sql.Composable, where: sql.Composable, n_terms: int
         "FROM {t}, (SELECT {query} AS q) AS kw{where} "
         "ORDER BY score DESC, seq LIMIT %s"
     ).format(t=table, query=query, where=where)
+
+
+def keyword_count_statement(table: sql.Composable) -> sql.Composed:
+    """Count (up to a cap) the rows whose ``content_tsv`` matches one term.
+
+    Parameters: the term, then the cap. Used to find terms that occur in more than half of the
+    rows (:class:`memlane.keywords.CommonTermFilter`).
+    """
+    return sql.SQL(
+        "SELECT count(*) FROM (SELECT 1 FROM {t} WHERE content_tsv OPERATOR(pg_catalog.@@) "
+        "pg_catalog.plainto_tsquery({cfg}::pg_catalog.regconfig, %s) LIMIT %s) AS capped"
+    ).format(t=table, cfg=sql.Literal(TS_CONFIG))

@@ -48,10 +48,11 @@ from memlane.errors import (
     StoreClosedError,
     StoreError,
 )
+from memlane.keywords import CommonTermFilter
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
 from memlane.stores.migrations.sqlite import MIGRATIONS
-from memlane.stores.sqlite_fts import CommonTermFilter, keyword_search
+from memlane.stores.sqlite_fts import keyword_search
 from memlane.stores.vector_index import OPEN_END, IndexRows, VectorIndex
 
 if TYPE_CHECKING:

@@ -22,47 +22,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from memlane.keywords import CommonTermFilter
 from memlane.stores.base import KeywordCandidates
 
-__all__ = ["CommonTermFilter", "fts5_match_expression", "keyword_search"]
-
-
-class CommonTermFilter:
-    """Drops query terms that occur in more than half of the indexed episodes.
-
-    BM25's inverse document frequency ``log((N - n + 0.5) / (n + 0.5))`` is <= 0 once a term
-    is in more than half of the ``N`` rows, and FTS5 clamps it to a tiny positive value, so such
-    a term adds (almost) nothing to any score — but matching it makes FTS5 score and join every
-    row that contains it (measured: 12 ms per recall at 10k episodes when every row matched,
-    ~0.5 ms without). Dropping it keeps the ranking and the cost proportional to the informative
-    terms. Document frequencies are counted with a capped FTS5 query and cached per term until the
-    table has grown by 10 %; the decision is table-wide, like FTS5's own statistics.
-
-    Shared by a store's threads: a race only counts a term twice (dict updates are atomic).
-    """
-
-    def __init__(self) -> None:
-        self._cache: dict[str, tuple[bool, int]] = {}
-
-    def informative(self, conn: sqlite3.Connection, terms: Sequence[str]) -> list[str]:
-        """Return the ``terms`` whose document frequency is at most half of the table's rows."""
-        rows = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
-        if rows < 64:  # tiny tables: counting costs more than it saves
-            return list(terms)
-        half = rows // 2
-        kept: list[str] = []
-        for term in terms:
-            cached = self._cache.get(term)
-            if cached is None or rows > cached[1] * 1.1:
-                count = conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM episodes_fts WHERE episodes_fts MATCH ? LIMIT ?)",
-                    (fts5_match_expression([term]), half + 1),
-                ).fetchone()[0]
-                cached = (count > half, rows)
-                self._cache[term] = cached
-            if not cached[0]:
-                kept.append(term)
-        return kept
+__all__ = ["fts5_match_expression", "keyword_search"]
 
 
 def fts5_match_expression(terms: Sequence[str]) -> str:
@@ -95,8 +58,8 @@ def keyword_search(
         params: Its bound values.
         terms: Plain keyword terms; empty -> no candidates.
         top_n: Maximum rows, >= 1.
-        common: Drops terms in more than half of the rows first (see :class:`CommonTermFilter`);
-            ``None`` keeps every term.
+        common: Drops terms in more than half of the rows first
+            (:class:`memlane.keywords.CommonTermFilter`); ``None`` keeps every term.
 
     Returns:
         Up to ``top_n`` candidates, best BM25 first (ties: lower ``seq`` first).
@@ -105,7 +68,13 @@ def keyword_search(
         sqlite3.Error: the database failed (the store translates it).
     """
     if common is not None:
-        terms = common.informative(conn, terms)
+        table_rows = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
+
+        def count(term: str, cap: int) -> int:
+            sql = "SELECT count(*) FROM (SELECT 1 FROM episodes_fts WHERE episodes_fts MATCH ? LIMIT ?)"
+            return int(conn.execute(sql, (fts5_match_expression([term]), cap)).fetchone()[0])
+
+        terms = common.informative(terms, table_rows, count)
     expression = fts5_match_expression(terms)
     if not expression:
         return KeywordCandidates.empty()
