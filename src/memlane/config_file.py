@@ -58,7 +58,7 @@ import logging
 import math
 import os
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -289,32 +289,18 @@ def _parse(data: Mapping[Any, Any], *, base_dir: Path, source: Path | None) -> M
 # -- sections ----------------------------------------------------------------------------
 
 _STORE_KEYS = ("type", "path", "dsn", "schema")
+_MEMORY_KEYS: tuple[str, ...] = tuple(f.name for f in fields(MemoryConfig))
+"""``episodic_memory:`` keys that are :class:`memlane.MemoryConfig` fields, passed through as they are."""
+
 _EPISODIC_KEYS = (
     "embedding_model",
     "embedding_provider",
     "embedding_dims",
     "embedding_base_url",
-    "scope",
-    "default_limit",
     "max_limit",
-    "retention_days",
-    "prune_probability",
-    "decay_per_day",
-    "weights",
-    "retrieval",
-    "fusion",
-    "min_relevance",
-    "temporal",
-    "embedding_fallback",
-    "contradiction_threshold",
-    "auto_supersede",
-    "forgetting",
-    "forgetting_policy",
-    "forget_action",
-    "forget_threshold",
-    "track_retrievals",
     "tenant_id",
     "session_id",
+    *_MEMORY_KEYS,
 )
 _SERVER_KEYS = ("host", "port", "api_keys", "max_request_bytes")
 
@@ -450,26 +436,7 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:
         raise sec.error("embedding_dims", f"must be >= 8 for the hashing embedder, got {dims}")
 
     memory_kwargs: dict[str, Any] = {}
-    for key in (
-        "scope",
-        "default_limit",
-        "retention_days",
-        "prune_probability",
-        "decay_per_day",
-        "weights",
-        "retrieval",
-        "fusion",
-        "min_relevance",
-        "temporal",
-        "embedding_fallback",
-        "contradiction_threshold",
-        "auto_supersede",
-        "forgetting",
-        "forgetting_policy",
-        "forget_action",
-        "forget_threshold",
-        "track_retrievals",
-    ):
+    for key in _MEMORY_KEYS:
         if sec.data.get(key) is not None:
             memory_kwargs[key] = sec.data[key]
     for key, value in memory_kwargs.items():
