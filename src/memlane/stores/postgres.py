@@ -114,7 +114,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         f"PostgresStore needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
     ) from exc
 
-from memlane.keywords import CommonTermFilter
+from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.migrations.postgres import (
     BIND_LOCK_KEY,
     BOOTSTRAP,

@@ -31,8 +31,8 @@ from numpy.typing import NDArray
 from psycopg import sql
 
 from memlane.errors import StoreError
-from memlane.reembed import KINDS, EmbedFn, ReembedState, VectorKind
 from memlane.stores.migrations.postgres import bind_vector_statements
+from memlane.stores.reembed_base import KINDS, EmbedFn, ReembedState, VectorKind
 
 if TYPE_CHECKING:
     import psycopg

@@ -48,9 +48,9 @@ from memlane.errors import (
     StoreClosedError,
     StoreError,
 )
-from memlane.keywords import CommonTermFilter
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
+from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.migrations.sqlite import MIGRATIONS
 from memlane.stores.sqlite_fts import keyword_search
 from memlane.stores.vector_index import OPEN_END, IndexRows, VectorIndex

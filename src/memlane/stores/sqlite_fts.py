@@ -22,8 +22,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from memlane.keywords import CommonTermFilter
 from memlane.stores.base import KeywordCandidates
+from memlane.stores.common_terms import CommonTermFilter
 
 __all__ = ["fts5_match_expression", "keyword_search"]
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.errors import StoreError
-from memlane.reembed import KINDS, EmbedFn, ReembedState, VectorKind
+from memlane.stores.reembed_base import KINDS, EmbedFn, ReembedState, VectorKind
 
 if TYPE_CHECKING:
     from memlane.stores.sqlite import SQLiteStore
