@@ -230,10 +230,11 @@ def search(
 ) -> list[RecallHit]:
     """Rank episodes for ``query`` exactly as ``recall_episodes`` does for an agent.
 
-    Session, event type and tags filter as in a recall; archived episodes are included when
-    the status filter asks for them. Superseded and ended episodes are never returned by a
-    recall, and the time range is not a recall filter: both are ignored here. ``now`` replays
-    the recall at another time (recency, retention, time words; default the memory's clock).
+    Session, event type and tags filter as in a recall. Status ``active`` is exactly an
+    agent's recall; ``all`` also ranks archived episodes (``include_archived``); ``archived``
+    keeps only those. Superseded and ended episodes are never returned by a recall, and the
+    time range is not a recall filter. ``now`` replays the recall at another time (recency,
+    retention, time words; default the memory's clock).
 
     Raises:
         ValidationError: a bad argument. EmbeddingError: the query could not be embedded and
@@ -252,6 +253,9 @@ def search(
     )
     if flt.session is not None and not session_scoped:
         hits = [h for h in hits if h.episode.session_id == flt.session]
+    if flt.status not in ("all", "active"):
+        at = base.clock.now() if now is None else now
+        hits = [h for h in hits if episode_status(h.episode, at) == flt.status]
     return hits
 
 
@@ -296,7 +300,7 @@ def explain(hits: list[RecallHit], weights: RankingWeights, fusion: str) -> list
         lines: list[str] = []
         if b.fallback:
             lines.append("Embedder unavailable: relevance from keywords only.")
-        elif b.retrieval == "hybrid" and b.dense is not None and b.keyword is not None:
+        elif b.retrieval == "hybrid" and b.dense is not None and b.keyword:
             fused = {"noisy_or": "noisy-OR", "rrf": "reciprocal rank fusion", "convex": "convex"}.get(
                 fusion, fusion
             )
@@ -310,7 +314,7 @@ def explain(hits: list[RecallHit], weights: RankingWeights, fusion: str) -> list
             dense = b.relevance if b.dense is None else b.dense
             lines.append(
                 f"Relevance {b.relevance:.3f} from embedding similarity (dense {dense:.3f}); "
-                "no keyword match."
+                "no query word matched."
             )
         if b.in_window is True:
             lines.append("Boosted: it happened inside the time the query names.")

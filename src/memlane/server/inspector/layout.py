@@ -80,7 +80,9 @@ def tags(values: Sequence[str]) -> Html:
 def episode_link(view: View, episode: Episode, text: object | None = None) -> Html:
     """A link to an episode's page (its id by default)."""
     href = url(PREFIX + "/episodes", view.params(), episode.id)
-    return el("a", episode.id if text is None else text, href=href, class_="mono")
+    return el(
+        "a", episode.id if text is None else text, href=href, class_="mono" if text is None else "details"
+    )
 
 
 def session_link(view: View, tenant: str, session_id: str) -> Html:
@@ -252,7 +254,7 @@ def page(view: View | None, title: str, body: Html, *, active: str = "") -> Html
         "head",
         el("meta", charset="utf-8"),
         el("meta", name="viewport", content="width=device-width, initial-scale=1"),
-        el("meta", name="referrer", content="no-referrer"),
+        el("meta", name="referrer", content="same-origin"),
         el("title", f"{title} · memlane inspector"),
         el("link", rel="stylesheet", href=PREFIX + "/static/inspector.css"),
     )

@@ -245,8 +245,8 @@ def search_page(
     bar = filter_bar(view, PREFIX + "/search", flt, tenants=tenants, extra=box, show_range=False)
     note = el(
         "p",
-        "Ranked exactly as recall_episodes ranks for an agent (current episodes; archived ones too when the "
-        "status filter allows). Looking does not count as a retrieval.",
+        "Status 'active' ranks exactly what recall_episodes gives an agent; 'all' also ranks archived "
+        "episodes. Superseded episodes are never recalled. Looking does not count as a retrieval.",
         class_="muted small",
     )
     if results is None:

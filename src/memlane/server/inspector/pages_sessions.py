@@ -146,7 +146,7 @@ def _message(message: Message, position: int) -> Html:
                 " ",
                 el("span", call.id, class_="mono muted small"),
             ),
-            el("pre", _pretty_arguments(call.arguments), class_="json"),
+            el("pre", _pretty_arguments(call.arguments) or call.arguments, class_="json"),
             class_="tool-call",
             data_call_id=call.id,
         )
@@ -157,7 +157,10 @@ def _message(message: Message, position: int) -> Html:
         if message.tool_call_id
         else None
     )
-    text = el("div", message.content, class_="content") if message.content else None
+    text: Html | None = None
+    if message.content:
+        pretty = _pretty_arguments(message.content) if message.role == "tool" else None
+        text = el("pre", pretty, class_="json") if pretty else el("div", message.content, class_="content")
     return el(
         "li",
         el(
@@ -174,11 +177,13 @@ def _message(message: Message, position: int) -> Html:
     )
 
 
-def _pretty_arguments(arguments: str) -> str:
+def _pretty_arguments(arguments: str) -> str | None:
+    """``arguments`` re-indented when it is a JSON object or array, else ``None``."""
     try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+        value = json.loads(arguments)
     except ValueError:
-        return arguments
+        return None
+    return json.dumps(value, indent=2, ensure_ascii=False) if isinstance(value, dict | list) else None
 
 
 def session_page(view: View, data: SessionView, now: datetime) -> Html:
@@ -237,13 +242,25 @@ def session_page(view: View, data: SessionView, now: datetime) -> Html:
         for ep in data.episodes
     ]
     parts.append(el("h2", f"Episodes of this session ({len(data.episodes)})"))
+    head = el(
+        "thead",
+        el(
+            "tr",
+            el("th", "Happened"),
+            el("th", "Event"),
+            el("th", "Content"),
+            el("th", "Tenant") if data.tenant_id is None else None,
+            el("th", "Status"),
+            el("th", ""),
+        ),
+    )
     parts.append(
         el(
             "table",
-            el("tbody", join(rows)) if rows else el("tbody", el("tr", el("td", "none"))),
+            head,
+            el("tbody", join(rows)) if rows else el("tbody", el("tr", el("td", "none", colspan=6))),
             class_="list",
             id="session-episodes",
         )
     )
-    title = join(["Session ", el("span", data.session_id, class_="mono")])
-    return page(view, "Session", join([el("h2", title, class_="subtitle"), *parts]), active="Sessions")
+    return page(view, f"Session {data.session_id}", join(parts), active="Sessions")

@@ -30,9 +30,18 @@ def stats_page(view: View, data: StatsView, tenants: Sequence[str]) -> Html:
     ]
     if view.who.is_admin:
         cards.append(("location", s.location))
+    wide = {"embedding model", "location"}
     grid = el(
         "div",
-        join(el("div", el("div", k, class_="k"), el("div", v, class_="v"), class_="stat") for k, v in cards),
+        join(
+            el(
+                "div",
+                el("div", k, class_="k"),
+                el("div", v, class_="v mono" if k in wide else "v"),
+                class_="stat wide" if k in wide else "stat",
+            )
+            for k, v in cards
+        ),
         class_="stats",
         id="stats",
     )

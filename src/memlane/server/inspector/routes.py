@@ -43,7 +43,7 @@ _SECURITY_HEADERS = {
     ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 _MAX_TIMELINE_ROWS = 1000
@@ -157,7 +157,7 @@ def _choice(request: Request, name: str, choices: tuple[str, ...], default: str)
     return value
 
 
-def _filters(request: Request, tenant: str | None) -> data.Filters:
+def _filters(request: Request, tenant: str | None, *, status: str = "all") -> data.Filters:
     raw_tags = request.query_params.get("tags", "")
     return data.Filters(
         tenant=tenant,
@@ -166,7 +166,7 @@ def _filters(request: Request, tenant: str | None) -> data.Filters:
         tags=tuple(t.strip() for t in raw_tags.split(",") if t.strip()),
         start=_date(request, "start", end=False),
         end=_date(request, "end", end=True),
-        status=_choice(request, "status", data.STATUSES, "all"),
+        status=_choice(request, "status", data.STATUSES, status),
         axis=_choice(request, "axis", data.AXES, "created"),
         limit=_int(request, "limit", 100, _MAX_TIMELINE_ROWS),
     )
@@ -231,7 +231,7 @@ def search_route(request: Request) -> Response:
     """Ranked recall with score breakdowns."""
 
     def render(state: InspectorState, memory: EpisodicMemory, view: View) -> Html:
-        flt = _filters(request, view.tenant)
+        flt = _filters(request, view.tenant, status="active")  # by default what an agent's recall sees
         query = _param(request, "q")
         preset = _param(request, "preset")
         now = _date(request, "now", end=False)
