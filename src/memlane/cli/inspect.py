@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 import webbrowser
 
 import click
@@ -82,6 +83,7 @@ def inspect_command(state: CliState, db: str | None, port: int, open_browser: bo
     address = f"http://127.0.0.1:{sock.getsockname()[1]}{PREFIX}"
     where = db if db is not None else state.db
     click.echo(f"memlane inspector for {where}: {address}  (local admin, no key; Ctrl+C to stop)")
+    sys.stdout.flush()  # the URL must reach a pipe before the server blocks
     if open_browser:
         webbrowser.open(address)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on"))

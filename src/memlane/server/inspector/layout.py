@@ -35,11 +35,7 @@ PREFIX = "/inspect"
 """Where the inspector is mounted."""
 
 _NAV = (("Timeline", ""), ("Search", "/search"), ("Sessions", "/sessions"), ("Stats", "/stats"))
-_AXIS_NAMES = {
-    "created": "happened (created_at)",
-    "valid": "valid time",
-    "recorded": "recorded (recorded_at)",
-}
+_AXIS_NAMES = {"created": "happened", "valid": "valid time", "recorded": "recorded"}
 
 
 @dataclass(frozen=True, slots=True)
