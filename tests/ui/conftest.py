@@ -51,7 +51,7 @@ def chromium_path() -> str:
     """The system Chromium (``$MEMLANE_CHROMIUM`` or ``chromium`` on ``PATH``); fail in CI, else skip."""
     path = os.environ.get("MEMLANE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(path).exists():
-        reason = "no Chromium at /usr/bin/chromium (apt-get install chromium, or set MEMLANE_CHROMIUM)"
+        reason = f"no Chromium at {path} (apt-get install chromium, or set MEMLANE_CHROMIUM)"
         if _in_ci():
             pytest.fail(f"CI needs a browser for the inspector tests: {reason}")
         pytest.skip(reason)
