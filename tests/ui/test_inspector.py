@@ -169,12 +169,13 @@ def test_stored_text_is_shown_not_run(page: Any, server: str, seeded: Seeded) ->
     assert "<b>tag</b>" in page.inner_text("main")
 
 
-def test_login_cookie_wrong_key_and_logout(page: Any, server: str) -> None:
+def test_login_cookie_wrong_key_and_logout(page: Any, server: str, artifacts: Path) -> None:
     page.goto(f"{server}/inspect/stats")
     assert "/inspect/login" in page.url
     page.fill("#key", "not-a-key-at-all-0000")
     page.click("button[type=submit]")
     assert "Unknown API key" in page.inner_text("main")
+    _shot(page, artifacts, "login-wrong-key")
     page.fill("#key", ACME_KEY)
     page.click("button[type=submit]")
     assert page.url.endswith("/inspect/stats")  # back where the person was going

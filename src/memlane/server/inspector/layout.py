@@ -244,7 +244,7 @@ def status_counts(counts: Mapping[str, int]) -> Html:
     )
 
 
-def page(view: View | None, title: str, body: Html, *, active: str = "") -> Html:
+def page(view: View | None, title: str, body: Html, *, active: str = "", heading: bool = True) -> Html:
     """The whole HTML document: header with navigation and identity, then ``body``."""
     head = el(
         "head",
@@ -295,7 +295,12 @@ def page(view: View | None, title: str, body: Html, *, active: str = "") -> Html
         class_="top",
     )
     footer = el("footer", f"memlane {__version__} · read-only · times in UTC")
-    document = el("html", head, el("body", header, el("main", el("h1", title), body), footer), lang="en")
+    document = el(
+        "html",
+        head,
+        el("body", header, el("main", el("h1", title) if heading else None, body), footer),
+        lang="en",
+    )
     return Html("<!doctype html>\n" + document)
 
 

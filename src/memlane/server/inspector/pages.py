@@ -388,8 +388,8 @@ def login_page(error: str | None = None, next_url: str = PREFIX) -> Html:
         "(HttpOnly, SameSite=Strict) and is not kept by the browser.",
         class_="muted small",
     )
-    body = join([el("p", error, class_="error") if error else None, form, text])
-    return page(None, "Log in", el("section", body, class_="card narrow"))
+    body = join([el("h1", "Log in"), el("p", error, class_="error") if error else None, form, text])
+    return page(None, "Log in", el("section", body, class_="card narrow"), heading=False)
 
 
 def error_page(view: View | None, status: int, message: str) -> Html:
