@@ -12,13 +12,13 @@ import logging
 import socket
 import sys
 import webbrowser
+from pathlib import Path
 
 import click
 
+from memlane import EpisodicMemory
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.serve import _require
-from memlane.memory import EpisodicMemory
-from memlane.stores.factory import is_postgres_url
 
 __all__ = ["inspect_command"]
 
@@ -61,11 +61,8 @@ def inspect_command(state: CliState, db: str | None, port: int, open_browser: bo
 
     from memlane.server.inspector import PREFIX, create_inspector_app
 
-    if db is not None and not is_postgres_url(db):
-        from pathlib import Path
-
-        if not Path(db).expanduser().exists():
-            raise CliError(f"no database at {db}", json_output=state.json_output)
+    if db is not None and "://" not in db and not Path(db).expanduser().exists():
+        raise CliError(f"no database at {db}", json_output=state.json_output)
 
     def open_memory() -> EpisodicMemory:
         return state.open_memory(db) if db is not None else state.memory(must_exist=True)
