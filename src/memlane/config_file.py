@@ -44,16 +44,15 @@ Rules:
   ``openai:`` selects :class:`memlane.OpenAIEmbedder` (``openai`` extra). ``embedding_provider``
   (``local`` | ``openai`` | ``hashing``) overrides the inference; ``hashing`` is the
   deterministic fake embedder and is meant for tests only.
-* API keys map key -> tenant. Write them hashed (``sha256:<hex>``, see ``memlane api-key``);
-  a plaintext key (at least 16 characters) is accepted but logged as a warning. A key is
-  never echoed in an error message.
+* API keys map key -> tenant, or key -> ``{tenant: acme, role: admin}`` (roles ``agent``, the
+  default, and ``admin``, which may also inspect other tenants: :mod:`memlane.api_keys`).
+  Write them hashed (``sha256:<hex>``, see ``memlane api-key``); a plaintext key (at least
+  16 characters) is accepted but logged as a warning. A key is never echoed in an error message.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import hmac
 import logging
 import math
 import os
@@ -62,6 +61,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from memlane.api_keys import ApiKey, find_api_key, hash_api_key, parse_api_keys
 from memlane.config import MemoryConfig, database_from_env
 from memlane.embeddings.base import Embedder
 from memlane.errors import ConfigError, MemlaneError
@@ -99,8 +99,6 @@ LOCAL_MODEL_NAMES = frozenset(
 
 _PROVIDERS = ("local", "openai", "hashing")
 _STORE_TYPES = ("sqlite", "postgres")
-_MIN_PLAINTEXT_KEY_LENGTH = 16
-_SHA256_PREFIX = "sha256:"
 
 # -- the parsed configuration ------------------------------------------------------------
 
@@ -158,19 +156,6 @@ class EpisodicSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class ApiKey:
-    """One configured API key, kept only as its SHA-256 digest.
-
-    Attributes:
-        digest: ``sha256(key.encode("utf-8"))``, 32 bytes.
-        tenant_id: The tenant every request with this key acts as.
-    """
-
-    digest: bytes = field(repr=False)
-    tenant_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class ServerSettings:
     """The ``server:`` section (HTTP server, ``memlane serve``).
 
@@ -193,12 +178,12 @@ class ServerSettings:
         time (:func:`hmac.compare_digest`, no early exit), so timing reveals nothing about
         which prefix matched.
         """
-        digest = hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
-        found: str | None = None
-        for key in self.api_keys:
-            if hmac.compare_digest(digest, key.digest):
-                found = key.tenant_id
-        return found
+        key = find_api_key(self.api_keys, presented)
+        return None if key is None else key.tenant_id
+
+    def api_key_for(self, presented: str) -> ApiKey | None:
+        """The configured key (tenant and role) of ``presented``, or ``None``; as :meth:`tenant_for_key`."""
+        return find_api_key(self.api_keys, presented)
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,64 +454,17 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:
     )
 
 
-def hash_api_key(key: str) -> str:
-    """Return the config form of an API key: ``"sha256:" + sha256(key).hexdigest()``.
-
-    Args:
-        key: The secret key as clients send it.
-    """
-    return _SHA256_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _parse_api_keys(sec: _Section) -> tuple[ApiKey, ...]:
-    raw = sec.data.get("api_keys")
-    if raw is None:
-        return ()
-    if not isinstance(raw, Mapping):
-        raise sec.error("api_keys", f"must be a mapping of API key -> tenant id, got {_type_name(raw)}")
-    keys: dict[bytes, str] = {}
-    for position, (key, tenant) in enumerate(raw.items(), start=1):
-        where = f"entry #{position}"  # never echo the key itself
-        try:
-            tenant_id = check_identifier(tenant, "tenant id")
-        except MemlaneError as exc:
-            raise sec.error("api_keys", f"{where}: {exc}") from None
-        where = f"entry #{position} (tenant {tenant_id!r})"
-        if not isinstance(key, str):
-            raise sec.error("api_keys", f"{where}: the key must be a string, got {_type_name(key)}")
-        if key.startswith(_SHA256_PREFIX):
-            hex_digest = key.removeprefix(_SHA256_PREFIX).strip().lower()
-            try:
-                digest = bytes.fromhex(hex_digest)
-            except ValueError:
-                digest = b""
-            if len(digest) != 32:
-                raise sec.error("api_keys", f"{where}: 'sha256:' must be followed by 64 hex digits")
-        else:
-            if len(key) < _MIN_PLAINTEXT_KEY_LENGTH:
-                raise sec.error(
-                    "api_keys",
-                    f"{where}: a plaintext key must be at least {_MIN_PLAINTEXT_KEY_LENGTH} characters "
-                    "(better: store it hashed, see 'memlane api-key')",
-                )
-            logger.warning(
-                "server.api_keys %s is stored in plaintext; store %s instead",
-                where,
-                "its sha256 form (memlane api-key prints it)",
-            )
-            digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
-        if digest in keys and keys[digest] != tenant_id:
-            raise sec.error("api_keys", f"{where}: the same key is also given to tenant {keys[digest]!r}")
-        keys[digest] = tenant_id
-    return tuple(ApiKey(digest=d, tenant_id=t) for d, t in keys.items())
-
-
 def _parse_server(sec: _Section) -> ServerSettings:
     host = sec.string("host", "127.0.0.1")
     port = sec.integer("port", 8080, minimum=0, maximum=65535)
     max_bytes = sec.integer("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES, minimum=1024)
     assert host is not None and port is not None and max_bytes is not None
-    return ServerSettings(host=host, port=port, api_keys=_parse_api_keys(sec), max_request_bytes=max_bytes)
+    return ServerSettings(
+        host=host,
+        port=port,
+        api_keys=parse_api_keys(sec.data.get("api_keys"), lambda m: sec.error("api_keys", m)),
+        max_request_bytes=max_bytes,
+    )
 
 
 # -- building ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ Modules, one concern each:
 * :mod:`~memlane.cli.form` — ``form`` (episodes from a stored session, :mod:`memlane.formation`).
 * :mod:`~memlane.cli.reembed` — ``reembed`` (embedding model migration, :mod:`memlane.reembed`).
 * :mod:`~memlane.cli.serve` — ``serve`` (HTTP API), ``mcp`` (MCP server), ``api-key``.
+* :mod:`~memlane.cli.inspect` — ``inspect`` (the memory inspector on a local database).
 * :mod:`~memlane.cli.sessions` — ``sessions import|recent|search|show`` and ``context`` (session episodes).
 * :mod:`~memlane.cli.output`, :mod:`~memlane.cli.params` — rendering and option types.
 
@@ -29,6 +30,7 @@ from memlane.cli.demo import demo
 from memlane.cli.episodes import prune, recall, remember, stats
 from memlane.cli.eval import eval_group
 from memlane.cli.form import form
+from memlane.cli.inspect import inspect_command
 from memlane.cli.lifecycle import compact, forget, history
 from memlane.cli.reembed import reembed_command
 from memlane.cli.serve import api_key, mcp, serve
@@ -45,6 +47,7 @@ cli.add_command(context)
 cli.add_command(history)
 cli.add_command(forget)
 cli.add_command(compact)
+cli.add_command(inspect_command)
 
 
 def main() -> None:

@@ -16,9 +16,9 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from memlane.api_keys import ROLE_AGENT, ROLES, hash_api_key
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
-from memlane.config_file import hash_api_key
 from memlane.validation import check_identifier
 
 __all__ = ["api_key", "mcp", "serve"]
@@ -148,13 +148,20 @@ def mcp(state: CliState, transport: str, host: str, port: int, path: str, log_le
 
 @click.command(name="api-key")
 @click.argument("tenant_id")
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    default=ROLE_AGENT,
+    show_default=True,
+    help="agent: acts as TENANT_ID only. admin: the same on /v1, and may inspect every tenant in /inspect.",
+)
 @pass_state
-def api_key(state: CliState, tenant_id: str) -> None:
+def api_key(state: CliState, tenant_id: str, role: str) -> None:
     """Make a new random API key for TENANT_ID and print it with its config entry.
 
     The key is printed once; only its sha256 form goes into the config file, under
     server.api_keys, so the file holds no usable secret. Give the key to the client,
-    which sends it as 'Authorization: Bearer KEY'.
+    which sends it as 'Authorization: Bearer KEY' (or types it into the inspector's login).
     """
     import yaml
 
@@ -162,10 +169,18 @@ def api_key(state: CliState, tenant_id: str) -> None:
     key = API_KEY_PREFIX + secrets.token_urlsafe(32)
     entry = hash_api_key(key)
     line = yaml.safe_dump({entry: tenant}, default_flow_style=False, allow_unicode=True).strip()
+    if role != ROLE_AGENT:  # one line: "sha256:...: {tenant: acme, role: admin}"
+        value = {"tenant": tenant, "role": role}
+        flow = yaml.safe_dump(
+            value, default_flow_style=True, allow_unicode=True, sort_keys=False, width=10**6
+        )
+        line = f"{entry}: {flow.strip()}"
     if state.json_output:
-        echo_json({"tenant_id": tenant, "api_key": key, "config_entry": entry})
+        echo_json({"tenant_id": tenant, "role": role, "api_key": key, "config_entry": entry})
         return
-    state.out.print(f"API key for tenant {escape(repr(tenant))} (shown once; give it to the client):")
+    state.out.print(
+        f"API key for tenant {escape(repr(tenant))}, role {role} (shown once; give it to the client):"
+    )
     state.out.print(f"  {key}", soft_wrap=True)
     state.out.print("Add this line under server.api_keys in the config file:")
     state.out.print(f"  {escape(line)}", soft_wrap=True)

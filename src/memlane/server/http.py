@@ -22,6 +22,9 @@ Tenancy and auth:
 Limits: request bodies over ``server.max_request_bytes`` (default 1 MiB) are refused with
 413; ``limit`` above ``episodic_memory.max_limit`` (default 50) is a 422.
 
+The memory inspector (read-only web pages) is mounted at ``/inspect``: log in with an API
+key; ``admin`` keys may view every tenant (:mod:`memlane.server.inspector`).
+
 ``GET /health`` needs no key. OpenAPI: ``/openapi.json``, docs at ``/docs`` and ``/redoc``.
 Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in the
 server's thread pool; the memory is opened when the app starts and closed when it stops.
@@ -54,6 +57,7 @@ from memlane.memory import EpisodicMemory
 from memlane.models import Episode, RecallHit, Scope
 from memlane.ranking import PRESETS
 from memlane.server.errors import http_error_response, install_error_handlers
+from memlane.server.inspector import install_inspector
 
 __all__ = ["API_PREFIX", "BodySizeLimit", "create_app"]
 
@@ -516,4 +520,5 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(router)
+    install_inspector(app, state.base, settings, max_limit=max_limit)  # /inspect (server/inspector/)
     return app

@@ -1,0 +1,501 @@
+"""What the inspector shows, read through memlane's public API only.
+
+Every read goes through an :class:`memlane.EpisodicMemory` made with
+:meth:`~memlane.EpisodicMemory.with_context` for the viewed tenant (``tenant`` scope, or
+``global`` for an admin looking at every tenant) with ``track_retrievals`` off, so looking
+at the memory never changes its bookkeeping. Reads use ``iter_episodes`` (timeline, sessions,
+stats), ``recall_episodes`` (search, exactly the ranking an agent gets), ``history``,
+``get_episode``, ``stats`` and ``sessions.get_session``/``recall_recent``.
+
+The timeline and stats stream every episode in view (``iter_episodes``) and filter in
+Python: fine for inspecting stores of up to a few hundred thousand episodes, not an
+analytics engine.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from memlane import (
+    PRESETS,
+    Episode,
+    EpisodicMemory,
+    RankingWeights,
+    RecallHit,
+    Scope,
+    ScoreBreakdown,
+    SessionEpisode,
+    StoreError,
+    StoreStats,
+    ValidationError,
+)
+
+__all__ = [
+    "AXES",
+    "SIGNALS",
+    "STATUSES",
+    "Explanation",
+    "Filters",
+    "SessionRow",
+    "SessionView",
+    "StatsView",
+    "Timeline",
+    "axis_time",
+    "episode_status",
+    "explain",
+    "reader",
+    "recent_conversations",
+    "search",
+    "session_view",
+    "sessions_overview",
+    "stats_view",
+    "tenants",
+    "timeline",
+    "weights_for",
+]
+
+STATUSES = ("all", "active", "archived", "superseded", "ended")
+"""Status filter values. ``superseded``: retired by a newer episode (``superseded_by`` or
+``invalidated_at`` set); ``archived``: put away by ``forget``/``compact``; ``ended``: its
+``valid_until`` has passed; ``active``: none of these."""
+
+AXES = ("created", "valid", "recorded")
+"""Time axes: ``created`` (when it happened, ``created_at``), ``valid`` (when what it says was
+true, ``valid_from``..``valid_until``) and ``recorded`` (when memlane learned it, ``recorded_at``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """The filter bar: what to show (every field optional).
+
+    Attributes:
+        tenant: Tenant to view, or ``None`` for every tenant (admins only).
+        session: Exact session id.
+        event_type: Exact event type.
+        tags: Tags that must all be present.
+        start: Inclusive lower bound on the chosen ``axis`` (UTC).
+        end: Exclusive upper bound on the chosen ``axis`` (UTC).
+        status: One of :data:`STATUSES`.
+        axis: One of :data:`AXES`: what ``start``/``end`` and the sort order refer to.
+        limit: Maximum rows, >= 1.
+    """
+
+    tenant: str | None = None
+    session: str | None = None
+    event_type: str | None = None
+    tags: tuple[str, ...] = ()
+    start: datetime | None = None
+    end: datetime | None = None
+    status: str = "all"
+    axis: str = "created"
+    limit: int = 100
+
+
+def reader(base: EpisodicMemory, tenant: str | None, session: str | None = None) -> EpisodicMemory:
+    """A read-only view of ``base``'s store for one tenant (and session), or every tenant.
+
+    Args:
+        base: The served memory (its store, embedder, clock and configuration are shared).
+        tenant: The tenant, or ``None`` for every tenant (``global`` scope).
+        session: Narrow to one session of ``tenant`` (``session`` scope).
+
+    Raises:
+        ValidationError: a blank or over-long tenant or session id.
+    """
+    scope = Scope.GLOBAL if tenant is None else (Scope.TENANT if session is None else Scope.SESSION)
+    return base.with_context(
+        tenant_id=tenant or base.tenant_id,
+        session_id=session or base.session_id,
+        config=replace(base.config, scope=scope, track_retrievals=False),
+    )
+
+
+def episode_status(episode: Episode, now: datetime) -> str:
+    """One of ``superseded``, ``archived``, ``ended``, ``active`` (see :data:`STATUSES`)."""
+    if episode.superseded_by is not None or (
+        episode.invalidated_at is not None and episode.invalidated_at <= now
+    ):
+        return "superseded"
+    if episode.archived_at is not None:
+        return "archived"
+    if episode.valid_until is not None and episode.valid_until <= now:
+        return "ended"
+    return "active"
+
+
+def axis_time(episode: Episode, axis: str) -> datetime:
+    """The time of ``episode`` on ``axis`` (see :data:`AXES`; ``valid`` gives ``valid_from``)."""
+    if axis == "valid":
+        return episode.valid_from
+    if axis == "recorded":
+        return episode.recorded_at
+    return episode.created_at
+
+
+def _in_range(episode: Episode, flt: Filters, now: datetime) -> bool:
+    if flt.start is None and flt.end is None:
+        return True
+    if flt.axis == "valid":  # the valid interval overlaps [start, end)
+        lo, hi = episode.valid_from, episode.valid_until or now
+        return (flt.end is None or lo < flt.end) and (flt.start is None or hi > flt.start)
+    t = axis_time(episode, flt.axis)
+    return (flt.start is None or t >= flt.start) and (flt.end is None or t < flt.end)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """Timeline rows and what the filter bar can offer.
+
+    Attributes:
+        episodes: Up to ``limit`` matching episodes, newest first on the chosen axis.
+        matched: How many episodes matched in total.
+        statuses: Matching episodes per status (before the status filter).
+        sessions: Session ids seen in view (for the filter's suggestions), sorted.
+        event_types: Event types seen in view, sorted.
+        now: The memory clock's "now" used for statuses.
+    """
+
+    episodes: list[Episode]
+    matched: int
+    statuses: dict[str, int]
+    sessions: list[str]
+    event_types: list[str]
+    now: datetime
+
+
+def timeline(base: EpisodicMemory, flt: Filters) -> Timeline:
+    """The episodes in view that pass ``flt``, newest first on ``flt.axis``.
+
+    Raises:
+        ValidationError: a bad id or tag. StoreError: the store failed.
+    """
+    now = base.clock.now()
+    session_scoped = flt.tenant is not None and flt.session is not None
+    memory = reader(base, flt.tenant, flt.session if session_scoped else None)
+    rows: list[Episode] = []
+    statuses: Counter[str] = Counter()
+    sessions: set[str] = set()
+    event_types: set[str] = set()
+    for episode in memory.iter_episodes(flt.event_type, flt.tags):
+        sessions.add(episode.session_id)
+        event_types.add(episode.event_type)
+        if flt.session is not None and episode.session_id != flt.session:
+            continue
+        if not _in_range(episode, flt, now):
+            continue
+        status = episode_status(episode, now)
+        statuses[status] += 1
+        if flt.status in ("all", status):
+            rows.append(episode)
+    rows.sort(key=lambda ep: (axis_time(ep, flt.axis), ep.recorded_at, ep.id), reverse=True)
+    matched = len(rows)
+    return Timeline(rows[: flt.limit], matched, dict(statuses), sorted(sessions), sorted(event_types), now)
+
+
+def tenants(base: EpisodicMemory) -> list[str]:
+    """Every tenant with at least one episode, sorted (admins' tenant filter)."""
+    return sorted({ep.tenant_id for ep in reader(base, None).iter_episodes()})
+
+
+# -- search -------------------------------------------------------------------------------
+
+
+def weights_for(base: EpisodicMemory, preset: str | None) -> RankingWeights:
+    """The weights a search with ``preset`` uses (the memory's default when ``None``).
+
+    Raises:
+        ValidationError: an unknown preset name.
+    """
+    if preset is None:
+        weights = base.config.weights
+        assert isinstance(weights, RankingWeights)
+        return weights
+    if preset not in PRESETS:
+        raise ValidationError(
+            f"unknown weight preset {preset!r}; known presets: {', '.join(sorted(PRESETS))}"
+        )
+    return PRESETS[preset]
+
+
+def search(
+    base: EpisodicMemory,
+    query: str,
+    flt: Filters,
+    *,
+    preset: str | None,
+    limit: int,
+    now: datetime | None = None,
+) -> list[RecallHit]:
+    """Rank episodes for ``query`` exactly as ``recall_episodes`` does for an agent.
+
+    Session, event type and tags filter as in a recall. Status ``active`` is exactly an
+    agent's recall; ``all`` also ranks archived episodes (``include_archived``); ``archived``
+    keeps only those. Superseded and ended episodes are never returned by a recall, and the
+    time range is not a recall filter. ``now`` replays the recall at another time (recency,
+    retention, time words; default the memory's clock).
+
+    Raises:
+        ValidationError: a bad argument. EmbeddingError: the query could not be embedded and
+            fallback is off. StoreError: the store failed.
+    """
+    session_scoped = flt.tenant is not None and flt.session is not None
+    memory = reader(base, flt.tenant, flt.session if session_scoped else None)
+    hits = memory.recall_episodes(
+        query,
+        flt.event_type,
+        flt.tags,
+        limit,
+        now=now,
+        weights=weights_for(base, preset),
+        include_archived=flt.status in ("all", "archived"),
+    )
+    if flt.session is not None and not session_scoped:
+        hits = [h for h in hits if h.episode.session_id == flt.session]
+    if flt.status not in ("all", "active"):
+        at = base.clock.now() if now is None else now
+        hits = [h for h in hits if episode_status(h.episode, at) == flt.status]
+    return hits
+
+
+SIGNALS = ("relevance", "recency", "importance")
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a hit ranked where it did, in numbers and words.
+
+    Attributes:
+        contributions: ``signal -> weight share * value``; they sum to the score.
+        lines: Short sentences for people.
+    """
+
+    contributions: dict[str, float]
+    lines: list[str] = field(default_factory=list)
+
+
+def _contributions(b: ScoreBreakdown, weights: RankingWeights) -> dict[str, float]:
+    shares = weights.normalized()
+    values = (b.relevance, b.recency, b.importance)
+    return {name: share * value for name, share, value in zip(SIGNALS, shares, values, strict=True)}
+
+
+def explain(hits: list[RecallHit], weights: RankingWeights, fusion: str) -> list[Explanation]:
+    """One :class:`Explanation` per ranked hit (same order).
+
+    The score is ``sum(w_i * s_i) / sum(w)`` over relevance, recency and importance
+    (:mod:`memlane.ranking`); each hit's sentences name where its relevance came from, its
+    largest contribution, and the signal that separates it from the hit ranked above.
+    """
+    out: list[Explanation] = []
+    previous: dict[str, float] | None = None
+    previous_score = 0.0
+    for position, hit in enumerate(hits, start=1):
+        b = hit.breakdown
+        if b is None:
+            out.append(Explanation({}, ["Listed without a query: no ranking."]))
+            continue
+        parts = _contributions(b, weights)
+        lines: list[str] = []
+        if b.fallback:
+            lines.append("Embedder unavailable: relevance from keywords only.")
+        elif b.retrieval == "hybrid" and b.dense is not None and b.keyword:
+            fused = {"noisy_or": "noisy-OR", "rrf": "reciprocal rank fusion", "convex": "convex"}.get(
+                fusion, fusion
+            )
+            lines.append(
+                f"Relevance {b.relevance:.3f}: dense {b.dense:.3f} and keyword {b.keyword:.3f}, "
+                f"fused by {fused}."
+            )
+        elif b.keyword is not None and b.dense is None:
+            lines.append(f"Relevance {b.relevance:.3f} from the keyword index only.")
+        else:
+            dense = b.relevance if b.dense is None else b.dense
+            lines.append(
+                f"Relevance {b.relevance:.3f} from embedding similarity (dense {dense:.3f}); "
+                "no query word matched."
+            )
+        if b.in_window is True:
+            lines.append("Boosted: it happened inside the time the query names.")
+        elif b.in_window is False:
+            lines.append("Not boosted: it happened outside the time the query names.")
+        top = max(parts, key=lambda k: parts[k])
+        lines.append(f"Largest share of its score {b.score:.3f}: {top} (+{parts[top]:.3f}).")
+        if previous is not None:
+            gaps = {k: parts[k] - previous[k] for k in SIGNALS}
+            worst = min(gaps, key=lambda k: gaps[k])
+            best = max(gaps, key=lambda k: gaps[k])
+            behind = previous_score - b.score
+            text = f"#{position}: {behind:.3f} behind #{position - 1}, mostly on {worst} ({gaps[worst]:+.3f})"
+            if gaps[best] > 0:
+                text += f", though ahead on {best} ({gaps[best]:+.3f})"
+            lines.append(text + ".")
+        else:
+            lines.append("#1: the best score of this recall.")
+        out.append(Explanation(parts, lines))
+        previous, previous_score = parts, b.score
+    return out
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One session seen in the episodes: id, tenant, count and time span."""
+
+    tenant_id: str
+    session_id: str
+    episodes: int
+    first: datetime
+    last: datetime
+
+
+def sessions_overview(base: EpisodicMemory, tenant: str | None, limit: int) -> tuple[list[SessionRow], int]:
+    """Sessions that have episodes, newest activity first, and how many there are in total."""
+    rows: dict[tuple[str, str], SessionRow] = {}
+    for ep in reader(base, tenant).iter_episodes():
+        key = (ep.tenant_id, ep.session_id)
+        row = rows.get(key)
+        if row is None:
+            rows[key] = SessionRow(ep.tenant_id, ep.session_id, 1, ep.created_at, ep.created_at)
+        else:
+            rows[key] = SessionRow(
+                row.tenant_id,
+                row.session_id,
+                row.episodes + 1,
+                min(row.first, ep.created_at),
+                max(row.last, ep.created_at),
+            )
+    ordered = sorted(rows.values(), key=lambda r: (r.last, r.session_id), reverse=True)
+    return ordered[:limit], len(ordered)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """One session: its event episodes (oldest first) and its stored conversation, if any."""
+
+    session_id: str
+    tenant_id: str | None
+    episodes: list[Episode]
+    conversation: SessionEpisode | None
+
+
+def session_view(base: EpisodicMemory, tenant: str | None, session_id: str) -> SessionView:
+    """The episodes of ``session_id`` and, when ``tenant`` is given, its stored conversation.
+
+    Raises:
+        ValidationError: a bad id. StoreError: the store failed.
+    """
+    if tenant is None:
+        episodes = [ep for ep in reader(base, None).iter_episodes() if ep.session_id == session_id]
+        return SessionView(session_id, None, episodes, None)
+    memory = reader(base, tenant, session_id)
+    episodes = list(memory.iter_episodes())
+    try:
+        sessions = memory.sessions
+    except StoreError:  # a store without session episodes: events only
+        return SessionView(session_id, tenant, episodes, None)
+    return SessionView(session_id, tenant, episodes, sessions.get_session(session_id))
+
+
+def recent_conversations(
+    base: EpisodicMemory, tenant: str, agent_id: str, user_id: str, limit: int
+) -> list[SessionEpisode]:
+    """The newest stored conversations of one agent and user in ``tenant`` (``recall_recent``).
+
+    Raises:
+        ValidationError: a bad id or limit. StoreError: the store failed or has no sessions.
+    """
+    return reader(base, tenant).sessions.recall_recent(agent_id, user_id, limit)
+
+
+# -- stats --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StatsView:
+    """Store statistics for the view plus episodes over time.
+
+    Attributes:
+        stats: :meth:`memlane.EpisodicMemory.stats` of the view.
+        statuses: Episodes per status.
+        per_tenant: Episodes per tenant (meaningful for an all-tenants view).
+        labels: Time-bin labels, oldest first.
+        happened: Episodes per bin by ``created_at``.
+        recorded: Episodes per bin by ``recorded_at``.
+        bin_name: ``day``, ``week`` or ``month``.
+    """
+
+    stats: StoreStats
+    statuses: dict[str, int]
+    per_tenant: dict[str, int]
+    labels: list[str]
+    happened: list[int]
+    recorded: list[int]
+    bin_name: str
+
+
+def _bin_start(t: datetime, unit: str) -> datetime:
+    t = t.astimezone(UTC)
+    day = datetime(t.year, t.month, t.day, tzinfo=UTC)
+    if unit == "day":
+        return day
+    if unit == "week":
+        return day - timedelta(days=day.weekday())
+    return datetime(t.year, t.month, 1, tzinfo=UTC)
+
+
+def _next_bin(t: datetime, unit: str) -> datetime:
+    if unit == "day":
+        return t + timedelta(days=1)
+    if unit == "week":
+        return t + timedelta(days=7)
+    return datetime(t.year + (t.month == 12), t.month % 12 + 1, 1, tzinfo=UTC)
+
+
+def stats_view(base: EpisodicMemory, tenant: str | None, *, max_bins: int = 60) -> StatsView:
+    """Statistics of the view and its episodes binned by day, week or month (at most ``max_bins``).
+
+    Raises:
+        StoreError: the store failed.
+    """
+    memory = reader(base, tenant)
+    now = base.clock.now()
+    created: list[datetime] = []
+    recorded: list[datetime] = []
+    statuses: Counter[str] = Counter()
+    per_tenant: Counter[str] = Counter()
+    for ep in memory.iter_episodes():
+        created.append(ep.created_at)
+        recorded.append(ep.recorded_at)
+        statuses[episode_status(ep, now)] += 1
+        per_tenant[ep.tenant_id] += 1
+    stats = memory.stats()
+    if not created:
+        return StatsView(stats, {}, {}, [], [], [], "day")
+    lo, hi = min(*created, *recorded), max(*created, *recorded)
+    days = (hi - lo).days + 1
+    unit = "day" if days <= max_bins else "week" if days <= max_bins * 7 else "month"
+    starts: list[datetime] = []
+    cursor = _bin_start(lo, unit)
+    while cursor <= hi:
+        starts.append(cursor)
+        cursor = _next_bin(cursor, unit)
+    if len(starts) > max_bins * 3:  # very long spans: one bin per year's month would still fit
+        starts = starts[-max_bins * 3 :]
+    index = {s: i for i, s in enumerate(starts)}
+    happened_counts = [0] * len(starts)
+    recorded_counts = [0] * len(starts)
+    for t in created:
+        i = index.get(_bin_start(t, unit))
+        if i is not None:
+            happened_counts[i] += 1
+    for t in recorded:
+        i = index.get(_bin_start(t, unit))
+        if i is not None:
+            recorded_counts[i] += 1
+    fmt = "%Y-%m" if unit == "month" else "%Y-%m-%d"
+    labels = [s.strftime(fmt) for s in starts]
+    return StatsView(stats, dict(statuses), dict(per_tenant), labels, happened_counts, recorded_counts, unit)

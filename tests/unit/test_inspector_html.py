@@ -1,0 +1,30 @@
+"""The inspector's HTML builder escapes everything that is not markup it built itself."""
+
+from __future__ import annotations
+
+from memlane.server.inspector.html import Html, el, esc, join, url
+
+
+def test_text_and_attributes_are_escaped() -> None:
+    evil = '"><script>alert(1)</script>'
+    out = el("a", evil, href=evil, title="x'y", class_="c", data_id="1", hidden=True, disabled=False)
+    assert "<script>" not in out
+    assert out == (
+        '<a href="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" '
+        'title="x&#x27;y" class="c" data-id="1" hidden>'
+        "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;</a>"
+    )
+
+
+def test_markup_passes_through_once_and_lists_are_flattened() -> None:
+    inner = el("b", "<i>")
+    assert el("p", inner, [" ", "&", None, [el("br")]]) == "<p><b>&lt;i&gt;</b> &amp;<br></p>"
+    assert esc(inner) is inner
+    assert join(["<", Html("<hr>")], sep="&") == "&lt;&amp;<hr>"
+
+
+def test_urls_encode_segments_and_drop_empty_parameters() -> None:
+    assert url("/inspect/episodes", {"tenant": "a b", "x": None, "y": ""}, "id/with?odd#chars") == (
+        "/inspect/episodes/id%2Fwith%3Fodd%23chars?tenant=a+b"
+    )
+    assert url("/inspect") == "/inspect"
