@@ -10,6 +10,7 @@ Quick use::
             print(hit.episode.content, hit.breakdown)
 """
 
+from memlane.aio import AsyncEpisodicMemory, AsyncSessionMemory
 from memlane.clock import Clock, FrozenClock, SystemClock
 from memlane.config import MemoryConfig
 from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
@@ -37,6 +38,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS",
+    "AsyncEpisodicMemory",
+    "AsyncSessionMemory",
     "Clock",
     "ConfigError",
     "Contradiction",
