@@ -91,6 +91,7 @@ MAX_SCAN = 5000
 
 _META = "langgraph"
 _CONTEXT_CACHE = 1024
+_PUT_ATTEMPTS = 5
 
 
 class MemlaneSearchItem(SearchItem):
@@ -238,6 +239,7 @@ class MemlaneStore(BaseStore):
         self._global = sync.with_context(config=replace(config, scope="global"))
         self._contexts: dict[tuple[str, str], EpisodicMemory] = {}
         self._lock = threading.Lock()
+        self._key_locks = [threading.Lock() for _ in range(64)]
 
     @classmethod
     def open(
@@ -352,29 +354,32 @@ class MemlaneStore(BaseStore):
         text = self._text(value, op.index)
         tags = [namespace_tag(namespace[:depth]) for depth in range(1, len(namespace) + 1)]
         tags.append(key_tag(namespace, key))
-        for attempt in range(3):
-            current = self._current(memory, namespace, key)
-            now = memory.clock.now()
-            created = self._item(current[0]).created_at if current else now
-            meta = {
-                "namespace": list(namespace),
-                "key": key,
-                "value": value,
-                "created_at": created.isoformat(),
-            }
-            try:
-                memory.remember_episode(
-                    self.event_type,
-                    text,
-                    tags,
-                    created_at=now,
-                    metadata={_META: meta},
-                    supersedes=[ep.id for ep in current] or None,
-                )
-                return
-            except EpisodeNotFoundError:  # a concurrent put retired a version first: re-read
-                if attempt == 2:
-                    raise
+        # One writer per key in this process (striped locks); a writer in another process that
+        # retires the same version first makes the insert fail as a whole: re-read and retry.
+        with self._key_locks[int(tags[-1][-8:], 16) % len(self._key_locks)]:
+            for attempt in range(_PUT_ATTEMPTS):
+                current = self._current(memory, namespace, key)
+                now = memory.clock.now()
+                created = self._item(current[0]).created_at if current else now
+                meta = {
+                    "namespace": list(namespace),
+                    "key": key,
+                    "value": value,
+                    "created_at": created.isoformat(),
+                }
+                try:
+                    memory.remember_episode(
+                        self.event_type,
+                        text,
+                        tags,
+                        created_at=now,
+                        metadata={_META: meta},
+                        supersedes=[ep.id for ep in current] or None,
+                    )
+                    return
+                except EpisodeNotFoundError:
+                    if attempt == _PUT_ATTEMPTS - 1:
+                        raise
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
         memory = self._memory_for(namespace, write=False)
