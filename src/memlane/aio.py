@@ -19,7 +19,8 @@ Why this shape (one wrapper class, the same method names, awaited) rather than
   signature, docstring and return type are taken from it (mypy sees the exact parameters),
   so the two APIs cannot drift apart.
 * **A bounded pool owned by the instance.** Calls run on a
-  :class:`concurrent.futures.ThreadPoolExecutor` with ``max_workers`` threads (default 4),
+  :class:`concurrent.futures.ThreadPoolExecutor` with ``max_workers`` threads (default
+  ``min(4, CPUs)``),
   not on asyncio's shared default executor: a burst of a thousand tasks queues at the pool
   instead of opening a thousand database connections, and other libraries' ``to_thread``
   work is not starved. The event loop thread only schedules; it never runs a store or
@@ -47,6 +48,7 @@ import concurrent.futures
 import contextvars
 import functools
 import itertools
+import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Mapping, Sequence
 from functools import cached_property
 from types import TracebackType
@@ -57,7 +59,6 @@ from memlane.memory import EpisodicMemory
 from memlane.sessions.memory import SessionMemory
 
 if TYPE_CHECKING:
-    import os
     from pathlib import Path
 
     from memlane.clock import Clock
@@ -74,8 +75,12 @@ P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 
-DEFAULT_MAX_WORKERS = 4
-"""Worker threads of an :class:`AsyncEpisodicMemory`'s pool unless ``max_workers`` is given."""
+DEFAULT_MAX_WORKERS = min(4, os.cpu_count() or 1)
+"""Worker threads of an :class:`AsyncEpisodicMemory`'s pool unless ``max_workers`` is given.
+
+``min(4, CPUs)``: more workers than cores add throughput only while calls wait on I/O, and
+make the event loop wait longer for the GIL (``benchmarks/async_loop.py`` measures both).
+"""
 
 
 class _Pool:
