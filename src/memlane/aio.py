@@ -56,18 +56,13 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar,
 
 from memlane.errors import StoreClosedError, ValidationError
 from memlane.memory import EpisodicMemory
-from memlane.sessions.memory import SessionMemory
+from memlane.sessions import SessionMemory
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from memlane.clock import Clock
-    from memlane.config import MemoryConfig
+    from memlane import Clock, Embedder, Episode, MemoryConfig, Message, Store
     from memlane.config_file import MemlaneConfig
-    from memlane.embeddings.base import Embedder
-    from memlane.models import Episode
-    from memlane.sessions.models import Message
-    from memlane.stores.base import Store
 
 __all__ = ["DEFAULT_MAX_WORKERS", "AsyncEpisodicMemory", "AsyncSessionMemory"]
 

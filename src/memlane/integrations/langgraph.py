@@ -75,11 +75,15 @@ except ImportError as exc:  # pragma: no cover - the optional extra is missing
         "memlane.integrations.langgraph needs LangGraph: pip install 'memlane[langgraph]'"
     ) from exc
 
-from memlane.aio import AsyncEpisodicMemory
-from memlane.config import MemoryConfig
-from memlane.errors import EpisodeNotFoundError
-from memlane.memory import EpisodicMemory
-from memlane.models import Episode, RecallHit, ScoreBreakdown
+from memlane import (
+    AsyncEpisodicMemory,
+    Episode,
+    EpisodeNotFoundError,
+    EpisodicMemory,
+    MemoryConfig,
+    RecallHit,
+    ScoreBreakdown,
+)
 
 __all__ = ["EVENT_TYPE", "MAX_SCAN", "MemlaneSearchItem", "MemlaneStore"]
 
