@@ -10,6 +10,8 @@ Quick use::
             print(hit.episode.content, hit.breakdown)
 """
 
+from typing import TYPE_CHECKING
+
 from memlane.clock import Clock, FrozenClock, SystemClock
 from memlane.config import MemoryConfig
 from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
@@ -33,10 +35,29 @@ from memlane.ranking import PRESETS, RankingWeights
 from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
 from memlane.stores import EpisodeFilter, SQLiteStore, Store, StoreStats
 
+if TYPE_CHECKING:
+    from memlane.aio import AsyncEpisodicMemory, AsyncSessionMemory
+
 __version__ = "0.1.0"
+
+_LAZY = {"AsyncEpisodicMemory": "memlane.aio", "AsyncSessionMemory": "memlane.aio"}
+"""Public names imported on first use, so ``import memlane`` does not import asyncio."""
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'memlane' has no attribute {name!r}")
+
 
 __all__ = [
     "PRESETS",
+    "AsyncEpisodicMemory",
+    "AsyncSessionMemory",
     "Clock",
     "ConfigError",
     "Contradiction",

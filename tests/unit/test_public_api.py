@@ -6,6 +6,8 @@ import memlane
 
 EXPECTED = {
     "PRESETS",
+    "AsyncEpisodicMemory",
+    "AsyncSessionMemory",
     "Clock",
     "ConfigError",
     "Contradiction",

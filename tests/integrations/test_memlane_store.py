@@ -1,0 +1,145 @@
+"""What MemlaneStore adds to, or defines beyond, LangGraph's store contract."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+
+from memlane import AsyncEpisodicMemory, EpisodicMemory, FrozenClock, LocalEmbedder, MemoryConfig, SQLiteStore
+from memlane.integrations.langgraph import EVENT_TYPE, MemlaneSearchItem, MemlaneStore
+from tests.conftest import T0
+
+
+def _store(
+    tmp_path: Path, embedder: LocalEmbedder, clock: FrozenClock | None = None, **options: object
+) -> MemlaneStore:
+    memory = EpisodicMemory(SQLiteStore(tmp_path / "lg.db"), embedder, clock=clock, tenant_id="lg")
+    return MemlaneStore(memory, owns_memory=True, **options)  # type: ignore[arg-type]
+
+
+def test_an_update_supersedes_and_keeps_the_history(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    clock = FrozenClock(T0)
+    store = _store(tmp_path, local_embedder, clock)
+    store.put(("users", "u1"), "home", {"text": "User lives in Lisbon"})
+    clock.advance(timedelta(days=3))
+    store.put(("users", "u1"), "home", {"text": "User moved to Berlin"})
+
+    item = store.get(("users", "u1"), "home")
+    assert item is not None and item.value == {"text": "User moved to Berlin"}
+    assert item.created_at == T0 and item.updated_at == T0 + timedelta(days=3)
+    versions = store.history(("users", "u1"), "home")
+    assert [v.value["text"] for v in versions] == ["User lives in Lisbon", "User moved to Berlin"]
+    assert [v.updated_at for v in versions] == [T0, T0 + timedelta(days=3)]
+
+    # memlane's time model sees both: what was true on day 1, and what is true now
+    memory = store.memory.with_context(config=MemoryConfig(scope="tenant"))
+    then = memory.recall_episodes("where does the user live?", as_of=T0 + timedelta(days=1))
+    now = memory.recall_episodes("where does the user live?")
+    assert [h.episode.content for h in then] == ["User lives in Lisbon"]
+    assert [h.episode.content for h in now] == ["User moved to Berlin"]
+    assert then[0].episode.superseded_by == now[0].episode.id
+
+    store.delete(("users", "u1"), "home")  # delete removes every version
+    assert store.history(("users", "u1"), "home") == []
+    assert memory.count() == 0
+    assert store.list_namespaces() == []  # an emptied namespace is gone, as in LangGraph's SQL stores
+    store.close()
+
+
+def test_search_results_carry_the_ranking_breakdown(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    store = _store(tmp_path, local_embedder)
+    store.put(("m",), "seat", {"text": "User prefers window seats"})
+    store.put(("m",), "food", {"text": "User is vegetarian"})
+    hits = store.search(("m",), query="which seat does the user want?")
+    assert all(isinstance(h, MemlaneSearchItem) for h in hits)
+    top = hits[0]
+    assert isinstance(top, MemlaneSearchItem) and top.key == "seat"
+    assert top.breakdown is not None and top.score == top.breakdown.score
+    assert 0.0 <= top.breakdown.relevance <= 1.0 and top.breakdown.retrieval == "hybrid"
+    assert all(h.score is None for h in store.search(("m",)))  # no query: no ranking
+    store.close()
+
+
+def test_namespace_labels_map_to_tenants_and_sessions(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    store = _store(tmp_path, local_embedder, tenant_label=1, session_label=2)
+    store.put(("memories", "alice", "chat-1"), "k", {"text": "Alice likes tea"})
+    store.put(("memories", "bob", "chat-9"), "k", {"text": "Bob likes coffee"})
+
+    alice = store.memory.with_context(tenant_id="alice", config=MemoryConfig(scope="tenant"))
+    assert [(ep.content, ep.session_id) for ep in alice.iter_episodes()] == [("Alice likes tea", "chat-1")]
+    assert store.memory.count() == 0  # nothing in the memory's own tenant
+    assert {i.value["text"] for i in store.search(("memories",))} == {"Alice likes tea", "Bob likes coffee"}
+    assert [i.value["text"] for i in store.search(("memories", "bob"))] == ["Bob likes coffee"]
+    assert store.list_namespaces(prefix=("memories", "alice")) == [("memories", "alice", "chat-1")]
+    assert store.list_namespaces(max_depth=2) == [("memories", "alice"), ("memories", "bob")]
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("memories",), "k", {"text": "no tenant label"})
+    store.close()
+
+
+def test_index_and_fields_choose_the_text(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    store = _store(tmp_path, local_embedder, fields=["title"])
+    store.put(("d",), "1", {"title": "Window seats", "body": "long text"})
+    store.put(("d",), "2", {"title": "Ignored", "body": "Aisle seats", "n": 3}, index=["body"])
+    store.put(("d",), "3", {"n": 1})  # no text at the path: the JSON is indexed
+    memory = store.memory.with_context(config=MemoryConfig(scope="tenant"))
+    assert sorted(ep.content for ep in memory.iter_episodes(event_type=EVENT_TYPE)) == [
+        "Aisle seats",
+        "Window seats",
+        '{"n": 1}',
+    ]
+    store.close()
+
+
+def test_batches_run_in_order_and_validate_every_op(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    store = _store(tmp_path, local_embedder)
+    results = store.batch(
+        [
+            PutOp(("ns",), "k", {"text": "one"}),
+            GetOp(("ns",), "k"),
+            PutOp(("ns",), "k", None),
+            GetOp(("ns",), "k"),
+            SearchOp(("ns",)),
+        ]
+    )
+    assert results[1].value == {"text": "one"}  # type: ignore[union-attr]
+    assert results[3] is None and results[4] == []
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([GetOp(("a.b",), "k")])  # a label with a period cannot address ("a", "b")
+    store.close()
+
+
+def test_items_persist_in_the_file(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    with MemlaneStore.open(tmp_path / "p.db", embedder=local_embedder, tenant_id="x") as store:
+        store.put(("n",), "k", {"text": "kept on disk"})
+    with MemlaneStore.open(tmp_path / "p.db", embedder=local_embedder, tenant_id="x") as again:
+        item = again.get(("n",), "k")
+        assert item is not None and item.value == {"text": "kept on disk"}
+
+
+def test_concurrent_async_puts_keep_one_current_version(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    memory = AsyncEpisodicMemory(
+        EpisodicMemory(SQLiteStore(tmp_path / "c.db"), local_embedder), max_workers=4
+    )
+    store = MemlaneStore(memory)
+
+    async def main() -> None:
+        await asyncio.gather(
+            *(store.aput(("n",), "same", {"text": f"version {i}"}) for i in range(12)),
+            *(store.aput(("n",), f"k{i}", {"text": f"item {i}"}) for i in range(40)),
+        )
+        current = [i for i in await store.asearch(("n",), limit=100) if i.key == "same"]
+        assert len(current) == 1
+        assert len(store.history(("n",), "same")) == 12
+        assert len(await store.asearch(("n",), limit=100)) == 41
+        await store.aclose()  # the store does not own the memory: it stays open
+        assert await memory.count() >= 0
+        await memory.close()
+
+    asyncio.run(main())
