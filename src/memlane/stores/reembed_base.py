@@ -1,7 +1,7 @@
 """The store side of re-embedding: the operations a backend implements and the job state it records.
 
 The job itself (:func:`memlane.reembed.reembed`) lives above the stores; the stores only implement
-:class:`ReembedBackend` (:mod:`memlane.stores.sqlite_reembed`, :mod:`memlane.stores.postgres_reembed`).
+:class:`ReembedBackend` (:mod:`memlane.stores.sqlite.reembed`, :mod:`memlane.stores.postgres.reembed`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ class ReembedState:
 class ReembedBackend(Protocol):
     """The store operations the job needs; one implementation per backend.
 
-    See :class:`memlane.stores.sqlite_reembed.SQLiteReembed` and
-    :class:`memlane.stores.postgres_reembed.PostgresReembed`. ``kind`` names the vector table
+    See :class:`memlane.stores.sqlite.reembed.SQLiteReembed` and
+    :class:`memlane.stores.postgres.reembed.PostgresReembed`. ``kind`` names the vector table
     (:data:`KINDS`); rows are ``(seq, text)`` with ``seq`` that table's row key.
     """
 

@@ -2,7 +2,7 @@
 
 A session store lives beside an episode store and shares its database and connections:
 a store that supports sessions exposes it as its ``session_store`` attribute
-(:class:`SupportsSessions`), e.g. :class:`~memlane.stores.sqlite_sessions.SQLiteSessionStore`
+(:class:`SupportsSessions`), e.g. :class:`~memlane.stores.sqlite.sessions.SQLiteSessionStore`
 for :class:`~memlane.stores.sqlite.SQLiteStore`.
 
 What a backend stores, per session (unique per ``(tenant_id, session_id)``):

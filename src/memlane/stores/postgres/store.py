@@ -3,7 +3,7 @@
 Install with ``pip install 'memlane[postgres]'`` (psycopg 3 and psycopg-pool); the server
 needs the pgvector extension (>= 0.8 for iterative index scans).
 
-Layout (schema migrations in :mod:`memlane.stores.migrations.postgres`):
+Layout (schema migrations in :mod:`memlane.stores.postgres.migrations`):
 
 * Everything lives in one Postgres schema (``schema=``; default the connection's
   ``current_schema()``, usually ``public``) in tables prefixed ``memlane_``. Every
@@ -64,7 +64,7 @@ values instead of switching to a generic plan that ignores how selective a tag o
 type is.
 
 Keyword search is PostgreSQL full-text search over a generated ``tsvector`` column with a GIN
-index (:mod:`memlane.stores.postgres_fts`).
+index (:mod:`memlane.stores.postgres.fts`).
 
 Every ``psycopg``/``psycopg_pool`` exception is translated into
 :class:`~memlane.errors.StoreError` (or a subclass) with the original chained as
@@ -115,7 +115,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from memlane.stores.common_terms import CommonTermFilter
-from memlane.stores.migrations.postgres import (
+from memlane.stores.postgres.fts import keyword_count_statement, keyword_statement
+from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
     BOOTSTRAP,
     HNSW_MAX_DIMS,
@@ -124,11 +125,10 @@ from memlane.stores.migrations.postgres import (
     MIGRATIONS_TABLE,
     bind_vector_statements,
 )
-from memlane.stores.postgres_fts import keyword_count_statement, keyword_statement
 
 if TYPE_CHECKING:
-    from memlane.stores.postgres_reembed import PostgresReembed
-    from memlane.stores.postgres_sessions import PostgresSessionStore
+    from memlane.stores.postgres.reembed import PostgresReembed
+    from memlane.stores.postgres.sessions import PostgresSessionStore
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
 
@@ -1093,7 +1093,7 @@ class PostgresStore:
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term (full-text search).
 
-        See :mod:`memlane.stores.postgres_fts` (index, quoting of terms, ``ts_rank_cd`` scoring).
+        See :mod:`memlane.stores.postgres.fts` (index, quoting of terms, ``ts_rank_cd`` scoring).
 
         Raises:
             ValidationError: a term contains a NUL character.
@@ -1195,7 +1195,7 @@ class PostgresStore:
             except psycopg.Error:  # pragma: no cover - closing never matters
                 logger.debug("error closing the pool of %s", self._location, exc_info=True)
 
-    # -- hooks for companion stores (memlane.stores.postgres_sessions) ------------------
+    # -- hooks for companion stores (memlane.stores.postgres.sessions) ------------------
 
     def transaction(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]:
         """A cursor in a transaction on a pooled connection; driver errors translated, vectors usable."""
@@ -1212,15 +1212,15 @@ class PostgresStore:
 
     @cached_property
     def session_store(self) -> PostgresSessionStore:
-        """Session episodes in the same schema (:mod:`memlane.stores.postgres_sessions`)."""
-        from memlane.stores.postgres_sessions import PostgresSessionStore
+        """Session episodes in the same schema (:mod:`memlane.stores.postgres.sessions`)."""
+        from memlane.stores.postgres.sessions import PostgresSessionStore
 
         return PostgresSessionStore(self)
 
     @cached_property
     def reembed_backend(self) -> PostgresReembed:
-        """Embedding model migration in the same schema (:mod:`memlane.stores.postgres_reembed`)."""
-        from memlane.stores.postgres_reembed import PostgresReembed
+        """Embedding model migration in the same schema (:mod:`memlane.stores.postgres.reembed`)."""
+        from memlane.stores.postgres.reembed import PostgresReembed
 
         return PostgresReembed(self)
 

@@ -118,7 +118,7 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             "ON {schema}.memlane_episodes USING gin (content_tsv)"
         ),
     ),
-    # 3: session episodes (memlane.stores.postgres_sessions): one header row per (tenant, session
+    # 3: session episodes (memlane.stores.postgres.sessions): one header row per (tenant, session
     # id), the messages as JSON text by position, and one embedded window per turn. The window
     # vectors stay untyped (any dimension; the store checks it) and are always searched exactly,
     # filtered by owner first, so they need no HNSW index.
@@ -173,7 +173,7 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             """
         ),
     ),
-    # 4: embedding model migration (memlane.stores.postgres_reembed): vectors of the next model,
+    # 4: embedding model migration (memlane.stores.postgres.reembed): vectors of the next model,
     # staged by episode row (and by session window row) until the switch moves them into
     # memlane_episodes (memlane_session_windows) in one transaction. Untyped (any dimension): the
     # target dimension is only known when a job starts. The job's target model and progress

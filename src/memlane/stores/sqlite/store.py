@@ -3,7 +3,7 @@
 * WAL journal and a busy timeout, so several threads and processes can share a file;
   each thread gets its own connection.
 * Schema created and upgraded at open through numbered migrations
-  (:mod:`memlane.stores.migrations.sqlite`), under a write lock so two processes
+  (:mod:`memlane.stores.sqlite.migrations`), under a write lock so two processes
   opening a new file at once do not race; the version lives in ``PRAGMA user_version``.
 * Episodes are append-only; tags are also kept in ``episode_tags (tag, seq)`` so AND
   filters are index lookups.
@@ -20,7 +20,7 @@
   and ``recorded_at_us``/``invalidated_at_us`` (transaction time), ``superseded_by`` and
   ``supersede_reason``; forgetting columns (migration 6): ``archived_at_us``, ``session_scoped``.
 * Keyword search: an FTS5 index over ``content`` kept in step by triggers, ranked by BM25
-  (:mod:`memlane.stores.sqlite_fts`).
+  (:mod:`memlane.stores.sqlite.fts`).
 * Every ``sqlite3`` exception is translated into :class:`memlane.errors.StoreError`.
 """
 
@@ -51,13 +51,13 @@ from memlane.errors import (
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
 from memlane.stores.common_terms import CommonTermFilter
-from memlane.stores.migrations.sqlite import MIGRATIONS
-from memlane.stores.sqlite_fts import keyword_search
+from memlane.stores.sqlite.fts import keyword_search
+from memlane.stores.sqlite.migrations import MIGRATIONS
 from memlane.stores.vector_index import OPEN_END, IndexRows, VectorIndex
 
 if TYPE_CHECKING:
-    from memlane.stores.sqlite_reembed import SQLiteReembed
-    from memlane.stores.sqlite_sessions import SQLiteSessionStore
+    from memlane.stores.sqlite.reembed import SQLiteReembed
+    from memlane.stores.sqlite.sessions import SQLiteSessionStore
 
 __all__ = ["SQLiteStore"]
 
@@ -762,7 +762,7 @@ class SQLiteStore:
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
 
-        See :mod:`memlane.stores.sqlite_fts` (index, quoting of terms, scoring).
+        See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring).
         """
         where, params = _where(flt)
         with self._translate("keyword_candidates"):
@@ -831,7 +831,7 @@ class SQLiteStore:
             self._connections.clear()
         self._index = None
 
-    # -- hooks for companion stores (memlane.stores.sqlite_sessions) --------------------
+    # -- hooks for companion stores (memlane.stores.sqlite.sessions) --------------------
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection to the file (raises :class:`StoreClosedError` once closed)."""
@@ -847,15 +847,15 @@ class SQLiteStore:
 
     @cached_property
     def session_store(self) -> SQLiteSessionStore:
-        """Session episodes in the same file (:class:`~memlane.stores.sqlite_sessions.SQLiteSessionStore`)."""
-        from memlane.stores.sqlite_sessions import SQLiteSessionStore
+        """Session episodes in the same file (:class:`~memlane.stores.sqlite.sessions.SQLiteSessionStore`)."""
+        from memlane.stores.sqlite.sessions import SQLiteSessionStore
 
         return SQLiteSessionStore(self)
 
     @cached_property
     def reembed_backend(self) -> SQLiteReembed:
-        """Embedding model migration in the same file (:mod:`memlane.stores.sqlite_reembed`)."""
-        from memlane.stores.sqlite_reembed import SQLiteReembed
+        """Embedding model migration in the same file (:mod:`memlane.stores.sqlite.reembed`)."""
+        from memlane.stores.sqlite.reembed import SQLiteReembed
 
         return SQLiteReembed(self)
 

@@ -31,13 +31,13 @@ from numpy.typing import NDArray
 from psycopg import sql
 
 from memlane.errors import StoreError
-from memlane.stores.migrations.postgres import bind_vector_statements
+from memlane.stores.postgres.migrations import bind_vector_statements
 from memlane.stores.reembed_base import KINDS, EmbedFn, ReembedState, VectorKind
 
 if TYPE_CHECKING:
     import psycopg
 
-    from memlane.stores.postgres import PostgresStore
+    from memlane.stores.postgres.store import PostgresStore
 
 __all__ = ["PostgresReembed"]
 

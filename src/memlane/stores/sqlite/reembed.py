@@ -24,7 +24,7 @@ from memlane.errors import StoreError
 from memlane.stores.reembed_base import KINDS, EmbedFn, ReembedState, VectorKind
 
 if TYPE_CHECKING:
-    from memlane.stores.sqlite import SQLiteStore
+    from memlane.stores.sqlite.store import SQLiteStore
 
 __all__ = ["SQLiteReembed"]
 

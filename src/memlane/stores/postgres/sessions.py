@@ -3,7 +3,7 @@
 Built from the episode store (``store.session_store``) and sharing its connection pool,
 its transactions (driver errors translated into :class:`~memlane.errors.StoreError`) and
 its pgvector binary parameters. Tables (schema migration 3 in
-:mod:`memlane.stores.migrations.postgres`), all prefixed ``memlane_``:
+:mod:`memlane.stores.postgres.migrations`), all prefixed ``memlane_``:
 
 * ``memlane_sessions``: one header row per ``(tenant_id, session_id)`` (unique constraint);
   an index on ``(tenant_id, agent_id, user_id, ended_at)`` serves "recent" and the owner filter.
@@ -35,7 +35,7 @@ from memlane.stores.base import VectorCandidates
 from memlane.stores.sessions_base import SessionHeader, SessionOwner, SessionWrite, StoredWindow
 
 if TYPE_CHECKING:
-    from memlane.stores.postgres import PostgresStore
+    from memlane.stores.postgres.store import PostgresStore
 
 __all__ = ["PostgresSessionStore"]
 

@@ -2,7 +2,7 @@
 
 Built from the episode store (``store.session_store``) and sharing its per-thread
 connections, its write transactions (``BEGIN IMMEDIATE``) and its translation of
-``sqlite3`` errors. Tables (schema migration 3 in :mod:`memlane.stores.migrations.sqlite`):
+``sqlite3`` errors. Tables (schema migration 3 in :mod:`memlane.stores.sqlite.migrations`):
 
 * ``sessions``: one header row per ``(tenant_id, session_id)`` (unique).
 * ``session_messages (session_seq, position, message)``: each message's JSON text.
@@ -36,11 +36,11 @@ from memlane.stores.sessions_base import (
     SessionWrite,
     StoredWindow,
 )
-from memlane.stores.sqlite import _from_us, _to_us
+from memlane.stores.sqlite.store import _from_us, _to_us
 from memlane.stores.vector_index import IndexRows, VectorIndex
 
 if TYPE_CHECKING:
-    from memlane.stores.sqlite import SQLiteStore
+    from memlane.stores.sqlite.store import SQLiteStore
 
 __all__ = ["SQLiteSessionStore"]
 
