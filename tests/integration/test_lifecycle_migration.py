@@ -13,7 +13,7 @@ from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter
 from memlane.stores.sqlite import SQLiteStore
 from memlane.stores.sqlite import migrations as sqlite_migrations
-from memlane.stores.sqlite.store import _to_us
+from memlane.stores.sqlite.base import to_us as _to_us
 from tests.conftest import T0
 
 OLD_VERSION = 4  # the schema before the lifecycle columns

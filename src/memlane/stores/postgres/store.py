@@ -77,13 +77,12 @@ import json
 import logging
 import numbers
 import re
-import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,7 +90,6 @@ from numpy.typing import NDArray
 from memlane.errors import (
     DuplicateEpisodeError,
     EmbeddingModelMismatchError,
-    EpisodeNotFoundError,
     MemlaneError,
     SchemaVersionError,
     StoreClosedError,
@@ -99,15 +97,23 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.common import (
+    EpisodeBatch,
+    EpisodeStoreBase,
+    canonical_json,
+    check_binding,
+    check_superseded,
+    paginate,
+    store_stats,
+    supersede_params,
+)
+from memlane.stores.postgres.base import CODEC, VectorBinaryDumper, VectorParam, redact, reject_nul
 
 try:
     import psycopg
     from psycopg import sql
-    from psycopg.adapt import Dumper
     from psycopg.conninfo import conninfo_to_dict
-    from psycopg.pq import Format
-    from psycopg.types.json import Json
     from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -125,10 +131,8 @@ from memlane.stores.postgres.migrations import (
     MIGRATIONS_TABLE,
     bind_vector_statements,
 )
-
-if TYPE_CHECKING:
-    from memlane.stores.postgres.reembed import PostgresReembed
-    from memlane.stores.postgres.sessions import PostgresSessionStore
+from memlane.stores.postgres.reembed import PostgresReembed
+from memlane.stores.postgres.sessions import PostgresSessionStore
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
 
@@ -147,6 +151,12 @@ _COLUMNS = sql.SQL(
     "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
     "archived_at, session_scoped, retrieve_count, last_retrieved_at"
 )
+_SUPERSEDE = sql.SQL(
+    "UPDATE {t} SET valid_until = %s, invalidated_at = %s, superseded_by = %s, supersede_reason = %s "
+    "WHERE {where}"
+)
+_SUPERSEDE_WHERE = sql.SQL("id = %s AND superseded_by IS NULL")
+_SUPERSEDE_WHERE_TENANT = sql.SQL("id = %s AND superseded_by IS NULL AND tenant_id = %s")
 _COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "float8", "timestamptz", "json"]
 _COPY_TEMPORAL_TYPES = [
     "timestamptz",
@@ -160,32 +170,6 @@ _COPY_TEMPORAL_TYPES = [
     "int8",
     "timestamptz",
 ]
-
-
-class _VectorParam:
-    """A float32 vector to send as a pgvector ``vector`` parameter (binary format)."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: NDArray[np.float32]) -> None:
-        self.values = values
-
-
-class _VectorBinaryDumper(Dumper):
-    """pgvector's binary wire format: ``uint16 dims, uint16 0, dims x float32`` big-endian.
-
-    Subclassed per store with the database's ``vector`` type oid (needed by binary COPY).
-    """
-
-    format = Format.BINARY
-
-    def dump(self, obj: Any) -> bytes:
-        values = np.asarray(obj.values, dtype=">f4").reshape(-1)
-        return struct.pack(">HH", len(values), 0) + values.tobytes()
-
-
-def _json_dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,23 +187,7 @@ class SearchPlan:
     plan: str
 
 
-def _redact(conninfo: str) -> str:
-    """A displayable ``postgresql://user@host:port/db`` without the password."""
-    try:
-        params = conninfo_to_dict(conninfo)
-    except psycopg.Error:
-        return "postgresql://<unparsable>"
-    user = str(params.get("user") or "")
-    host = str(params.get("host") or "localhost")
-    port = params.get("port")
-    db = str(params.get("dbname") or "")
-    who = f"{user}@" if user else ""
-    if host.startswith("/"):  # a Unix-socket directory
-        return f"postgresql://{who}/{db}?host={host}"
-    return f"postgresql://{who}{host}:{port}/{db}" if port else f"postgresql://{who}{host}/{db}"
-
-
-class PostgresStore:
+class PostgresStore(EpisodeStoreBase):
     """Episodes in a PostgreSQL database with pgvector.
 
     Args:
@@ -275,7 +243,7 @@ class PostgresStore:
         self._owns_pool = isinstance(url_or_pool, str)
         if isinstance(url_or_pool, str):
             conninfo = url_or_pool
-            self._location = _redact(conninfo)
+            self._location = redact(conninfo)
             with self._translate("open"):
                 conninfo_to_dict(conninfo)  # a malformed URL fails here, before any thread starts
                 kwargs = {"connect_timeout": max(1, round(timeout_s)), **(connect_kwargs or {})}
@@ -293,7 +261,7 @@ class PostgresStore:
                 )
         else:
             self._pool = url_or_pool
-            self._location = _redact(getattr(url_or_pool, "conninfo", ""))
+            self._location = redact(getattr(url_or_pool, "conninfo", ""))
             with self._translate("open"), self._pool.connection(timeout=timeout_s) as conn:
                 self._setup(conn, schema)
         logger.debug("opened %r", self)
@@ -408,7 +376,7 @@ class PostgresStore:
             ).fetchone()
         assert row is not None  # the extension exists (checked just above)
         self._vector_oid = int(row[0])
-        self._dumper = type("_StoreVectorDumper", (_VectorBinaryDumper,), {"oid": self._vector_oid})
+        self._dumper = type("_StoreVectorDumper", (VectorBinaryDumper,), {"oid": self._vector_oid})
         self._ext = ext
         fmt = {"schema": self._schema, "ext": ext, "cols": _COLUMNS}
         self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
@@ -462,7 +430,7 @@ class PostgresStore:
             conn.transaction(),
             conn.cursor() as cur,
         ):
-            cur.adapters.register_dumper(_VectorParam, self._dumper)
+            cur.adapters.register_dumper(VectorParam, self._dumper)
             yield cur
 
     @property
@@ -498,13 +466,6 @@ class PostgresStore:
         if "embedding_model" not in rows:
             return None
         return str(rows["embedding_model"]), int(rows["embedding_dims"])
-
-    def _check_binding(self, bound: tuple[str, int], model_id: str, dims: int) -> None:
-        if bound != (model_id, dims):
-            raise EmbeddingModelMismatchError(
-                f"{self.location} holds vectors of model {bound[0]!r} ({bound[1]} dims); refusing embedder "
-                f"{model_id!r} ({dims} dims). Open it with the original embedder or re-embed the store."
-            )
 
     def bind_embedding_model(self, model_id: str, dims: int) -> None:
         """Record ``(model_id, dims)`` on first use; refuse a different one later.
@@ -563,138 +524,42 @@ class PostgresStore:
                     )
                 bound = (model_id, int(dims))
         self._binding = bound
-        self._check_binding(bound, model_id, dims)
+        check_binding(self.location, bound, model_id, dims)
 
     # -- writes ------------------------------------------------------------------------
 
-    def insert(
-        self,
-        episodes: Sequence[Episode],
-        vectors: NDArray[np.float32] | None,
-        supersessions: Sequence[Supersession] = (),
-    ) -> None:
-        """Append ``episodes`` in one transaction (all or none), with one binary ``COPY``.
-
-        Args:
-            episodes: New episodes; ids must not exist yet.
-            vectors: float32 ``[len(episodes), dims]`` L2-normalised, or ``None``.
-            supersessions: Older episodes to retire in the same transaction (see
-                :class:`Supersession`); one ``UPDATE`` each.
-
-        Raises:
-            EpisodeNotFoundError: a superseded id is unknown (for its tenant) or already
-                superseded; nothing is written.
-            DuplicateEpisodeError: an id already exists or repeats in the batch.
-            EmbeddingModelMismatchError: the vectors' dimension differs from the bound model's.
-            ValidationError: a string contains a NUL character, which PostgreSQL text cannot hold.
-            StoreError: the database failed.
-        """
-        self._insert(episodes, vectors, supersessions)
-
-    def _insert(
-        self,
-        episodes: Sequence[Episode],
-        vectors: NDArray[np.float32] | None,
-        supersessions: Sequence[Supersession] = (),
-        merge: tuple[Sequence[str], datetime, str] | None = None,
-    ) -> None:
-        """:meth:`insert`; ``merge = (ids, at, reason)`` also archives ``ids`` into ``episodes[0]``."""
-        if not episodes:
-            return
-        params: list[_VectorParam | None]
-        if vectors is None:
-            params = [None] * len(episodes)
-        else:
-            matrix = np.asarray(vectors, dtype=np.float32)
-            if matrix.ndim != 2 or matrix.shape[0] != len(episodes):
-                raise ValidationError(f"vectors must have shape [{len(episodes)}, dims], got {matrix.shape}")
-            bound = self.embedding_model
-            if bound is not None and matrix.shape[1] != bound[1]:
-                raise EmbeddingModelMismatchError(
-                    f"vectors have {matrix.shape[1]} dims, the store is bound to {bound[1]}"
-                )
-            params = [_VectorParam(row) for row in matrix]
+    def _write_episodes(self, batch: EpisodeBatch) -> None:
+        """:meth:`insert` and :meth:`merge`: one transaction, the episodes in one binary ``COPY``."""
+        episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
+        params: list[VectorParam | None] = (
+            [None] * len(episodes) if batch.vectors is None else [VectorParam(row) for row in batch.vectors]
+        )
         rows = []
         for ep, vector in zip(episodes, params, strict=True):
-            metadata = _json_dumps(dict(ep.metadata))
-            texts = (
-                ep.id,
-                ep.tenant_id,
-                ep.session_id,
-                ep.event_type,
-                ep.content,
-                metadata,
-                *ep.tags,
-                ep.superseded_by or "",
-                ep.supersede_reason or "",
-            )
-            if any("\x00" in text for text in texts):
-                raise ValidationError(f"episode {ep.id!r}: PostgreSQL text cannot contain NUL characters")
-            rows.append(
-                (
-                    ep.id,
-                    ep.tenant_id,
-                    ep.session_id,
-                    ep.event_type,
-                    ep.content,
-                    list(ep.tags),
-                    ep.importance,
-                    ep.created_at,
-                    Json(dict(ep.metadata), dumps=_json_dumps),
-                    vector,
-                    ep.embedding_model if vector is not None else None,
-                    ep.valid_from,
-                    ep.valid_until,
-                    ep.recorded_at,
-                    ep.invalidated_at,
-                    ep.superseded_by,
-                    ep.supersede_reason,
-                    ep.archived_at,
-                    bool(ep.session_scoped),
-                    int(ep.retrieve_count),
-                    ep.last_retrieved_at,
-                )
-            )
-        for sup in supersessions:
-            if "\x00" in (sup.reason or ""):
-                raise ValidationError("PostgreSQL text cannot contain NUL characters")
+            metadata = canonical_json(dict(ep.metadata))
+            texts = (ep.id, ep.tenant_id, ep.session_id, ep.event_type, ep.content, metadata, *ep.tags)
+            reject_nul((*texts, ep.superseded_by, ep.supersede_reason), f"episode {ep.id!r}: ")
+            rows.append(CODEC.episode_row(ep, vector))
+        reject_nul(sup.reason for sup in supersessions)
         with self._transaction("insert") as cur:
             with cur.copy(self._copy) as copy:
                 copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
                 for row in rows:
                     copy.write_row(row)
             for sup in supersessions:
-                where = sql.SQL("id = %s AND superseded_by IS NULL")
-                values: list[Any] = [sup.valid_until, sup.invalidated_at, sup.new_id, sup.reason, sup.old_id]
-                if sup.tenant_id is not None:
-                    where = sql.SQL("id = %s AND superseded_by IS NULL AND tenant_id = %s")
-                    values.append(sup.tenant_id)
-                cur.execute(
-                    sql.SQL(
-                        "UPDATE {t} SET valid_until = %s, invalidated_at = %s, superseded_by = %s, "
-                        "supersede_reason = %s WHERE {where}"
-                    ).format(t=self._t, where=where),
-                    values,
-                )
-                if cur.rowcount != 1:
-                    raise EpisodeNotFoundError(
-                        f"episode {sup.old_id!r} not found or already superseded: nothing was written"
-                    )
+                where = _SUPERSEDE_WHERE if sup.tenant_id is None else _SUPERSEDE_WHERE_TENANT
+                cur.execute(_SUPERSEDE.format(t=self._t, where=where), supersede_params(sup, CODEC))
+                check_superseded(sup, cur.rowcount)
             if merge is not None:
-                ids, at, reason = merge
-                if "\x00" in reason:
-                    raise ValidationError("PostgreSQL text cannot contain NUL characters")
+                reject_nul([merge.reason])
                 cur.execute(
                     sql.SQL(
                         "UPDATE {t} SET archived_at = %s, superseded_by = %s, supersede_reason = %s "
                         "WHERE archived_at IS NULL AND superseded_by IS NULL AND id = ANY(%s::text[])"
                     ).format(t=self._t),
-                    (at, episodes[0].id, reason, list(ids)),
+                    (merge.at, merge.merged_id, merge.reason, list(merge.original_ids)),
                 )
-                if cur.rowcount != len(set(ids)):
-                    raise EpisodeNotFoundError(
-                        "an episode to merge is unknown, archived or superseded: nothing was merged"
-                    )
+                merge.check(cur.rowcount)
 
     def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
         """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
@@ -759,30 +624,6 @@ class PostgresStore:
                 prepare=False,
             ).fetchall()
         return {row[0]: np.asarray(json.loads(row[1]), dtype=np.float32) for row in rows}
-
-    def merge(
-        self,
-        merged: Episode,
-        vector: NDArray[np.float32] | None,
-        original_ids: Sequence[str],
-        at: datetime,
-        reason: str,
-    ) -> int:
-        """Insert ``merged`` and archive ``original_ids`` pointing at it, in one transaction.
-
-        Each original gets ``archived_at = at``, ``superseded_by = merged.id`` and
-        ``supersede_reason = reason``; its valid and transaction times are left as they were.
-
-        Returns:
-            Number of originals archived (== ``len(set(original_ids))``).
-
-        Raises:
-            EpisodeNotFoundError: an original is unknown, already archived or already
-                superseded (nothing is written).
-        """
-        matrix = None if vector is None else np.asarray(vector, dtype=np.float32)[None, :]
-        self._insert([merged], matrix, (), (original_ids, at, reason))
-        return len(set(original_ids))
 
     def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
         """Delete the ``session_scoped`` episodes of one session; return how many."""
@@ -862,31 +703,6 @@ class PostgresStore:
             return sql.Composed([]), params
         return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), params
 
-    @staticmethod
-    def _episode(row: Sequence[Any]) -> Episode:
-        return Episode(
-            id=row[1],
-            tenant_id=row[2],
-            session_id=row[3],
-            event_type=row[4],
-            content=row[5],
-            tags=tuple(row[6]),
-            importance=row[7],
-            created_at=row[8].astimezone(UTC),
-            metadata=row[9],
-            embedding_model=row[10],
-            valid_from=row[11].astimezone(UTC),
-            valid_until=None if row[12] is None else row[12].astimezone(UTC),
-            recorded_at=row[13].astimezone(UTC),
-            invalidated_at=None if row[14] is None else row[14].astimezone(UTC),
-            superseded_by=row[15],
-            supersede_reason=row[16],
-            archived_at=None if row[17] is None else row[17].astimezone(UTC),
-            session_scoped=bool(row[18]),
-            retrieve_count=int(row[19]),
-            last_retrieved_at=None if row[20] is None else row[20].astimezone(UTC),
-        )
-
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
         """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
         where, params = self._where(flt)
@@ -895,7 +711,7 @@ class PostgresStore:
         )
         with self._transaction("list_recent") as cur:
             return [
-                self._episode(r) for r in cur.execute(query, [*params, int(limit)], prepare=False).fetchall()
+                CODEC.episode(r) for r in cur.execute(query, [*params, int(limit)], prepare=False).fetchall()
             ]
 
     def get(self, episode_id: str) -> Episode | None:
@@ -903,7 +719,7 @@ class PostgresStore:
         query = sql.SQL("SELECT {cols} FROM {t} WHERE id = %s").format(cols=_COLUMNS, t=self._t)
         with self._transaction("get") as cur:
             row = cur.execute(query, (episode_id,)).fetchone()
-        return None if row is None else self._episode(row)
+        return None if row is None else CODEC.episode(row)
 
     def fetch(self, keys: Sequence[int]) -> dict[int, Episode]:
         """``{key: episode}`` for row keys from :meth:`vector_candidates` (deleted rows absent)."""
@@ -914,7 +730,7 @@ class PostgresStore:
         )
         with self._transaction("fetch") as cur:
             rows = cur.execute(query, ([int(k) for k in keys],)).fetchall()
-        return {int(r[0]): self._episode(r) for r in rows}
+        return {int(r[0]): CODEC.episode(r) for r in rows}
 
     def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
         """The episodes superseded by any of ``episode_ids`` (an index lookup on ``superseded_by``)."""
@@ -925,7 +741,7 @@ class PostgresStore:
         )
         with self._transaction("superseded_links") as cur:
             rows = cur.execute(query, (list(episode_ids),)).fetchall()
-        return [self._episode(r) for r in rows]
+        return [CODEC.episode(r) for r in rows]
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
@@ -949,21 +765,18 @@ class PostgresStore:
         query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at, seq LIMIT %s").format(
             cols=_COLUMNS, t=self._t, where=where
         )
-        last: tuple[datetime, int] = (datetime(1, 1, 1, tzinfo=UTC), 0)
-        while True:
+
+        def read(last: tuple[Any, int]) -> list[Any]:
             with self._transaction("iter_episodes") as cur:
-                rows = cur.execute(query, [*params, *last, int(batch_size)], prepare=False).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield self._episode(row)
-            last = (rows[-1][8], int(rows[-1][0]))
+                return cur.execute(query, [*params, *last, int(batch_size)], prepare=False).fetchall()
+
+        yield from paginate(read, (datetime(1, 1, 1, tzinfo=UTC), 0), CODEC)
 
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
         where, params = self._where(flt)
         with self._transaction("stats") as cur:
-            total, vectors, tenants, sessions, oldest, newest = cur.execute(
+            counts = cur.execute(
                 sql.SQL(
                     "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
                     "count(DISTINCT (tenant_id, session_id)), min(created_at), max(created_at) "
@@ -982,14 +795,10 @@ class PostgresStore:
                 ).fetchall()
             )
             version = self._read_version(cur.connection)
-        return StoreStats(
-            episodes=int(total),
-            with_vectors=int(vectors),
-            tenants=int(tenants),
-            sessions=int(sessions),
-            event_types={str(k): int(v) for k, v in types.items()},
-            oldest=None if oldest is None else oldest.astimezone(UTC),
-            newest=None if newest is None else newest.astimezone(UTC),
+        return store_stats(
+            counts,
+            types,
+            CODEC,
             embedding_model=self.embedding_model,
             schema_version=version,
             location=self.location,
@@ -1019,7 +828,7 @@ class PostgresStore:
             order = sql.SQL(" ORDER BY cosine DESC, seq LIMIT %s")
         else:
             order = sql.SQL(" ORDER BY embedding {op} {vec} LIMIT %s").format(op=self._cos, vec=self._vec)
-        vec = _VectorParam(q)
+        vec = VectorParam(q)
         return select + order, [vec, *params, *([vec] if path == "hnsw" else []), top_n]
 
     def _choose_path(
@@ -1079,16 +888,8 @@ class PostgresStore:
                 path = "exact"
                 statement, params = self._search_sql(flt, q, top_n, path)
                 rows = cur.execute(statement, params, prepare=False).fetchall()
-        if not rows:
-            return VectorCandidates.empty()
         exhaustive = path == "exact" and (filtered <= top_n or len(rows) < top_n)
-        return VectorCandidates(
-            keys=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-            cosine=np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows)),
-            created_at_seconds=np.fromiter((r[2] for r in rows), dtype=np.float64, count=len(rows)),
-            importance=np.fromiter((r[3] for r in rows), dtype=np.float64, count=len(rows)),
-            exhaustive=exhaustive,
-        )
+        return VectorCandidates.from_rows(rows, exhaustive=exhaustive)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term (full-text search).
@@ -1102,8 +903,7 @@ class PostgresStore:
         terms = [t for t in terms if t]
         if not terms:
             return KeywordCandidates.empty()
-        if any("\x00" in t for t in terms):
-            raise ValidationError("PostgreSQL text cannot contain NUL characters")
+        reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
             max_seq = sql.SQL("SELECT coalesce(max(seq), 0) FROM {t}").format(t=self._t)
             table_rows = int(cur.execute(max_seq).fetchone()[0])  # type: ignore[index]
@@ -1208,20 +1008,16 @@ class PostgresStore:
     @staticmethod
     def vector_param(values: NDArray[np.float32]) -> object:
         """Wrap a float32 ``[dims]`` vector as a parameter sent in pgvector's binary format (``%b``)."""
-        return _VectorParam(np.asarray(values, dtype=np.float32))
+        return VectorParam(np.asarray(values, dtype=np.float32))
 
     @cached_property
     def session_store(self) -> PostgresSessionStore:
         """Session episodes in the same schema (:mod:`memlane.stores.postgres.sessions`)."""
-        from memlane.stores.postgres.sessions import PostgresSessionStore
-
         return PostgresSessionStore(self)
 
     @cached_property
     def reembed_backend(self) -> PostgresReembed:
         """Embedding model migration in the same schema (:mod:`memlane.stores.postgres.reembed`)."""
-        from memlane.stores.postgres.reembed import PostgresReembed
-
         return PostgresReembed(self)
 
     def forget_binding(self) -> None:

@@ -26,38 +26,48 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.errors import (
-    DuplicateEpisodeError,
-    EmbeddingModelMismatchError,
-    EpisodeNotFoundError,
-    SchemaVersionError,
-    StoreClosedError,
-    StoreError,
-)
+from memlane.errors import DuplicateEpisodeError, SchemaVersionError, StoreClosedError, StoreError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, Supersession, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.common import (
+    EpisodeBatch,
+    EpisodeStoreBase,
+    MergeInto,
+    check_binding,
+    check_superseded,
+    paginate,
+    store_stats,
+    supersede_params,
+)
 from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.sqlite.base import (
+    CODEC,
+    bump_generation,
+    encode_vectors,
+    in_chunks,
+    opt_us,
+    read_generation,
+    to_us,
+    vector_batches,
+)
 from memlane.stores.sqlite.fts import keyword_search
 from memlane.stores.sqlite.migrations import MIGRATIONS
-from memlane.stores.vector_index import OPEN_END, IndexRows, VectorIndex
-
-if TYPE_CHECKING:
-    from memlane.stores.sqlite.reembed import SQLiteReembed
-    from memlane.stores.sqlite.sessions import SQLiteSessionStore
+from memlane.stores.sqlite.reembed import SQLiteReembed
+from memlane.stores.sqlite.sessions import SQLiteSessionStore
+from memlane.stores.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
 
 __all__ = ["SQLiteStore"]
 
@@ -69,54 +79,16 @@ _COLUMNS = (
     "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped, "
     "retrieve_count, last_retrieved_at_us"
 )
+_GENERATION = "delete_generation"
+"""``store_meta`` counter bumped by every deletion and every update of an indexed column."""
 
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SUPERSEDE = (
+    "UPDATE episodes SET valid_until_us = ?, invalidated_at_us = ?, superseded_by = ?, "
+    "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
+)
 
 BOOKKEEPING_BUSY_MS = 20
 """Longest wait (ms) of retrieval bookkeeping for another writer's lock before deferring."""
-
-
-def _to_us(value: datetime) -> int:
-    delta = value.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _from_us(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
-
-
-def _opt_us(value: datetime | None) -> int | None:
-    return None if value is None else _to_us(value)
-
-
-def _opt_from_us(value: int | None) -> datetime | None:
-    return None if value is None else _from_us(value)
-
-
-def _row_to_episode(row: sqlite3.Row | tuple[Any, ...]) -> Episode:
-    return Episode(
-        id=row[1],
-        tenant_id=row[2],
-        session_id=row[3],
-        event_type=row[4],
-        content=row[5],
-        tags=tuple(json.loads(row[6])),
-        importance=row[7],
-        created_at=_from_us(row[8]),
-        metadata=json.loads(row[9]),
-        embedding_model=row[10],
-        valid_from=_from_us(row[11]),
-        valid_until=_opt_from_us(row[12]),
-        recorded_at=_from_us(row[13]),
-        invalidated_at=_opt_from_us(row[14]),
-        superseded_by=row[15],
-        supersede_reason=row[16],
-        archived_at=_opt_from_us(row[17]),
-        session_scoped=bool(row[18]),
-        retrieve_count=int(row[19]),
-        last_retrieved_at=_opt_from_us(row[20]),
-    )
 
 
 def _where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
@@ -134,35 +106,81 @@ def _where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
         params.append(flt.event_type)
     if flt.created_after is not None:
         clauses.append("created_at_us >= ?")
-        params.append(_to_us(flt.created_after))
+        params.append(to_us(flt.created_after))
     if flt.created_before is not None:
         clauses.append("created_at_us < ?")
-        params.append(_to_us(flt.created_before))
+        params.append(to_us(flt.created_before))
     if flt.valid_at is not None:
         clauses.append("valid_from_us <= ? AND (valid_until_us IS NULL OR valid_until_us > ?)")
-        params.extend([_to_us(flt.valid_at)] * 2)
+        params.extend([to_us(flt.valid_at)] * 2)
     if flt.still_valid_at is not None:
         clauses.append("(valid_until_us IS NULL OR valid_until_us > ?)")
-        params.append(_to_us(flt.still_valid_at))
+        params.append(to_us(flt.still_valid_at))
     if flt.recorded_by is not None:
         clauses.append("recorded_at_us <= ?")
-        params.append(_to_us(flt.recorded_by))
+        params.append(to_us(flt.recorded_by))
     if flt.current_at is not None:
         clauses.append("(invalidated_at_us IS NULL OR invalidated_at_us > ?)")
-        params.append(_to_us(flt.current_at))
+        params.append(to_us(flt.current_at))
     if flt.exclude_archived:
         clauses.append("archived_at_us IS NULL")
     if flt.retained_after is not None:
         if flt.never_forget_from is None:
             clauses.append("created_at_us >= ?")
-            params.append(_to_us(flt.retained_after))
+            params.append(to_us(flt.retained_after))
         else:
             clauses.append("(created_at_us >= ? OR importance >= ?)")
-            params.extend([_to_us(flt.retained_after), flt.never_forget_from])
+            params.extend([to_us(flt.retained_after), flt.never_forget_from])
     if flt.tags:
         clauses.append("seq IN (" + _TAGS_SQL(len(flt.tags)) + ")")
         params.extend(flt.tags)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _read_binding(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    rows = dict(
+        conn.execute("SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dims')")
+    )
+    if "embedding_model" not in rows:
+        return None
+    return rows["embedding_model"], int(rows["embedding_dims"])
+
+
+def _archive_merged(conn: sqlite3.Connection, merge: MergeInto) -> int:
+    """Archive a merge's originals into the merged episode; return how many rows changed."""
+    changed = 0
+    for chunk, marks in in_chunks(merge.original_ids):
+        changed += conn.execute(
+            "UPDATE episodes SET archived_at_us = ?, superseded_by = ?, supersede_reason = ? "
+            f"WHERE archived_at_us IS NULL AND superseded_by IS NULL AND id IN ({marks})",
+            [to_us(merge.at), merge.merged_id, merge.reason, *chunk],
+        ).rowcount
+    return changed
+
+
+def _index_rows(conn: sqlite3.Connection, after: int) -> Iterator[IndexRows]:
+    """The vector index's rows of the episodes with vectors after row key ``after``, in batches."""
+    cursor = conn.execute(
+        "SELECT seq, tenant_id, session_id, event_type, created_at_us, importance, embedding, "
+        "valid_from_us, valid_until_us, recorded_at_us, invalidated_at_us, archived_at_us "
+        "FROM episodes WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
+        (after,),
+    )
+    for batch, vectors in vector_batches(cursor, 6):
+        yield IndexRows(
+            seqs=[r[0] for r in batch],
+            tenant_ids=[r[1] for r in batch],
+            session_ids=[r[2] for r in batch],
+            event_types=[r[3] for r in batch],
+            created_us=[r[4] for r in batch],
+            importance=[np.nan if r[5] is None else r[5] for r in batch],
+            vectors=vectors,
+            valid_from_us=[r[7] for r in batch],
+            valid_until_us=[OPEN_END if r[8] is None else r[8] for r in batch],
+            recorded_us=[r[9] for r in batch],
+            invalidated_us=[OPEN_END if r[10] is None else r[10] for r in batch],
+            archived_us=[OPEN_END if r[11] is None else r[11] for r in batch],
+        )
 
 
 def _TAGS_SQL(n: int) -> str:  # noqa: N802 - reads like a constant template
@@ -170,7 +188,7 @@ def _TAGS_SQL(n: int) -> str:  # noqa: N802 - reads like a constant template
     return " INTERSECT ".join(["SELECT seq FROM episode_tags WHERE tag = ?"] * n)
 
 
-class SQLiteStore:
+class SQLiteStore(EpisodeStoreBase):
     """Episodes in one SQLite file.
 
     Args:
@@ -191,10 +209,8 @@ class SQLiteStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._conn_lock = threading.Lock()
-        self._index_lock = threading.Lock()
         self._common_terms = CommonTermFilter()
-        self._index: VectorIndex | None = None
-        self._index_generation: str | None = None
+        self._vectors = VectorCache("vectors")
         self._pending_lock = threading.Lock()
         self._pending: dict[int, tuple[int, datetime]] = {}
         self._closed = False
@@ -285,16 +301,7 @@ class SQLiteStore:
     def embedding_model(self) -> tuple[str, int] | None:
         """``(model_id, dims)`` the store is bound to, or ``None`` if not bound yet."""
         with self._translate("embedding_model"):
-            rows = dict(
-                self._conn()
-                .execute(
-                    "SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dims')"
-                )
-                .fetchall()
-            )
-        if "embedding_model" not in rows:
-            return None
-        return rows["embedding_model"], int(rows["embedding_dims"])
+            return _read_binding(self._conn())
 
     def bind_embedding_model(self, model_id: str, dims: int) -> None:
         """Record ``(model_id, dims)`` on first use; refuse a different one later.
@@ -303,95 +310,28 @@ class SQLiteStore:
             EmbeddingModelMismatchError: the store is bound to another model or dimension.
         """
         with self._translate("bind_embedding_model"), self._write() as conn:
-            rows = dict(
-                conn.execute(
-                    "SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dims')"
-                ).fetchall()
-            )
-            if not rows:
+            bound = _read_binding(conn)
+            if bound is None:
                 conn.executemany(
                     "INSERT INTO store_meta (key, value) VALUES (?, ?)",
                     [("embedding_model", model_id), ("embedding_dims", str(dims))],
                 )
                 return
-            if rows["embedding_model"] != model_id or int(rows["embedding_dims"]) != dims:
-                raise EmbeddingModelMismatchError(
-                    f"{self.path} holds vectors of model {rows['embedding_model']!r} "
-                    f"({rows['embedding_dims']} dims); refusing embedder {model_id!r} ({dims} dims). "
-                    "Open it with the original embedder or re-embed the store."
-                )
+            check_binding(self.path, bound, model_id, dims)
 
     # -- writes ----------------------------------------------------------------------
 
-    def insert(
-        self,
-        episodes: Sequence[Episode],
-        vectors: NDArray[np.float32] | None,
-        supersessions: Sequence[Supersession] = (),
-    ) -> None:
-        """Append ``episodes`` in one transaction (all or none), retiring ``supersessions`` in it.
+    def _write_episodes(self, batch: EpisodeBatch) -> None:
+        """:meth:`insert` and :meth:`merge`: one ``BEGIN IMMEDIATE`` transaction.
 
-        Args:
-            episodes: New episodes; ids must not exist yet.
-            vectors: float32 ``[len(episodes), dims]`` or ``None``.
-            supersessions: Older episodes to retire (see :class:`Supersession`); updating them
-                bumps ``delete_generation`` so every process rebuilds its vector index.
-
-        Raises:
-            DuplicateEpisodeError: an id already exists or repeats in the batch.
-            EmbeddingModelMismatchError: the vectors' dimension differs from the bound model's.
-            EpisodeNotFoundError: a superseded id is unknown (for its tenant) or already
-                superseded; nothing is written.
+        Retiring supersessions or archiving a merge's originals bumps ``delete_generation``,
+        so every process rebuilds its vector index.
         """
-        self._insert(episodes, vectors, supersessions)
-
-    def _insert(
-        self,
-        episodes: Sequence[Episode],
-        vectors: NDArray[np.float32] | None,
-        supersessions: Sequence[Supersession] = (),
-        merge: tuple[Sequence[str], datetime, str] | None = None,
-    ) -> None:
-        """:meth:`insert`; ``merge = (ids, at, reason)`` also archives ``ids`` into ``episodes[0]``."""
-        if not episodes:
-            return
-        blobs: list[bytes | None]
-        if vectors is None:
-            blobs = [None] * len(episodes)
-        else:
-            bound = self.embedding_model
-            if bound is not None and vectors.shape[1] != bound[1]:
-                raise EmbeddingModelMismatchError(
-                    f"vectors have {vectors.shape[1]} dims, the store is bound to {bound[1]}"
-                )
-            data = np.ascontiguousarray(vectors, dtype="<f4")
-            blobs = [row.tobytes() for row in data]
-        rows = [
-            (
-                ep.id,
-                ep.tenant_id,
-                ep.session_id,
-                ep.event_type,
-                ep.content,
-                json.dumps(list(ep.tags), ensure_ascii=False),
-                ep.importance,
-                _to_us(ep.created_at),
-                json.dumps(dict(ep.metadata), ensure_ascii=False, sort_keys=True),
-                blob,
-                ep.embedding_model if blob is not None else None,
-                _to_us(ep.valid_from),
-                _opt_us(ep.valid_until),
-                _to_us(ep.recorded_at),
-                _opt_us(ep.invalidated_at),
-                ep.superseded_by,
-                ep.supersede_reason,
-                _opt_us(ep.archived_at),
-                int(ep.session_scoped),
-                int(ep.retrieve_count),
-                _opt_us(ep.last_retrieved_at),
-            )
-            for ep, blob in zip(episodes, blobs, strict=True)
-        ]
+        episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
+        blobs: list[bytes | None] = (
+            [None] * len(episodes) if batch.vectors is None else [*encode_vectors(batch.vectors)]
+        )
+        rows = [CODEC.episode_row(ep, blob) for ep, blob in zip(episodes, blobs, strict=True)]
         try:
             with self._translate("insert"), self._write() as conn:
                 conn.executemany(
@@ -407,31 +347,12 @@ class SQLiteStore:
                     [(tag, ep.id) for ep in episodes for tag in ep.tags],
                 )
                 for sup in supersessions:
-                    sql = (
-                        "UPDATE episodes SET valid_until_us = ?, invalidated_at_us = ?, superseded_by = ?, "
-                        "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
-                    )
-                    params: list[Any] = [
-                        _to_us(sup.valid_until),
-                        _to_us(sup.invalidated_at),
-                        sup.new_id,
-                        sup.reason,
-                        sup.old_id,
-                    ]
-                    if sup.tenant_id is not None:
-                        sql += " AND tenant_id = ?"
-                        params.append(sup.tenant_id)
-                    if conn.execute(sql, params).rowcount != 1:
-                        raise EpisodeNotFoundError(
-                            f"episode {sup.old_id!r} not found or already superseded: nothing was written"
-                        )
+                    sql = _SUPERSEDE if sup.tenant_id is None else _SUPERSEDE + " AND tenant_id = ?"
+                    check_superseded(sup, conn.execute(sql, supersede_params(sup, CODEC)).rowcount)
                 if merge is not None:
-                    self._archive_merged(conn, episodes[0].id, *merge)
+                    merge.check(_archive_merged(conn, merge))
                 if supersessions or merge is not None:
-                    conn.execute(
-                        "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 "
-                        "WHERE key = 'delete_generation'"
-                    )
+                    bump_generation(conn, _GENERATION)
         except StoreError as exc:
             cause = exc.__cause__
             if isinstance(cause, sqlite3.IntegrityError) and "episodes.id" in str(cause):
@@ -448,7 +369,7 @@ class SQLiteStore:
         Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
         """
         condition = "created_at_us < ?"
-        params: list[Any] = [_to_us(cutoff)]
+        params: list[Any] = [to_us(cutoff)]
         if keep_importance_from is not None:
             condition += " AND (importance IS NULL OR importance < ?)"
             params.append(keep_importance_from)
@@ -458,9 +379,7 @@ class SQLiteStore:
             )
             deleted = conn.execute(f"DELETE FROM episodes WHERE {condition}", params).rowcount
             if deleted:
-                conn.execute(
-                    "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
-                )
+                bump_generation(conn, _GENERATION)
         return int(deleted)
 
     def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
@@ -470,18 +389,14 @@ class SQLiteStore:
         """
         changed = 0
         with self._translate("archive"), self._write() as conn:
-            for start in range(0, len(episode_ids), 500):
-                chunk = list(episode_ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in in_chunks(episode_ids):
                 changed += conn.execute(
                     "UPDATE episodes SET archived_at_us = ? "
                     f"WHERE archived_at_us IS NULL AND id IN ({marks})",
-                    [_to_us(at), *chunk],
+                    [to_us(at), *chunk],
                 ).rowcount
             if changed:
-                conn.execute(
-                    "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
-                )
+                bump_generation(conn, _GENERATION)
         return changed
 
     def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
@@ -501,7 +416,7 @@ class SQLiteStore:
             pending, self._pending = self._pending, {}
         if not pending:
             return 0
-        rows = [(count, _to_us(last), _to_us(last), seq) for seq, (count, last) in pending.items()]
+        rows = [(count, to_us(last), to_us(last), seq) for seq, (count, last) in pending.items()]
         conn = self._conn()
         try:
             with self._translate("record_retrievals"):
@@ -531,57 +446,13 @@ class SQLiteStore:
         found: dict[str, NDArray[np.float32]] = {}
         with self._translate("vectors"):
             conn = self._conn()
-            for start in range(0, len(episode_ids), 500):
-                chunk = list(episode_ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in in_chunks(episode_ids):
                 for eid, blob in conn.execute(
                     f"SELECT id, embedding FROM episodes WHERE embedding IS NOT NULL AND id IN ({marks})",
                     chunk,
                 ):
                     found[eid] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
         return found
-
-    def merge(
-        self,
-        merged: Episode,
-        vector: NDArray[np.float32] | None,
-        original_ids: Sequence[str],
-        at: datetime,
-        reason: str,
-    ) -> int:
-        """Insert ``merged`` and archive ``original_ids`` pointing at it, in one transaction.
-
-        Each original gets ``archived_at = at``, ``superseded_by = merged.id`` and
-        ``supersede_reason = reason``; its valid and transaction times are left as they were.
-
-        Returns:
-            Number of originals archived (== ``len(original_ids)``).
-
-        Raises:
-            EpisodeNotFoundError: an original is unknown, already archived or already
-                superseded (nothing is written).
-        """
-        matrix = None if vector is None else np.asarray(vector, dtype=np.float32)[None, :]
-        self._insert([merged], matrix, (), (original_ids, at, reason))
-        return len(set(original_ids))
-
-    @staticmethod
-    def _archive_merged(
-        conn: sqlite3.Connection, merged_id: str, original_ids: Sequence[str], at: datetime, reason: str
-    ) -> None:
-        changed = 0
-        for start in range(0, len(original_ids), 500):
-            chunk = list(original_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            changed += conn.execute(
-                "UPDATE episodes SET archived_at_us = ?, superseded_by = ?, supersede_reason = ? "
-                f"WHERE archived_at_us IS NULL AND superseded_by IS NULL AND id IN ({marks})",
-                [_to_us(at), merged_id, reason, *chunk],
-            ).rowcount
-        if changed != len(set(original_ids)):
-            raise EpisodeNotFoundError(
-                "an episode to merge is unknown, archived or superseded: nothing was merged"
-            )
 
     def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
         """Delete the ``session_scoped`` episodes (and tag rows) of one session; return how many."""
@@ -595,9 +466,7 @@ class SQLiteStore:
                 f"DELETE FROM episodes WHERE {condition}", (tenant_id, session_id)
             ).rowcount
             if deleted:
-                conn.execute(
-                    "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
-                )
+                bump_generation(conn, _GENERATION)
         return int(deleted)
 
     def delete(self, episode_id: str, tenant_id: str | None) -> bool:
@@ -618,9 +487,7 @@ class SQLiteStore:
                 return False
             conn.execute("DELETE FROM episode_tags WHERE seq = ?", (row[0],))
             conn.execute("DELETE FROM episodes WHERE seq = ?", (row[0],))
-            conn.execute(
-                "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'delete_generation'"
-            )
+            bump_generation(conn, _GENERATION)
         return True
 
     # -- reads -----------------------------------------------------------------------
@@ -630,7 +497,7 @@ class SQLiteStore:
         where, params = _where(flt)
         sql = f"SELECT {_COLUMNS} FROM episodes{where} ORDER BY created_at_us DESC, seq DESC LIMIT ?"
         with self._translate("list_recent"):
-            return [_row_to_episode(r) for r in self._conn().execute(sql, [*params, limit])]
+            return [CODEC.episode(r) for r in self._conn().execute(sql, [*params, limit])]
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id``, or ``None``."""
@@ -640,7 +507,7 @@ class SQLiteStore:
                 .execute(f"SELECT {_COLUMNS} FROM episodes WHERE id = ?", (episode_id,))
                 .fetchone()
             )
-        return None if row is None else _row_to_episode(row)
+        return None if row is None else CODEC.episode(row)
 
     def fetch(self, keys: Sequence[int]) -> dict[int, Episode]:
         """``{key: episode}`` for row keys from :meth:`vector_candidates` (deleted rows absent)."""
@@ -649,11 +516,9 @@ class SQLiteStore:
         found: dict[int, Episode] = {}
         with self._translate("fetch"):
             conn = self._conn()
-            for start in range(0, len(keys), 500):
-                chunk = [int(k) for k in keys[start : start + 500]]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in in_chunks([int(k) for k in keys]):
                 for row in conn.execute(f"SELECT {_COLUMNS} FROM episodes WHERE seq IN ({marks})", chunk):
-                    found[row[0]] = _row_to_episode(row)
+                    found[row[0]] = CODEC.episode(row)
         return found
 
     def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
@@ -666,7 +531,7 @@ class SQLiteStore:
                 f"SELECT {_COLUMNS} FROM episodes WHERE superseded_by IN ({marks}) ORDER BY seq",
                 list(episode_ids),
             )
-            return [_row_to_episode(r) for r in rows]
+            return [CODEC.episode(r) for r in rows]
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
@@ -678,26 +543,23 @@ class SQLiteStore:
         """Yield every episode passing ``flt``, oldest first, reading ``batch_size`` rows at a time."""
         where, params = _where(flt)
         joiner = " AND " if where else " WHERE "
-        last: tuple[int, int] = (-(2**62), 0)
-        while True:
-            sql = (
-                f"SELECT {_COLUMNS} FROM episodes{where}{joiner}(created_at_us, seq) > (?, ?) "
-                "ORDER BY created_at_us, seq LIMIT ?"
-            )
+        sql = (
+            f"SELECT {_COLUMNS} FROM episodes{where}{joiner}(created_at_us, seq) > (?, ?) "
+            "ORDER BY created_at_us, seq LIMIT ?"
+        )
+
+        def read(last: tuple[Any, int]) -> list[Any]:
             with self._translate("iter_episodes"):
-                rows = self._conn().execute(sql, [*params, *last, batch_size]).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield _row_to_episode(row)
-            last = (rows[-1][8], rows[-1][0])
+                return self._conn().execute(sql, [*params, *last, batch_size]).fetchall()
+
+        yield from paginate(read, (-(2**62), 0), CODEC)
 
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
         where, params = _where(flt)
         with self._translate("stats"):
             conn = self._conn()
-            total, vectors, tenants, sessions, oldest, newest = conn.execute(
+            counts = conn.execute(
                 "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
                 "count(DISTINCT tenant_id || char(0) || session_id), min(created_at_us), max(created_at_us) "
                 f"FROM episodes{where}",
@@ -709,14 +571,10 @@ class SQLiteStore:
                     params,
                 ).fetchall()
             )
-        return StoreStats(
-            episodes=total,
-            with_vectors=vectors,
-            tenants=tenants,
-            sessions=sessions,
-            event_types=types,
-            oldest=None if oldest is None else _from_us(oldest),
-            newest=None if newest is None else _from_us(newest),
+        return store_stats(
+            counts,
+            types,
+            CODEC,
             embedding_model=self.embedding_model,
             schema_version=self.schema_version,
             location=self.path,
@@ -740,22 +598,22 @@ class SQLiteStore:
                 )
                 if len(allowed) == 0:
                     return VectorCandidates.empty()
-            with self._index_lock:
+            with self._vectors.lock:
                 index = self._refresh_index(len(query))
                 return index.search(
                     np.asarray(query, dtype=np.float32),
                     tenant_id=flt.tenant_id,
                     session_id=flt.session_id,
                     event_type=flt.event_type,
-                    created_after_us=None if flt.created_after is None else _to_us(flt.created_after),
-                    created_before_us=None if flt.created_before is None else _to_us(flt.created_before),
+                    created_after_us=None if flt.created_after is None else to_us(flt.created_after),
+                    created_before_us=None if flt.created_before is None else to_us(flt.created_before),
                     allowed_seqs=allowed,
-                    valid_at_us=_opt_us(flt.valid_at),
-                    still_valid_at_us=_opt_us(flt.still_valid_at),
-                    recorded_by_us=_opt_us(flt.recorded_by),
-                    current_at_us=_opt_us(flt.current_at),
+                    valid_at_us=opt_us(flt.valid_at),
+                    still_valid_at_us=opt_us(flt.still_valid_at),
+                    recorded_by_us=opt_us(flt.recorded_by),
+                    current_at_us=opt_us(flt.current_at),
                     exclude_archived=flt.exclude_archived,
-                    retained_after_us=_opt_us(flt.retained_after),
+                    retained_after_us=opt_us(flt.retained_after),
                     never_forget_from=flt.never_forget_from,
                 )
 
@@ -771,49 +629,11 @@ class SQLiteStore:
             )
 
     def _refresh_index(self, dims: int) -> VectorIndex:
-        """Bring the in-memory index up to date with the file (caller holds ``_index_lock``)."""
+        """Bring the in-memory index up to date with the file (caller holds ``_vectors.lock``)."""
         conn = self._conn()
-        generation = conn.execute("SELECT value FROM store_meta WHERE key = 'delete_generation'").fetchone()[
-            0
-        ]
-        if self._index is None or self._index.dims != dims or generation != self._index_generation:
-            self._index = VectorIndex(dims)
-            self._index_generation = generation
-        index = self._index
-        max_seq = conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0]
-        if max_seq <= index.max_seq:
-            return index
-        cursor = conn.execute(
-            "SELECT seq, tenant_id, session_id, event_type, created_at_us, importance, embedding, "
-            "valid_from_us, valid_until_us, recorded_at_us, invalidated_at_us, archived_at_us "
-            "FROM episodes WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
-            (index.max_seq,),
-        )
-        while batch := cursor.fetchmany(5000):
-            blobs = b"".join(r[6] for r in batch)
-            vectors = np.frombuffer(blobs, dtype="<f4").reshape(len(batch), -1)
-            if vectors.shape[1] != dims:
-                raise EmbeddingModelMismatchError(
-                    f"stored vectors have {vectors.shape[1]} dims, query has {dims}"
-                )
-            index.append(
-                IndexRows(
-                    seqs=[r[0] for r in batch],
-                    tenant_ids=[r[1] for r in batch],
-                    session_ids=[r[2] for r in batch],
-                    event_types=[r[3] for r in batch],
-                    created_us=[r[4] for r in batch],
-                    importance=[np.nan if r[5] is None else r[5] for r in batch],
-                    vectors=vectors,
-                    valid_from_us=[r[7] for r in batch],
-                    valid_until_us=[OPEN_END if r[8] is None else r[8] for r in batch],
-                    recorded_us=[r[9] for r in batch],
-                    invalidated_us=[OPEN_END if r[10] is None else r[10] for r in batch],
-                    archived_us=[OPEN_END if r[11] is None else r[11] for r in batch],
-                )
-            )
-        index.max_seq = max(index.max_seq, int(max_seq))
-        return index
+        generation = read_generation(conn, _GENERATION)
+        max_seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
+        return self._vectors.refresh(dims, generation, max_seq, lambda after: _index_rows(conn, after))
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -829,7 +649,7 @@ class SQLiteStore:
                 except sqlite3.Error:  # pragma: no cover - closing never matters
                     logger.debug("error closing a connection", exc_info=True)
             self._connections.clear()
-        self._index = None
+        self._vectors.clear()
 
     # -- hooks for companion stores (memlane.stores.sqlite.sessions) --------------------
 
@@ -848,15 +668,11 @@ class SQLiteStore:
     @cached_property
     def session_store(self) -> SQLiteSessionStore:
         """Session episodes in the same file (:class:`~memlane.stores.sqlite.sessions.SQLiteSessionStore`)."""
-        from memlane.stores.sqlite.sessions import SQLiteSessionStore
-
         return SQLiteSessionStore(self)
 
     @cached_property
     def reembed_backend(self) -> SQLiteReembed:
         """Embedding model migration in the same file (:mod:`memlane.stores.sqlite.reembed`)."""
-        from memlane.stores.sqlite.reembed import SQLiteReembed
-
         return SQLiteReembed(self)
 
     def __repr__(self) -> str:
