@@ -9,6 +9,14 @@ store), :mod:`~memlane.stores.postgres.fts` (keyword index), :mod:`~memlane.stor
 
 from __future__ import annotations
 
+try:
+    import psycopg  # noqa: F401 - every module of this package needs it
+    import psycopg_pool  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        f"PostgresStore needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
+    ) from exc
+
 from memlane.stores.postgres.store import DEFAULT_EXACT_SEARCH_LIMIT, PostgresStore, SearchPlan
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]

@@ -17,22 +17,16 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
+import psycopg
 from numpy.typing import NDArray
+from psycopg import sql
+from psycopg.adapt import Dumper
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import Format
+from psycopg.types.json import Json
 
 from memlane.errors import ValidationError
 from memlane.stores.common import RowCodec, canonical_json
-
-try:
-    import psycopg
-    from psycopg import sql
-    from psycopg.adapt import Dumper
-    from psycopg.conninfo import conninfo_to_dict
-    from psycopg.pq import Format
-    from psycopg.types.json import Json
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        f"PostgresStore needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
-    ) from exc
 
 __all__ = ["CODEC", "PostgresHost", "VectorBinaryDumper", "VectorParam", "redact", "reject_nul"]
 

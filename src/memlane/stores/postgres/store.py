@@ -3,14 +3,11 @@
 Install with ``pip install 'memlane[postgres]'`` (psycopg 3 and psycopg-pool); the server
 needs the pgvector extension (>= 0.8 for iterative index scans).
 
-Layout (schema migrations in :mod:`memlane.stores.postgres.migrations`):
+Layout (schema migrations in :mod:`memlane.stores.postgres.migrations`; the pool, the schema
+at open, transactions and error translation in :mod:`memlane.stores.postgres.connection`):
 
-* Everything lives in one Postgres schema (``schema=``; default the connection's
-  ``current_schema()``, usually ``public``) in tables prefixed ``memlane_``. Every
-  statement names the schema and pgvector's own schema explicitly
-  (:class:`psycopg.sql.Identifier`), so the store never depends on ``search_path`` and
-  works through transaction-pooling proxies (PgBouncer): it keeps no session state, and
-  per-query settings are ``set_config(..., is_local => true)`` inside the transaction.
+* Everything lives in one Postgres schema in tables prefixed ``memlane_``; no statement
+  depends on ``search_path`` or session state, so the store works through PgBouncer.
 * Episodes are append-only rows keyed by ``seq`` (``bigint`` identity; the opaque row key
   of :meth:`PostgresStore.vector_candidates` and :meth:`PostgresStore.fetch`). Tags are a
   ``text[]`` in the same row with a GIN index; an AND filter is ``tags @> $1``.
@@ -25,38 +22,10 @@ Layout (schema migrations in :mod:`memlane.stores.postgres.migrations`):
   limit). A later bind with another model or dimension raises
   :class:`~memlane.errors.EmbeddingModelMismatchError`.
 
-Vector search rule (:meth:`PostgresStore.vector_candidates`), with ``top_n`` the rows the
-caller needs and ``exact_search_limit`` (default 10,000) a constructor argument:
-
-1. Count the rows that pass the filter, stopping at ``max(exact_search_limit, top_n) + 1``
-   (``count(*)`` over a ``LIMIT``ed subquery: through the scope/time indexes, usually
-   index-only, it reads at most that many entries; about 1.5 ms for 10,000).
-2. **Exact** when that count is within the bound (or the query vector is all zeros): the
-   cosine of every filtered row is computed (about 1 ms per 1,000 rows of 384 dims) and
-   the ``top_n`` best are returned; the
-   ``ORDER BY`` is on a derived expression, so the HNSW index is never used and nothing
-   the filter admits can be missed. ``exhaustive`` is ``True`` when every filtered row
-   with a vector was returned.
-3. **HNSW** otherwise: ``ORDER BY embedding <=> query LIMIT top_n`` through the HNSW
-   index, with ``hnsw.ef_search = clamp(top_n, 40, 1000)`` and
-   ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8), so the index keeps scanning
-   until ``top_n`` rows have passed the filter (up to ``hnsw.max_scan_tuples``).
-   ``exhaustive`` is ``False``.
-4. If the HNSW scan returns fewer than ``top_n`` rows although more than ``top_n`` passed
-   the filter (a filter so selective that the scan gave up, or zero-norm vectors, which
-   the cosine index skips), the exact search of step 2 is run instead. So the store never
-   returns fewer than ``min(top_n, filtered rows with vectors)`` candidates.
-
-The reported similarity is always the exact inner product ``-(embedding <#> query)``,
-which is the cosine for the L2-normalised vectors memlane stores (and 0 for all-zero
-vectors, exactly like the SQLite store), whichever path found the row.
-
-Bulk loads: maintaining the HNSW index costs about 1 ms per inserted row (measured with
-PostgreSQL 18 / pgvector 0.8 on one core: ~1,000 rows/s with the index, ~35,000 rows/s
-without it; building it afterwards takes ~25 s for 100,000 rows of 384 dims), so call
-:meth:`PostgresStore.drop_vector_index` before a large import and
-:meth:`PostgresStore.build_vector_index` after it. Searches stay correct meanwhile: without
-the index the HNSW path's query simply runs as an exact scan.
+Vector search is exact over small filtered sets and uses the HNSW index over large ones; the
+rule, its guarantees and the bulk-load advice are in :mod:`memlane.stores.postgres.vector_search`.
+Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle statements
+(supersede, merge, archive, delete) live in :mod:`memlane.stores.postgres.lifecycle`.
 
 Statements whose best plan depends on the filter values (lookups, counts, searches,
 deletes) are sent unprepared (``prepare=False``), so PostgreSQL plans each with its actual
@@ -76,26 +45,18 @@ from __future__ import annotations
 import json
 import logging
 import numbers
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
+import psycopg
 from numpy.typing import NDArray
+from psycopg import sql
+from psycopg_pool import ConnectionPool
 
-from memlane.errors import (
-    DuplicateEpisodeError,
-    EmbeddingModelMismatchError,
-    MemlaneError,
-    SchemaVersionError,
-    StoreClosedError,
-    StoreError,
-    ValidationError,
-)
+from memlane.errors import EmbeddingModelMismatchError, ValidationError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
 from memlane.stores.common import (
@@ -103,60 +64,33 @@ from memlane.stores.common import (
     EpisodeStoreBase,
     canonical_json,
     check_binding,
-    check_superseded,
     paginate,
     store_stats,
-    supersede_params,
 )
-from memlane.stores.postgres.base import CODEC, VectorBinaryDumper, VectorParam, redact, reject_nul
-
-try:
-    import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict
-    from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        f"PostgresStore needs the postgres extra: pip install 'memlane[postgres]' ({exc})"
-    ) from exc
-
-from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.postgres import filters, lifecycle
+from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
+from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_count_statement, keyword_statement
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
-    BOOTSTRAP,
     HNSW_MAX_DIMS,
-    MIGRATION_LOCK_KEY,
-    MIGRATIONS,
-    MIGRATIONS_TABLE,
     bind_vector_statements,
+    read_version,
 )
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
+from memlane.stores.postgres.vector_search import DEFAULT_EXACT_SEARCH_LIMIT, SearchPlan
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_EXACT_SEARCH_LIMIT = 10_000
-"""Filtered sets up to this many rows are searched exactly (about 1 ms per 1,000 rows of
-384 dims on one core); larger ones go through the HNSW index."""
-
 _PGVECTOR_MAX_DIMS = 16_000  # the largest vector(n) pgvector accepts
-_EF_SEARCH_MIN = 40  # pgvector's default
-_EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
-_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _COLUMNS = sql.SQL(
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, created_at, metadata, "
     "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
     "archived_at, session_scoped, retrieve_count, last_retrieved_at"
 )
-_SUPERSEDE = sql.SQL(
-    "UPDATE {t} SET valid_until = %s, invalidated_at = %s, superseded_by = %s, supersede_reason = %s "
-    "WHERE {where}"
-)
-_SUPERSEDE_WHERE = sql.SQL("id = %s AND superseded_by IS NULL")
-_SUPERSEDE_WHERE_TENANT = sql.SQL("id = %s AND superseded_by IS NULL AND tenant_id = %s")
 _COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "float8", "timestamptz", "json"]
 _COPY_TEMPORAL_TYPES = [
     "timestamptz",
@@ -172,22 +106,7 @@ _COPY_TEMPORAL_TYPES = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SearchPlan:
-    """How :meth:`PostgresStore.vector_candidates` would search (see the module docstring).
-
-    Attributes:
-        path: ``"exact"`` (cosine of every filtered row) or ``"hnsw"`` (the index).
-        filtered_rows: Rows passing the filter, counted up to the exact-search bound + 1.
-        plan: PostgreSQL's ``EXPLAIN`` of the search query on that path.
-    """
-
-    path: Literal["exact", "hnsw"]
-    filtered_rows: int
-    plan: str
-
-
-class PostgresStore(EpisodeStoreBase):
+class PostgresStore(PostgresConnection, EpisodeStoreBase):
     """Episodes in a PostgreSQL database with pgvector.
 
     Args:
@@ -206,7 +125,7 @@ class PostgresStore(EpisodeStoreBase):
             connections, e.g. ``{"prepare_threshold": None}`` behind a PgBouncer older
             than 1.21 in transaction mode.
         exact_search_limit: Filtered sets up to this many rows are searched exactly; larger
-            ones through the HNSW index (see the module docstring). >= 0.
+            ones through the HNSW index (see :mod:`memlane.stores.postgres.vector_search`). >= 0.
 
     Raises:
         ValidationError: a bad ``schema`` name or pool size.
@@ -226,223 +145,18 @@ class PostgresStore(EpisodeStoreBase):
         connect_kwargs: Mapping[str, Any] | None = None,
         exact_search_limit: int = DEFAULT_EXACT_SEARCH_LIMIT,
     ) -> None:
-        if schema is not None and (not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema)):
-            raise ValidationError(
-                f"schema must be a plain identifier (letters, digits, _; <= 63 chars), got {schema!r}"
-            )
-        if not 0 <= min_size <= max_size or max_size < 1:
-            raise ValidationError(
-                f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
-            )
         if exact_search_limit < 0:
             raise ValidationError(f"exact_search_limit must be >= 0, got {exact_search_limit}")
-        self._closed = False
-        self._timeout = timeout_s
         self.exact_search_limit = int(exact_search_limit)
         self._binding: tuple[str, int] | None = None
-        self._owns_pool = isinstance(url_or_pool, str)
-        if isinstance(url_or_pool, str):
-            conninfo = url_or_pool
-            self._location = redact(conninfo)
-            with self._translate("open"):
-                conninfo_to_dict(conninfo)  # a malformed URL fails here, before any thread starts
-                kwargs = {"connect_timeout": max(1, round(timeout_s)), **(connect_kwargs or {})}
-                with psycopg.connect(conninfo, **kwargs) as conn:
-                    self._setup(conn, schema)
-                self._pool: ConnectionPool[Any] = ConnectionPool(
-                    conninfo,
-                    min_size=min_size,
-                    max_size=max_size,
-                    kwargs=kwargs,
-                    timeout=timeout_s,
-                    check=ConnectionPool.check_connection,  # drop connections a proxy closed while idle
-                    name="memlane",
-                    open=True,
-                )
-        else:
-            self._pool = url_or_pool
-            self._location = redact(getattr(url_or_pool, "conninfo", ""))
-            with self._translate("open"), self._pool.connection(timeout=timeout_s) as conn:
-                self._setup(conn, schema)
-        logger.debug("opened %r", self)
-
-    # -- setup and migrations ----------------------------------------------------------
-
-    def _setup(self, conn: psycopg.Connection[Any], schema: str | None) -> None:
-        """Resolve the schema and pgvector, then migrate (runs once, at open)."""
-        with conn.transaction():
-            current, ext_schema = conn.execute(
-                "SELECT current_schema(), (SELECT n.nspname FROM pg_extension e "
-                "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector')"
-            ).fetchone() or (None, None)
-        if schema is None:
-            if current is None:
-                raise StoreError(
-                    f"{self._location}: the connection has no current schema (empty search_path); "
-                    "pass schema='...'"
-                )
-            schema = str(current)
-        self.schema = schema
-        self._schema = sql.Identifier(schema)
-        if ext_schema is None or not self._is_current(conn):
-            self._migrate(conn)
-        self._prepare_statements(conn)
-
-    def _is_current(self, conn: psycopg.Connection[Any]) -> bool:
-        """Whether the schema is already at the latest version (read without a lock)."""
-        with conn.transaction():
-            row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = %s)",
-                (self.schema, MIGRATIONS_TABLE),
-            ).fetchone()
-            if not row or not row[0]:
-                return False
-            return self._read_version(conn) == len(MIGRATIONS)
-
-    def _read_version(self, conn: psycopg.Connection[Any]) -> int:
-        row = conn.execute(
-            sql.SQL("SELECT coalesce(max(version), 0) FROM {schema}.memlane_schema_migrations").format(
-                schema=self._schema
-            )
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        """Create pgvector, the schema and the tables as needed, under an advisory lock."""
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
-            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-                try:
-                    with conn.transaction():
-                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                except psycopg.errors.InsufficientPrivilege as exc:
-                    raise StoreError(
-                        f"{self._location}: the pgvector extension is not installed and this role "
-                        "may not create it; ask an administrator to run CREATE EXTENSION vector"
-                    ) from exc
-                except psycopg.errors.UndefinedFile as exc:  # pragma: no cover - server-dependent
-                    raise StoreError(
-                        f"{self._location}: the pgvector extension is not installed on this server "
-                        "(install pgvector >= 0.8, or use a managed PostgreSQL that offers it)"
-                    ) from exc
-                logger.info("created the pgvector extension in %s", self._location)
-            if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone():
-                conn.execute(sql.SQL("CREATE SCHEMA {schema}").format(schema=self._schema))
-            ext = self._ext_schema(conn)
-            has_table = conn.execute(
-                "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = 'memlane_episodes'",
-                (self.schema,),
-            ).fetchone()
-            conn.execute(BOOTSTRAP.format(schema=self._schema))
-            version = self._read_version(conn)
-            if version > len(MIGRATIONS):
-                raise SchemaVersionError(
-                    f"{self._location} schema {self.schema!r} has version {version}, this memlane knows up "
-                    f"to {len(MIGRATIONS)}: upgrade memlane"
-                )
-            if version == 0 and has_table:
-                raise StoreError(
-                    f"{self._location} schema {self.schema!r} has a memlane_episodes table that memlane did "
-                    "not create (no migration record): refusing to use it"
-                )
-            for number in range(version, len(MIGRATIONS)):
-                for statement in MIGRATIONS[number]:
-                    conn.execute(statement.format(schema=self._schema, ext=ext))
-                conn.execute(
-                    sql.SQL("INSERT INTO {schema}.memlane_schema_migrations (version) VALUES (%s)").format(
-                        schema=self._schema
-                    ),
-                    (number + 1,),
-                )
-                logger.info("migrated %s schema %r to version %d", self._location, self.schema, number + 1)
-
-    @staticmethod
-    def _ext_schema(conn: psycopg.Connection[Any]) -> sql.Identifier:
-        row = conn.execute(
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-            "WHERE e.extname = 'vector'"
-        ).fetchone()
-        if row is None:
-            raise StoreError("the pgvector extension is not installed")
-        return sql.Identifier(row[0])
-
-    def _prepare_statements(self, conn: psycopg.Connection[Any]) -> None:
-        """Compose the fixed statements once (schema and pgvector's schema quoted in)."""
-        with conn.transaction():
-            ext = self._ext_schema(conn)
-            row = conn.execute(
-                "SELECT t.oid FROM pg_type t JOIN pg_extension e ON t.typnamespace = e.extnamespace "
-                "WHERE e.extname = 'vector' AND t.typname = 'vector'"
-            ).fetchone()
-        assert row is not None  # the extension exists (checked just above)
-        self._vector_oid = int(row[0])
-        self._dumper = type("_StoreVectorDumper", (VectorBinaryDumper,), {"oid": self._vector_oid})
-        self._ext = ext
-        fmt = {"schema": self._schema, "ext": ext, "cols": _COLUMNS}
-        self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
-        self._common_terms = CommonTermFilter()
-        self._meta = sql.SQL("{schema}.memlane_meta").format(**fmt)
-        self._vec = sql.SQL("%b::{ext}.vector").format(**fmt)
-        self._ip = sql.SQL("OPERATOR({ext}.<#>)").format(**fmt)
-        self._cos = sql.SQL("OPERATOR({ext}.<=>)").format(**fmt)
-        self._copy = sql.SQL(
-            "COPY {schema}.memlane_episodes (id, tenant_id, session_id, event_type, content, tags, "
-            "importance, created_at, metadata, embedding, embedding_model, valid_from, valid_until, "
-            "recorded_at, invalidated_at, superseded_by, supersede_reason, archived_at, session_scoped, "
-            "retrieve_count, last_retrieved_at) "
-            "FROM STDIN (FORMAT BINARY)"
-        ).format(**fmt)
-
-    # -- connections and errors --------------------------------------------------------
-
-    @contextmanager
-    def _translate(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except MemlaneError:
-            raise
-        except PoolClosed as exc:
-            raise StoreClosedError(f"the connection pool of {self._location} is closed") from exc
-        except PoolTimeout as exc:
-            raise StoreError(
-                f"no PostgreSQL connection to {self._location} within {self._timeout:g} s during {action}"
-            ) from exc
-        except psycopg.errors.UniqueViolation as exc:
-            if exc.diag.constraint_name == "memlane_episodes_id_key":
-                raise DuplicateEpisodeError(
-                    f"an episode id already exists (episodes are append-only): {exc.diag.message_detail}"
-                ) from exc
-            raise StoreError(f"PostgreSQL error during {action} on {self._location}: {exc}") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL error during {action} on {self._location}: {exc}") from exc
-
-    @contextmanager
-    def _transaction(self, action: str) -> Iterator[psycopg.Cursor[Any]]:
-        """A cursor in a transaction on a pooled connection, with driver errors translated.
-
-        The transaction commits when the block ends normally and rolls back otherwise.
-        """
-        if self._closed:
-            raise StoreClosedError(f"PostgreSQL store {self.location} is closed")
-        with (
-            self._translate(action),
-            self._pool.connection(timeout=self._timeout) as conn,
-            conn.transaction(),
-            conn.cursor() as cur,
-        ):
-            cur.adapters.register_dumper(VectorParam, self._dumper)
-            yield cur
-
-    @property
-    def location(self) -> str:
-        """Redacted server URL (no password) and schema, for messages and ``stats()``."""
-        return f"{self._location} (schema {self.schema})"
-
-    @property
-    def schema_version(self) -> int:
-        """Highest applied migration number."""
-        with self._transaction("schema_version") as cur:
-            return self._read_version(cur.connection)
+        super().__init__(
+            url_or_pool,
+            schema=schema,
+            min_size=min_size,
+            max_size=max_size,
+            timeout_s=timeout_s,
+            connect_kwargs=connect_kwargs,
+        )
 
     # -- embedding model binding -------------------------------------------------------
 
@@ -546,20 +260,9 @@ class PostgresStore(EpisodeStoreBase):
                 copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
                 for row in rows:
                     copy.write_row(row)
-            for sup in supersessions:
-                where = _SUPERSEDE_WHERE if sup.tenant_id is None else _SUPERSEDE_WHERE_TENANT
-                cur.execute(_SUPERSEDE.format(t=self._t, where=where), supersede_params(sup, CODEC))
-                check_superseded(sup, cur.rowcount)
+            lifecycle.retire(cur, self._t, supersessions)
             if merge is not None:
-                reject_nul([merge.reason])
-                cur.execute(
-                    sql.SQL(
-                        "UPDATE {t} SET archived_at = %s, superseded_by = %s, supersede_reason = %s "
-                        "WHERE archived_at IS NULL AND superseded_by IS NULL AND id = ANY(%s::text[])"
-                    ).format(t=self._t),
-                    (merge.at, merge.merged_id, merge.reason, list(merge.original_ids)),
-                )
-                merge.check(cur.rowcount)
+                lifecycle.archive_merged(cur, self._t, merge)
 
     def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
         """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
@@ -567,29 +270,15 @@ class PostgresStore(EpisodeStoreBase):
         One indexed range ``DELETE`` (``ix_memlane_episodes_time``); tags live in the same row.
         Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
         """
-        condition = sql.SQL("created_at < %s")
-        params: list[Any] = [cutoff]
-        if keep_importance_from is not None:
-            condition = sql.SQL("created_at < %s AND (importance IS NULL OR importance < %s)")
-            params.append(keep_importance_from)
         with self._transaction("delete_created_before") as cur:
-            cur.execute(
-                sql.SQL("DELETE FROM {t} WHERE {c}").format(t=self._t, c=condition), params, prepare=False
-            )
-            return int(cur.rowcount)
+            return lifecycle.delete_created_before(cur, self._t, cutoff, keep_importance_from)
 
     def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
         """Set ``archived_at`` on the given not-yet-archived episodes in one ``UPDATE``; return how many."""
         if not episode_ids:
             return 0
         with self._transaction("archive") as cur:
-            cur.execute(
-                sql.SQL(
-                    "UPDATE {t} SET archived_at = %s WHERE archived_at IS NULL AND id = ANY(%s::text[])"
-                ).format(t=self._t),
-                (at, list(episode_ids)),
-            )
-            return int(cur.rowcount)
+            return lifecycle.archive(cur, self._t, episode_ids, at)
 
     def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
         """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
@@ -601,15 +290,7 @@ class PostgresStore(EpisodeStoreBase):
         if len(keys) == 0:
             return 0
         with self._transaction("record_retrievals") as cur:
-            cur.execute("SET LOCAL synchronous_commit = off")
-            cur.execute(
-                sql.SQL(
-                    "UPDATE {t} SET retrieve_count = retrieve_count + 1, last_retrieved_at = %s "
-                    "WHERE seq = ANY(%s::bigint[])"
-                ).format(t=self._t),
-                (at, [int(k) for k in keys]),
-            )
-            return int(cur.rowcount)
+            return lifecycle.record_retrievals(cur, self._t, keys, at)
 
     def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""
@@ -628,13 +309,7 @@ class PostgresStore(EpisodeStoreBase):
     def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
         """Delete the ``session_scoped`` episodes of one session; return how many."""
         with self._transaction("delete_session_scoped") as cur:
-            cur.execute(
-                sql.SQL("DELETE FROM {t} WHERE tenant_id = %s AND session_id = %s AND session_scoped").format(
-                    t=self._t
-                ),
-                (tenant_id, session_id),
-            )
-            return int(cur.rowcount)
+            return lifecycle.delete_session_scoped(cur, self._t, tenant_id, session_id)
 
     def delete(self, episode_id: str, tenant_id: str | None) -> bool:
         """Delete the episode ``episode_id`` if it belongs to ``tenant_id`` (``None``: any tenant).
@@ -648,64 +323,14 @@ class PostgresStore(EpisodeStoreBase):
         Raises:
             StoreError: the database failed.
         """
-        where = sql.SQL("id = %s") if tenant_id is None else sql.SQL("id = %s AND tenant_id = %s")
-        params = [episode_id] if tenant_id is None else [episode_id, tenant_id]
         with self._transaction("delete") as cur:
-            cur.execute(sql.SQL("DELETE FROM {t} WHERE {where}").format(t=self._t, where=where), params)
-            return cur.rowcount > 0
+            return lifecycle.delete(cur, self._t, episode_id, tenant_id)
 
     # -- reads -------------------------------------------------------------------------
 
-    def _where(self, flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
-        """A WHERE clause from fixed column names; every value is a bound parameter."""
-        clauses: list[sql.Composable] = []
-        params: list[Any] = []
-        for column, value in (
-            ("tenant_id", flt.tenant_id),
-            ("session_id", flt.session_id),
-            ("event_type", flt.event_type),
-        ):
-            if value is not None:
-                clauses.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-                params.append(value)
-        if flt.created_after is not None:
-            clauses.append(sql.SQL("created_at >= %s"))
-            params.append(flt.created_after)
-        if flt.created_before is not None:
-            clauses.append(sql.SQL("created_at < %s"))
-            params.append(flt.created_before)
-        if flt.valid_at is not None:
-            clauses.append(sql.SQL("valid_from <= %s AND (valid_until IS NULL OR valid_until > %s)"))
-            params.extend([flt.valid_at, flt.valid_at])
-        if flt.still_valid_at is not None:
-            clauses.append(sql.SQL("(valid_until IS NULL OR valid_until > %s)"))
-            params.append(flt.still_valid_at)
-        if flt.recorded_by is not None:
-            clauses.append(sql.SQL("recorded_at <= %s"))
-            params.append(flt.recorded_by)
-        if flt.current_at is not None:
-            clauses.append(sql.SQL("(invalidated_at IS NULL OR invalidated_at > %s)"))
-            params.append(flt.current_at)
-        if flt.exclude_archived:
-            clauses.append(sql.SQL("archived_at IS NULL"))
-        if flt.retained_after is not None:
-            if flt.never_forget_from is None:
-                clauses.append(sql.SQL("created_at >= %s"))
-                params.append(flt.retained_after)
-            else:
-                clauses.append(sql.SQL("(created_at >= %s OR importance >= %s)"))
-                params.extend([flt.retained_after, flt.never_forget_from])
-        if flt.tags:
-            clauses.append(sql.SQL("tags @> %s::text[]"))
-            params.append(list(flt.tags))
-        clauses.extend(sql.SQL(e) for e in extra)
-        if not clauses:
-            return sql.Composed([]), params
-        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), params
-
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
         """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
-        where, params = self._where(flt)
+        where, params = filters.where(flt)
         query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at DESC, seq DESC LIMIT %s").format(
             cols=_COLUMNS, t=self._t, where=where
         )
@@ -745,7 +370,7 @@ class PostgresStore(EpisodeStoreBase):
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
-        where, params = self._where(flt)
+        where, params = filters.where(flt)
         with self._transaction("count") as cur:
             row = cur.execute(
                 sql.SQL("SELECT count(*) FROM {t}{where}").format(t=self._t, where=where),
@@ -761,7 +386,7 @@ class PostgresStore(EpisodeStoreBase):
         Keyset pagination: each batch of ``batch_size`` rows is one short transaction, so no
         connection is held while the caller consumes the episodes.
         """
-        where, params = self._where(flt, "(created_at, seq) > (%s, %s)")
+        where, params = filters.where(flt, "(created_at, seq) > (%s, %s)")
         query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at, seq LIMIT %s").format(
             cols=_COLUMNS, t=self._t, where=where
         )
@@ -774,7 +399,7 @@ class PostgresStore(EpisodeStoreBase):
 
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
-        where, params = self._where(flt)
+        where, params = filters.where(flt)
         with self._transaction("stats") as cur:
             counts = cur.execute(
                 sql.SQL(
@@ -794,7 +419,7 @@ class PostgresStore(EpisodeStoreBase):
                     prepare=False,
                 ).fetchall()
             )
-            version = self._read_version(cur.connection)
+            version = read_version(cur.connection, self._schema)
         return store_stats(
             counts,
             types,
@@ -813,54 +438,14 @@ class PostgresStore(EpisodeStoreBase):
             raise EmbeddingModelMismatchError(f"query has {len(q)} dims, the store is bound to {bound[1]}")
         return q
 
-    def _search_sql(
-        self, flt: EpisodeFilter, q: NDArray[np.float32], top_n: int, path: Literal["exact", "hnsw"]
-    ) -> tuple[sql.Composed, list[Any]]:
-        """The search statement of one path; both return ``seq, cosine, created_at_s, importance``."""
-        where, params = self._where(flt, "embedding IS NOT NULL")
-        cosine = sql.SQL("-(embedding {ip} {vec})").format(ip=self._ip, vec=self._vec)
-        select = sql.SQL(
-            "SELECT seq, {cosine} AS cosine, extract(epoch FROM created_at)::float8, "
-            "coalesce(importance, 'NaN'::float8) FROM {t}{where}"
-        ).format(cosine=cosine, t=self._t, where=where)
-        order: sql.Composable
-        if path == "exact":  # a derived sort key: the HNSW index can never serve it
-            order = sql.SQL(" ORDER BY cosine DESC, seq LIMIT %s")
-        else:
-            order = sql.SQL(" ORDER BY embedding {op} {vec} LIMIT %s").format(op=self._cos, vec=self._vec)
-        vec = VectorParam(q)
-        return select + order, [vec, *params, *([vec] if path == "hnsw" else []), top_n]
-
-    def _choose_path(
-        self, cur: psycopg.Cursor[Any], flt: EpisodeFilter, q: NDArray[np.float32], top_n: int
-    ) -> tuple[Literal["exact", "hnsw"], int]:
-        """Count the filtered rows (bounded) and pick the path (rule in the module docstring)."""
-        bound = max(self.exact_search_limit, top_n)
-        where, params = self._where(flt)
-        # The HNSW settings ride along with the count (one round trip); the exact path ignores them.
-        ef_search = min(_EF_SEARCH_MAX, max(_EF_SEARCH_MIN, top_n))
-        row = cur.execute(
-            sql.SQL(
-                "SELECT count(*), set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true) "
-                "FROM (SELECT 1 FROM {t}{where} LIMIT %s) AS filtered"
-            ).format(t=self._t, where=where),
-            [str(ef_search), *params, bound + 1],
-            prepare=False,
-        ).fetchone()
-        filtered = int(row[0]) if row else 0
-        if filtered <= bound or not np.any(q):
-            return "exact", filtered
-        return "hnsw", filtered
-
     def vector_candidates(
         self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int
     ) -> VectorCandidates:
         """Episodes passing ``flt`` that have vectors, with their cosine to ``query``.
 
         Exact search over small filtered sets, the HNSW index over large ones (the rule is
-        in the module docstring); never fewer than ``min(top_n, filtered rows with vectors)``
-        rows.
+        in :mod:`memlane.stores.postgres.vector_search`); never fewer than
+        ``min(top_n, filtered rows with vectors)`` rows.
 
         Args:
             flt: The filter; no returned row fails it.
@@ -878,17 +463,7 @@ class PostgresStore(EpisodeStoreBase):
         q = self._query_vector(query)
         top_n = max(1, int(top_n))
         with self._transaction("vector_candidates") as cur:
-            path, filtered = self._choose_path(cur, flt, q, top_n)
-            statement, params = self._search_sql(flt, q, top_n, path)
-            rows = cur.execute(statement, params, prepare=False).fetchall()
-            if path == "hnsw" and len(rows) < top_n:
-                logger.debug(
-                    "HNSW scan returned %d < %d rows: falling back to exact search", len(rows), top_n
-                )
-                path = "exact"
-                statement, params = self._search_sql(flt, q, top_n, path)
-                rows = cur.execute(statement, params, prepare=False).fetchall()
-        exhaustive = path == "exact" and (filtered <= top_n or len(rows) < top_n)
+            rows, exhaustive = self._search.run(cur, flt, q, top_n, self.exact_search_limit)
         return VectorCandidates.from_rows(rows, exhaustive=exhaustive)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
@@ -915,7 +490,7 @@ class PostgresStore(EpisodeStoreBase):
             terms = self._common_terms.informative(terms, table_rows, count)
             if not terms:
                 return KeywordCandidates.empty()
-            where, params = self._where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
+            where, params = filters.where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
             statement = keyword_statement(self._t, where, len(terms))
             rows = cur.execute(statement, [*terms, *params, max(1, int(top_n))], prepare=False).fetchall()
         return KeywordCandidates.from_rows(rows)
@@ -939,13 +514,7 @@ class PostgresStore(EpisodeStoreBase):
         q = self._query_vector(query)
         top_n = max(1, int(top_n))
         with self._transaction("explain_vector_candidates") as cur:
-            path, filtered = self._choose_path(cur, flt, q, top_n)
-            statement, params = self._search_sql(flt, q, top_n, path)
-            prefix = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) " if analyze else "EXPLAIN ")
-            plan = "\n".join(
-                str(r[0]) for r in cur.execute(prefix + statement, params, prepare=False).fetchall()
-            )
-        return SearchPlan(path=path, filtered_rows=filtered, plan=plan)
+            return self._search.explain(cur, flt, q, top_n, self.exact_search_limit, analyze=analyze)
 
     # -- vector index maintenance ------------------------------------------------------
 
@@ -982,33 +551,7 @@ class PostgresStore(EpisodeStoreBase):
             for statement in bind_vector_statements(bound[1])[1:]:
                 cur.execute(statement.format(schema=self._schema, ext=self._ext))
 
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the owned connection pool (a given pool is left open). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_pool:
-            try:
-                self._pool.close()
-            except psycopg.Error:  # pragma: no cover - closing never matters
-                logger.debug("error closing the pool of %s", self._location, exc_info=True)
-
-    # -- hooks for companion stores (memlane.stores.postgres.sessions) ------------------
-
-    def transaction(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]:
-        """A cursor in a transaction on a pooled connection; driver errors translated, vectors usable."""
-        return self._transaction(action)
-
-    def sql_names(self) -> tuple[sql.Identifier, sql.Identifier]:
-        """``(schema, pgvector's schema)`` identifiers, for composing statements on this store's tables."""
-        return self._schema, self._ext
-
-    @staticmethod
-    def vector_param(values: NDArray[np.float32]) -> object:
-        """Wrap a float32 ``[dims]`` vector as a parameter sent in pgvector's binary format (``%b``)."""
-        return VectorParam(np.asarray(values, dtype=np.float32))
+    # -- companion stores ----------------------------------------------------------------
 
     @cached_property
     def session_store(self) -> PostgresSessionStore:

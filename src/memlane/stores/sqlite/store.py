@@ -1,19 +1,19 @@
 """SQLite store: the embedded default, one file, zero servers (stdlib ``sqlite3``).
 
-* WAL journal and a busy timeout, so several threads and processes can share a file;
-  each thread gets its own connection.
-* Schema created and upgraded at open through numbered migrations
-  (:mod:`memlane.stores.sqlite.migrations`), under a write lock so two processes
-  opening a new file at once do not race; the version lives in ``PRAGMA user_version``.
+* Connections (one per thread, WAL, busy timeout), the schema at open (numbered migrations
+  in :mod:`memlane.stores.sqlite.migrations`) and error translation live in
+  :mod:`memlane.stores.sqlite.connection`; filters in :mod:`memlane.stores.sqlite.filters`.
 * Episodes are append-only; tags are also kept in ``episode_tags (tag, seq)`` so AND
   filters are index lookups.
 * Vectors are float32 little-endian blobs with the id of the model that made them.
-  Exact cosine search runs in numpy over an in-memory :class:`VectorIndex` that is
-  refreshed incrementally: new rows (from this or any other process) are appended by
-  ``seq`` (AUTOINCREMENT, so it only grows), and any deletion -- or update of a filtered
-  column: superseding (``valid_until``/``invalidated_at``) and archiving (``archived_at``) --
-  bumps a ``delete_generation`` counter that makes every process rebuild its copy (one full
-  read of the vectors on the next ranked recall).
+  Exact cosine search runs in numpy over an in-memory
+  :class:`~memlane.stores.vector_index.VectorIndex` that a
+  :class:`~memlane.stores.vector_index.VectorCache` refreshes incrementally: new rows (from
+  this or any other process) are appended by ``seq`` (AUTOINCREMENT, so it only grows), and
+  any deletion -- or update of a filtered column: superseding
+  (``valid_until``/``invalidated_at``) and archiving (``archived_at``) -- bumps a
+  ``delete_generation`` counter that makes every process rebuild its copy (one full read of
+  the vectors on the next ranked recall).
   Retrieval bookkeeping (``retrieve_count``/``last_retrieved_at_us``, migration 7) is not
   held by the index and does not bump it.
 * Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
@@ -30,7 +30,6 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.errors import DuplicateEpisodeError, SchemaVersionError, StoreClosedError, StoreError
+from memlane.errors import DuplicateEpisodeError, StoreError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
 from memlane.stores.common import (
@@ -53,6 +52,7 @@ from memlane.stores.common import (
     supersede_params,
 )
 from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.sqlite import filters
 from memlane.stores.sqlite.base import (
     CODEC,
     bump_generation,
@@ -63,8 +63,8 @@ from memlane.stores.sqlite.base import (
     to_us,
     vector_batches,
 )
+from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import keyword_search
-from memlane.stores.sqlite.migrations import MIGRATIONS
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
@@ -89,52 +89,6 @@ _SUPERSEDE = (
 
 BOOKKEEPING_BUSY_MS = 20
 """Longest wait (ms) of retrieval bookkeeping for another writer's lock before deferring."""
-
-
-def _where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
-    """Build a WHERE clause from fixed column names; every value is a bound parameter."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if flt.tenant_id is not None:
-        clauses.append("tenant_id = ?")
-        params.append(flt.tenant_id)
-    if flt.session_id is not None:
-        clauses.append("session_id = ?")
-        params.append(flt.session_id)
-    if flt.event_type is not None:
-        clauses.append("event_type = ?")
-        params.append(flt.event_type)
-    if flt.created_after is not None:
-        clauses.append("created_at_us >= ?")
-        params.append(to_us(flt.created_after))
-    if flt.created_before is not None:
-        clauses.append("created_at_us < ?")
-        params.append(to_us(flt.created_before))
-    if flt.valid_at is not None:
-        clauses.append("valid_from_us <= ? AND (valid_until_us IS NULL OR valid_until_us > ?)")
-        params.extend([to_us(flt.valid_at)] * 2)
-    if flt.still_valid_at is not None:
-        clauses.append("(valid_until_us IS NULL OR valid_until_us > ?)")
-        params.append(to_us(flt.still_valid_at))
-    if flt.recorded_by is not None:
-        clauses.append("recorded_at_us <= ?")
-        params.append(to_us(flt.recorded_by))
-    if flt.current_at is not None:
-        clauses.append("(invalidated_at_us IS NULL OR invalidated_at_us > ?)")
-        params.append(to_us(flt.current_at))
-    if flt.exclude_archived:
-        clauses.append("archived_at_us IS NULL")
-    if flt.retained_after is not None:
-        if flt.never_forget_from is None:
-            clauses.append("created_at_us >= ?")
-            params.append(to_us(flt.retained_after))
-        else:
-            clauses.append("(created_at_us >= ? OR importance >= ?)")
-            params.extend([to_us(flt.retained_after), flt.never_forget_from])
-    if flt.tags:
-        clauses.append("seq IN (" + _TAGS_SQL(len(flt.tags)) + ")")
-        params.extend(flt.tags)
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def _read_binding(conn: sqlite3.Connection) -> tuple[str, int] | None:
@@ -183,12 +137,7 @@ def _index_rows(conn: sqlite3.Connection, after: int) -> Iterator[IndexRows]:
         )
 
 
-def _TAGS_SQL(n: int) -> str:  # noqa: N802 - reads like a constant template
-    """Rows carrying all ``n`` tags: an INTERSECT of ``n`` index lookups (placeholders only)."""
-    return " INTERSECT ".join(["SELECT seq FROM episode_tags WHERE tag = ?"] * n)
-
-
-class SQLiteStore(EpisodeStoreBase):
+class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
     """Episodes in one SQLite file.
 
     Args:
@@ -203,97 +152,11 @@ class SQLiteStore(EpisodeStoreBase):
     """
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
-        self._memory = str(path) == ":memory:"
-        self.path = str(path) if self._memory else str(Path(path).expanduser().resolve())
-        self._timeout = busy_timeout_s
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._conn_lock = threading.Lock()
         self._common_terms = CommonTermFilter()
         self._vectors = VectorCache("vectors")
         self._pending_lock = threading.Lock()
         self._pending: dict[int, tuple[int, datetime]] = {}
-        self._closed = False
-        if not self._memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        with self._translate("open"):
-            self._migrate()
-
-    # -- connections and errors ------------------------------------------------------
-
-    def _conn(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StoreClosedError(f"SQLite store {self.path} is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            if self._memory and self._connections:
-                conn = self._connections[0]
-            else:
-                conn = sqlite3.connect(
-                    self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-                )
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
-                # 32 MiB page cache (filled only as used) and a checkpoint every ~40 MB of WAL:
-                # ingest at 100k episodes went from ~10k to ~15k episodes/s (benchmarks/scale.py).
-                conn.execute("PRAGMA cache_size=-32768")
-                conn.execute("PRAGMA wal_autocheckpoint=10000")
-                with self._conn_lock:
-                    self._connections.append(conn)
-            self._local.conn = conn
-        return conn
-
-    @contextmanager
-    def _translate(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.IntegrityError as exc:
-            raise StoreError(f"SQLite integrity error during {action} on {self.path}: {exc}") from exc
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error during {action} on {self.path}: {exc}") from exc
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that takes the database lock up front (BEGIN IMMEDIATE)."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def _migrate(self) -> None:
-        conn = self._conn()
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == len(MIGRATIONS):
-            return
-        with self._write() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]  # re-read under the lock
-            if version > len(MIGRATIONS):
-                raise SchemaVersionError(
-                    f"{self.path} has schema version {version}, this memlane knows up to "
-                    f"{len(MIGRATIONS)}: upgrade memlane"
-                )
-            if version == 0:
-                existing = conn.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-                ).fetchone()[0]
-                if existing:
-                    raise StoreError(f"{self.path} is an SQLite database but not a memlane store")
-            for number in range(version, len(MIGRATIONS)):
-                for statement in MIGRATIONS[number]:
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number + 1:d}")
-                logger.info("migrated %s to schema version %d", self.path, number + 1)
-
-    @property
-    def schema_version(self) -> int:
-        """Applied migration number."""
-        with self._translate("schema_version"):
-            return int(self._conn().execute("PRAGMA user_version").fetchone()[0])
+        super().__init__(path, busy_timeout_s=busy_timeout_s)
 
     # -- embedding model binding -----------------------------------------------------
 
@@ -494,7 +357,7 @@ class SQLiteStore(EpisodeStoreBase):
 
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
         """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
-        where, params = _where(flt)
+        where, params = filters.where(flt)
         sql = f"SELECT {_COLUMNS} FROM episodes{where} ORDER BY created_at_us DESC, seq DESC LIMIT ?"
         with self._translate("list_recent"):
             return [CODEC.episode(r) for r in self._conn().execute(sql, [*params, limit])]
@@ -535,13 +398,13 @@ class SQLiteStore(EpisodeStoreBase):
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
-        where, params = _where(flt)
+        where, params = filters.where(flt)
         with self._translate("count"):
             return int(self._conn().execute(f"SELECT count(*) FROM episodes{where}", params).fetchone()[0])
 
     def iter_episodes(self, flt: EpisodeFilter, batch_size: int = 1000) -> Iterator[Episode]:
         """Yield every episode passing ``flt``, oldest first, reading ``batch_size`` rows at a time."""
-        where, params = _where(flt)
+        where, params = filters.where(flt)
         joiner = " AND " if where else " WHERE "
         sql = (
             f"SELECT {_COLUMNS} FROM episodes{where}{joiner}(created_at_us, seq) > (?, ?) "
@@ -556,7 +419,7 @@ class SQLiteStore(EpisodeStoreBase):
 
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
-        where, params = _where(flt)
+        where, params = filters.where(flt)
         with self._translate("stats"):
             conn = self._conn()
             counts = conn.execute(
@@ -593,7 +456,7 @@ class SQLiteStore(EpisodeStoreBase):
             allowed: NDArray[np.int64] | None = None
             if flt.tags:
                 allowed = np.fromiter(
-                    (r[0] for r in self._conn().execute(_TAGS_SQL(len(flt.tags)), flt.tags)),
+                    (r[0] for r in self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)),
                     dtype=np.int64,
                 )
                 if len(allowed) == 0:
@@ -622,7 +485,7 @@ class SQLiteStore(EpisodeStoreBase):
 
         See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring).
         """
-        where, params = _where(flt)
+        where, params = filters.where(flt)
         with self._translate("keyword_candidates"):
             return keyword_search(
                 self._conn(), where, params, terms, max(1, int(top_n)), common=self._common_terms
@@ -638,32 +501,11 @@ class SQLiteStore(EpisodeStoreBase):
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every connection this store opened. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        with self._conn_lock:
-            for conn in self._connections:
-                try:
-                    conn.close()
-                except sqlite3.Error:  # pragma: no cover - closing never matters
-                    logger.debug("error closing a connection", exc_info=True)
-            self._connections.clear()
+        """Close every connection this store opened and drop its vector cache. Idempotent."""
+        super().close()
         self._vectors.clear()
 
-    # -- hooks for companion stores (memlane.stores.sqlite.sessions) --------------------
-
-    def connection(self) -> sqlite3.Connection:
-        """This thread's connection to the file (raises :class:`StoreClosedError` once closed)."""
-        return self._conn()
-
-    def translate_errors(self, action: str) -> AbstractContextManager[None]:
-        """Translate ``sqlite3`` errors raised in the block into :class:`StoreError` (``action`` names it)."""
-        return self._translate(action)
-
-    def write_transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        """A ``BEGIN IMMEDIATE`` transaction on this thread's connection (rolled back on error)."""
-        return self._write()
+    # -- companion stores ----------------------------------------------------------------
 
     @cached_property
     def session_store(self) -> SQLiteSessionStore:
