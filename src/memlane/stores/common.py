@@ -88,6 +88,7 @@ class RowCodec:
         ``id .. metadata, embedding, embedding_model, valid_from .. last_retrieved_at``;
         ``vector`` is the encoded embedding or ``None``; ``embedding_model`` is stored only with one.
         """
+        time_in = self.time_in  # hot path (bulk inserts): local names, inline None checks
         return (
             ep.id,
             ep.tenant_id,
@@ -96,24 +97,25 @@ class RowCodec:
             ep.content,
             self.tags_in(ep.tags),
             ep.importance,
-            self.time_in(ep.created_at),
+            time_in(ep.created_at),
             self.json_in(dict(ep.metadata)),
             vector,
             ep.embedding_model if vector is not None else None,
-            self.time_in(ep.valid_from),
-            self.opt_time_in(ep.valid_until),
-            self.time_in(ep.recorded_at),
-            self.opt_time_in(ep.invalidated_at),
+            time_in(ep.valid_from),
+            None if ep.valid_until is None else time_in(ep.valid_until),
+            time_in(ep.recorded_at),
+            None if ep.invalidated_at is None else time_in(ep.invalidated_at),
             ep.superseded_by,
             ep.supersede_reason,
-            self.opt_time_in(ep.archived_at),
+            None if ep.archived_at is None else time_in(ep.archived_at),
             self.flag_in(ep.session_scoped),
             int(ep.retrieve_count),
-            self.opt_time_in(ep.last_retrieved_at),
+            None if ep.last_retrieved_at is None else time_in(ep.last_retrieved_at),
         )
 
     def episode(self, row: Sequence[Any]) -> Episode:
         """The episode of a row read as ``seq, id, ..., retrieve_count, last_retrieved_at`` (``_COLUMNS``)."""
+        time_out = self.time_out  # hot path (every fetch): local names, inline None checks
         return Episode(
             id=row[1],
             tenant_id=row[2],
@@ -122,19 +124,19 @@ class RowCodec:
             content=row[5],
             tags=tuple(self.tags_out(row[6])),
             importance=row[7],
-            created_at=self.time_out(row[8]),
+            created_at=time_out(row[8]),
             metadata=self.json_out(row[9]),
             embedding_model=row[10],
-            valid_from=self.time_out(row[11]),
-            valid_until=self.opt_time_out(row[12]),
-            recorded_at=self.time_out(row[13]),
-            invalidated_at=self.opt_time_out(row[14]),
+            valid_from=time_out(row[11]),
+            valid_until=None if row[12] is None else time_out(row[12]),
+            recorded_at=time_out(row[13]),
+            invalidated_at=None if row[14] is None else time_out(row[14]),
             superseded_by=row[15],
             supersede_reason=row[16],
-            archived_at=self.opt_time_out(row[17]),
+            archived_at=None if row[17] is None else time_out(row[17]),
             session_scoped=bool(row[18]),
             retrieve_count=int(row[19]),
-            last_retrieved_at=self.opt_time_out(row[20]),
+            last_retrieved_at=None if row[20] is None else time_out(row[20]),
         )
 
 

@@ -56,6 +56,8 @@ from numpy.typing import NDArray
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+import memlane.stores.postgres.filters as filters
+import memlane.stores.postgres.lifecycle as lifecycle
 from memlane.errors import EmbeddingModelMismatchError, ValidationError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
@@ -67,7 +69,6 @@ from memlane.stores.common import (
     paginate,
     store_stats,
 )
-from memlane.stores.postgres import filters, lifecycle
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_count_statement, keyword_statement

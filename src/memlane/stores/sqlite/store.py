@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError, StoreError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
@@ -52,7 +53,6 @@ from memlane.stores.common import (
     supersede_params,
 )
 from memlane.stores.common_terms import CommonTermFilter
-from memlane.stores.sqlite import filters
 from memlane.stores.sqlite.base import (
     CODEC,
     bump_generation,
