@@ -5,7 +5,7 @@ User text is never handed to a full-text query parser as it is: FTS5 and Postgre
 ``column:`` filters, ``-``, ``&``, ``|``, ``!``, ``<->``) in which a stray character is an
 error or changes the query's meaning. Instead the text is split here into plain terms —
 maximal runs of Unicode letters and digits, case-folded — and each store quotes every term
-on its own and ORs them (:mod:`memlane.stores.sqlite_fts`, :mod:`memlane.stores.postgres_fts`).
+on its own and ORs them (:mod:`memlane.stores.sqlite.fts`, :mod:`memlane.stores.postgres.fts`).
 A term therefore only ever means "this word", whatever the user typed.
 
 English stop words (:data:`STOPWORDS`) are dropped, because a disjunctive (OR) query would

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter
-from memlane.stores.migrations import sqlite as sqlite_migrations
-from memlane.stores.sqlite import SQLiteStore, _to_us
+from memlane.stores.sqlite import SQLiteStore
+from memlane.stores.sqlite import migrations as sqlite_migrations
+from memlane.stores.sqlite.base import to_us as _to_us
 from tests.conftest import T0
 
 OLD_VERSION = 4  # the schema before the lifecycle columns
@@ -53,8 +54,8 @@ def test_postgres_rows_migrate(pg_url: str, pg_schema: str) -> None:
     import psycopg
     from psycopg import sql
 
-    from memlane.stores.migrations import postgres as pg_migrations
     from memlane.stores.postgres import PostgresStore
+    from memlane.stores.postgres import migrations as pg_migrations
 
     schema = sql.Identifier(pg_schema)
     with psycopg.connect(pg_url, autocommit=True) as conn, conn.transaction():

@@ -42,8 +42,8 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from memlane.stores.migrations.postgres import MIGRATIONS
 from memlane.stores.postgres import PostgresStore
+from memlane.stores.postgres.migrations import MIGRATIONS
 from tests.conftest import T0
 
 DIMS = 32

@@ -17,7 +17,7 @@ from memlane import (
     StoreError,
 )
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.stores.migrations.sqlite import MIGRATIONS
+from memlane.stores.sqlite.migrations import MIGRATIONS
 from tests.conftest import T0
 
 

@@ -25,7 +25,7 @@ from memlane.ranking import (
 )
 from memlane.retrieval import merge_candidates
 from memlane.stores.base import KeywordCandidates, VectorCandidates
-from memlane.stores.sqlite_fts import fts5_match_expression
+from memlane.stores.sqlite.fts import fts5_match_expression
 from memlane.temporal import parse_time_window
 
 NAN = np.nan

@@ -119,6 +119,28 @@ class VectorCandidates:
             importance=np.zeros(0, dtype=np.float64),
         )
 
+    @classmethod
+    def from_rows(cls, rows: Sequence[Sequence[Any]], *, exhaustive: bool) -> VectorCandidates:
+        """Build from ``(key, cosine, created_at_seconds[, importance])`` rows.
+
+        Rows without the fourth column (or with ``None`` there) are unrated (NaN).
+        """
+        if not rows:
+            return cls.empty()
+        n = len(rows)
+        importance = (
+            np.fromiter((np.nan if r[3] is None else r[3] for r in rows), dtype=np.float64, count=n)
+            if len(rows[0]) > 3
+            else np.full(n, np.nan, dtype=np.float64)
+        )
+        return cls(
+            keys=np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
+            cosine=np.fromiter((r[1] for r in rows), dtype=np.float64, count=n),
+            created_at_seconds=np.fromiter((r[2] for r in rows), dtype=np.float64, count=n),
+            importance=importance,
+            exhaustive=exhaustive,
+        )
+
     def __len__(self) -> int:
         return len(self.keys)
 

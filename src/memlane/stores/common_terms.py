@@ -1,6 +1,6 @@
 """Which query terms a keyword index should skip: those carried by more than half of the rows.
 
-Shared by every store backend (:mod:`memlane.stores.sqlite_fts`, :mod:`memlane.stores.postgres_fts`).
+Shared by every store backend (:mod:`memlane.stores.sqlite.fts`, :mod:`memlane.stores.postgres.fts`).
 """
 
 from __future__ import annotations

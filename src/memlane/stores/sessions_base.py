@@ -2,7 +2,7 @@
 
 A session store lives beside an episode store and shares its database and connections:
 a store that supports sessions exposes it as its ``session_store`` attribute
-(:class:`SupportsSessions`), e.g. :class:`~memlane.stores.sqlite_sessions.SQLiteSessionStore`
+(:class:`SupportsSessions`), e.g. :class:`~memlane.stores.sqlite.sessions.SQLiteSessionStore`
 for :class:`~memlane.stores.sqlite.SQLiteStore`.
 
 What a backend stores, per session (unique per ``(tenant_id, session_id)``):
@@ -21,7 +21,7 @@ never a driver exception, and binds every untrusted string as a parameter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -29,16 +29,24 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.errors import DuplicateSessionError, ValidationError
 from memlane.stores.base import VectorCandidates
+from memlane.stores.common import RowCodec, check_dims
 
 __all__ = [
+    "SessionAppend",
     "SessionHeader",
     "SessionOwner",
     "SessionStore",
+    "SessionStoreBase",
     "SessionWrite",
     "StoredWindow",
     "SupportsSessions",
     "WindowInput",
+    "checked_window_vectors",
+    "header_from_row",
+    "refuse_duplicate",
+    "window_from_row",
 ]
 
 
@@ -248,3 +256,159 @@ class SupportsSessions(Protocol):
     def session_store(self) -> SessionStore:
         """The companion :class:`SessionStore` over the same database and connections."""
         ...
+
+
+# -- helpers shared by the backends' session stores ----------------------------------------
+
+
+def header_from_row(row: Sequence[Any], codec: RowCodec) -> SessionHeader:
+    """The header of a row read as ``seq, tenant_id, session_id, agent_id, user_id, started_at,
+    ended_at, message_count, turn_count, metadata`` (the backends' ``_HEADER``)."""
+    return SessionHeader(
+        key=int(row[0]),
+        tenant_id=row[1],
+        session_id=row[2],
+        agent_id=row[3],
+        user_id=row[4],
+        started_at=codec.time_out(row[5]),
+        ended_at=codec.time_out(row[6]),
+        message_count=int(row[7]),
+        turn_count=int(row[8]),
+        metadata=dict(codec.json_out(row[9])),
+    )
+
+
+def window_from_row(row: Sequence[Any], codec: RowCodec) -> StoredWindow:
+    """The window of a row read as ``seq, turn, first_position, last_position, created_at`` + the header."""
+    return StoredWindow(
+        key=int(row[0]),
+        session=header_from_row(row[5:], codec),
+        turn=int(row[1]),
+        first=int(row[2]),
+        last=int(row[3]),
+        created_at=codec.time_out(row[4]),
+    )
+
+
+def checked_window_vectors(
+    write: SessionWrite,
+    vectors: NDArray[np.floating] | None,
+    bound_model: Callable[[], tuple[str, int] | None],
+) -> NDArray[np.float32]:
+    """Check a write's vectors: one per window, of the bound model's dimension.
+
+    Args:
+        write: The session or batch.
+        vectors: ``[len(write.windows), dims]``, or ``None`` when there are no windows.
+        bound_model: Reads the store's ``(model_id, dims)``; called only when there are windows.
+
+    Returns:
+        float32 ``[len(write.windows), dims]`` (``[0, 0]`` without windows).
+
+    Raises:
+        ValidationError: not one vector per window.
+        EmbeddingModelMismatchError: another dimension than the bound model's.
+    """
+    if not write.windows:
+        return np.zeros((0, 0), dtype=np.float32)
+    if vectors is None or vectors.ndim != 2 or vectors.shape[0] != len(write.windows):
+        shape = None if vectors is None else vectors.shape
+        raise ValidationError(f"need one vector per window ({len(write.windows)}), got {shape}")
+    check_dims(bound_model(), int(vectors.shape[1]))
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def refuse_duplicate(write: SessionWrite, *, append: bool) -> None:
+    """Called when ``write``'s session exists already: raise unless appending is allowed.
+
+    Raises:
+        DuplicateSessionError: ``append`` is false (sessions are append-only).
+    """
+    if not append:
+        raise DuplicateSessionError(
+            f"session {write.session_id!r} already exists for tenant {write.owner.tenant_id!r} "
+            "(sessions are append-only: pass append=True to add turns)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAppend:
+    """Where a write's rows go: a new session (offsets 0) or after an existing one's.
+
+    Attributes:
+        offset: Position of the write's first message in the session.
+        turn_offset: Turn number of the write's first window in the session.
+        metadata: The session's metadata after the write.
+    """
+
+    offset: int
+    turn_offset: int
+    metadata: Mapping[str, Any]
+
+    @classmethod
+    def new(cls, write: SessionWrite) -> SessionAppend:
+        """A new session."""
+        return cls(0, 0, dict(write.metadata))
+
+    @classmethod
+    def after(cls, existing: SessionHeader, write: SessionWrite) -> SessionAppend:
+        """Append ``write`` to ``existing``, the session already stored under its id.
+
+        Raises:
+            ValidationError: the session belongs to another agent or user.
+        """
+        owner = write.owner
+        if existing.owner != owner:
+            raise ValidationError(
+                f"session {write.session_id!r} belongs to agent {existing.agent_id!r} and user "
+                f"{existing.user_id!r}; cannot append as agent {owner.agent_id!r}, "
+                f"user {owner.user_id!r}"
+            )
+        return cls(existing.message_count, existing.turn_count, {**existing.metadata, **write.metadata})
+
+    def counts(self, write: SessionWrite) -> tuple[int, int]:
+        """``(message_count, turn_count)`` of the session after the write."""
+        return self.offset + len(write.messages), self.turn_offset + len(write.windows)
+
+    def message_rows(self, key: int, write: SessionWrite) -> list[tuple[int, int, str]]:
+        """``(session_key, position, message)`` rows of the write's messages."""
+        return [(key, self.offset + i, text) for i, text in enumerate(write.messages)]
+
+    def window_rows(
+        self, key: int, write: SessionWrite, vectors: Sequence[Any], codec: RowCodec
+    ) -> list[tuple[Any, ...]]:
+        """``(session_key, turn, first_position, last_position, created_at, text, vector, model)`` rows."""
+        return [
+            (
+                key,
+                self.turn_offset + w.turn,
+                self.offset + w.first,
+                self.offset + w.last,
+                codec.time_in(w.created_at),
+                w.text,
+                vector,
+                write.embedding_model,
+            )
+            for w, vector in zip(write.windows, vectors, strict=True)
+        ]
+
+
+class SessionStoreBase:
+    """The backend-neutral half of :meth:`SessionStore.window_candidates`."""
+
+    def _search_windows(
+        self, owner: SessionOwner, query: NDArray[np.float32], top_n: int, created_after: datetime | None
+    ) -> VectorCandidates:
+        raise NotImplementedError  # pragma: no cover - every backend overrides it
+
+    def window_candidates(
+        self,
+        owner: SessionOwner,
+        query: NDArray[np.float32],
+        top_n: int,
+        created_after: datetime | None = None,
+    ) -> VectorCandidates:
+        """``owner``'s windows with their cosine to ``query`` (:meth:`SessionStore.window_candidates`)."""
+        return self._search_windows(
+            owner, np.asarray(query, dtype=np.float32).reshape(-1), top_n, created_after
+        )

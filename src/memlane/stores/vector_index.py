@@ -1,7 +1,8 @@
 """An in-memory, columnar copy of the episodes that have vectors, for exact filtered search.
 
 A store keeps one :class:`VectorIndex` so that a recall does not re-read every vector
-blob: it appends rows it has not seen yet and rebuilds after deletions and updates. Filtering by
+blob: its :class:`VectorCache` appends rows it has not seen yet and rebuilds after deletions
+and updates. Filtering by
 tenant, session, event type, creation time and the bi-temporal columns (valid time and
 transaction time; an open end is stored as :data:`OPEN_END`) happens here on integer-coded numpy columns;
 similarity is one matrix-vector product over the surviving rows (exact cosine, since
@@ -10,15 +11,17 @@ all vectors are L2-normalised).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.errors import EmbeddingModelMismatchError
 from memlane.stores.base import VectorCandidates
 
-__all__ = ["OPEN_END", "IndexRows", "VectorIndex"]
+__all__ = ["OPEN_END", "IndexRows", "VectorCache", "VectorIndex"]
 
 _MISSING = -1
 
@@ -270,3 +273,61 @@ class VectorIndex:
             importance=self._importance[rows],
             exhaustive=True,
         )
+
+
+class VectorCache:
+    """A :class:`VectorIndex` kept in step with a table whose row keys (``seq``) only grow.
+
+    One per vector table (the SQLite store's episodes, its session windows). A refresh
+    appends the rows after the last key it has seen; when the table's generation counter
+    changes (bumped by every deletion and every update of an indexed column, by any
+    process) or the query's dimension does, the copy is rebuilt from the first row.
+
+    Args:
+        what: Names the vectors in the dimension mismatch error (e.g. ``"vectors"``).
+
+    Attributes:
+        lock: Held by the caller around :meth:`refresh` and the search that follows.
+    """
+
+    def __init__(self, what: str) -> None:
+        self.lock = threading.Lock()
+        self._what = what
+        self._index: VectorIndex | None = None
+        self._generation: object = None
+
+    def refresh(
+        self, dims: int, generation: object, max_seq: int, rows_after: Callable[[int], Iterable[IndexRows]]
+    ) -> VectorIndex:
+        """Bring the copy up to date (the caller holds :attr:`lock`).
+
+        Args:
+            dims: The query's dimension.
+            generation: The table's generation counter, as just read.
+            max_seq: The table's largest row key, as just read (0 when empty).
+            rows_after: Reads the rows with vectors after a key, in key order, in batches.
+
+        Returns:
+            The index, holding every row with a vector up to ``max_seq``.
+
+        Raises:
+            EmbeddingModelMismatchError: stored vectors have another dimension than ``dims``.
+        """
+        if self._index is None or self._index.dims != dims or generation != self._generation:
+            self._index = VectorIndex(dims)
+            self._generation = generation
+        index = self._index
+        if max_seq <= index.max_seq:
+            return index
+        for rows in rows_after(index.max_seq):
+            if rows.vectors.shape[1] != dims:
+                raise EmbeddingModelMismatchError(
+                    f"stored {self._what} have {rows.vectors.shape[1]} dims, query has {dims}"
+                )
+            index.append(rows)
+        index.max_seq = max(index.max_seq, int(max_seq))
+        return index
+
+    def clear(self) -> None:
+        """Drop the copy (the next refresh rebuilds it)."""
+        self._index = None

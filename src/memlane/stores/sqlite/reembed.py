@@ -15,16 +15,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.errors import StoreError
-from memlane.stores.reembed_base import KINDS, EmbedFn, ReembedState, VectorKind
-
-if TYPE_CHECKING:
-    from memlane.stores.sqlite import SQLiteStore
+from memlane.stores.reembed_base import (
+    CURSOR_KEYS,
+    KINDS,
+    META_KEYS,
+    EmbedFn,
+    ReembedState,
+    VectorKind,
+    check_switched,
+    stage_late_rows,
+    start_meta,
+)
+from memlane.stores.sqlite.base import SQLiteHost, bump_generation, encode_vectors
 
 __all__ = ["SQLiteReembed"]
 
@@ -41,28 +48,18 @@ class _Table:
 
 
 _TABLES: dict[VectorKind, _Table] = {
-    "episodes": _Table("episodes", "content", "reembed_staging", "reembed_cursor", "delete_generation"),
+    "episodes": _Table(
+        "episodes", "content", "reembed_staging", CURSOR_KEYS["episodes"], "delete_generation"
+    ),
     "session_windows": _Table(
         "session_windows",
         "text",
         "reembed_window_staging",
-        "reembed_window_cursor",
+        CURSOR_KEYS["session_windows"],
         "session_delete_generation",
     ),
 }
-_KEYS = ("reembed_model", "reembed_dims", *(t.cursor_key for t in _TABLES.values()))
-_KEY_MARKS = ",".join("?" * len(_KEYS))
-
-
-def _blobs(vectors: NDArray[np.float32]) -> list[bytes]:
-    data = np.ascontiguousarray(vectors, dtype="<f4")
-    return [row.tobytes() for row in data]
-
-
-def _bump(conn: sqlite3.Connection, table: _Table) -> None:
-    conn.execute(
-        "UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (table.generation_key,)
-    )
+_KEY_MARKS = ",".join("?" * len(META_KEYS))
 
 
 _MISSING = "(embedding IS NULL OR embedding_model IS NOT ?)"
@@ -76,29 +73,22 @@ class SQLiteReembed:
         store: The open store (its connection, error translation and write transactions are used).
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: SQLiteHost) -> None:
         self._store = store
 
-    def _read_state(self, conn: sqlite3.Connection) -> ReembedState | None:
-        rows = dict(conn.execute(f"SELECT key, value FROM store_meta WHERE key IN ({_KEY_MARKS})", _KEYS))
-        if "reembed_model" not in rows:
-            return None
-        cursors = {kind: int(rows.get(t.cursor_key, 0)) for kind, t in _TABLES.items()}
-        return ReembedState(rows["reembed_model"], int(rows["reembed_dims"]), cursors)
+    @staticmethod
+    def _read_state(conn: sqlite3.Connection) -> ReembedState | None:
+        rows = conn.execute(f"SELECT key, value FROM store_meta WHERE key IN ({_KEY_MARKS})", META_KEYS)
+        return ReembedState.from_meta(dict(rows))
 
     def _require(self, conn: sqlite3.Connection, model_id: str) -> ReembedState:
-        state = self._read_state(conn)
-        if state is None or state.model_id != model_id:
-            raise StoreError(
-                f"the migration of {self._store.path} to {model_id!r} is no longer in progress "
-                "(finished or replaced by another job)"
-            )
-        return state
+        return ReembedState.require(self._read_state(conn), model_id, self._store.path)
 
-    def _clear(self, conn: sqlite3.Connection) -> None:
+    @staticmethod
+    def _clear(conn: sqlite3.Connection) -> None:
         for table in _TABLES.values():
             conn.execute(f"DELETE FROM {table.staging}")
-        conn.execute(f"DELETE FROM store_meta WHERE key IN ({_KEY_MARKS})", _KEYS)
+        conn.execute(f"DELETE FROM store_meta WHERE key IN ({_KEY_MARKS})", META_KEYS)
 
     def _put_staged(
         self,
@@ -110,7 +100,7 @@ class SQLiteReembed:
     ) -> None:
         conn.executemany(
             f"INSERT OR REPLACE INTO {table.staging} (seq, embedding, embedding_model) VALUES (?, ?, ?)",
-            [(int(seq), blob, model_id) for seq, blob in zip(seqs, _blobs(vectors), strict=True)],
+            [(int(seq), blob, model_id) for seq, blob in zip(seqs, encode_vectors(vectors), strict=True)],
         )
 
     def _count(self, sql: str, params: Sequence[object]) -> int:
@@ -135,14 +125,7 @@ class SQLiteReembed:
         """Clear the staging tables and record a migration to ``model_id`` at cursor 0."""
         with self._store.translate_errors("reembed start"), self._store.write_transaction() as conn:
             self._clear(conn)
-            conn.executemany(
-                "INSERT INTO store_meta (key, value) VALUES (?, ?)",
-                [
-                    ("reembed_model", model_id),
-                    ("reembed_dims", str(int(dims))),
-                    *((t.cursor_key, "0") for t in _TABLES.values()),
-                ],
-            )
+            conn.executemany("INSERT INTO store_meta (key, value) VALUES (?, ?)", start_meta(model_id, dims))
 
     def abort(self) -> None:
         """Drop the staged vectors and the job's metadata."""
@@ -203,21 +186,15 @@ class SQLiteReembed:
         with self._store.translate_errors("reembed fill"), self._store.write_transaction() as conn:
             conn.executemany(
                 f"UPDATE {t.source} SET embedding = ?, embedding_model = ? WHERE seq = ?",
-                [(blob, model_id, int(seq)) for seq, blob in zip(seqs, _blobs(vectors), strict=True)],
+                [(blob, model_id, int(seq)) for seq, blob in zip(seqs, encode_vectors(vectors), strict=True)],
             )
-            _bump(conn, t)
+            bump_generation(conn, t.generation_key)
 
     def switch(self, model_id: str, dims: int, embed: EmbedFn) -> tuple[int, int]:
-        """Finish the migration in one ``BEGIN IMMEDIATE`` transaction (see :mod:`memlane.reembed`).
+        """Finish the migration in one ``BEGIN IMMEDIATE`` transaction (:meth:`ReembedBackend.switch`).
 
-        Returns:
-            ``(moved, late)``: rows now carrying a vector of ``model_id``, and how many were
-            inserted after the last staged batch (embedded here, under the lock).
-
-        Raises:
-            StoreError: the migration is not in progress, or a row would be left without a
-                vector of ``model_id`` (rolled back).
-            EmbeddingError: embedding the late rows failed (rolled back).
+        Writers wait for the lock, so every row is either embedded here or inserted after the
+        switch; embedding failures (``EmbeddingError``) roll it back like any other error.
         """
         moved = late = 0
         with self._store.translate_errors("reembed switch"), self._store.write_transaction() as conn:
@@ -227,24 +204,14 @@ class SQLiteReembed:
                 rows = conn.execute(
                     f"SELECT seq, {t.text} FROM {t.source} WHERE seq > ? ORDER BY seq", (state.cursors[kind],)
                 ).fetchall()
-                if rows:
-                    self._put_staged(
-                        conn, t, model_id, [int(r[0]) for r in rows], embed([str(r[1]) for r in rows])
-                    )
-                    late += len(rows)
+                late += stage_late_rows(rows, embed, partial(self._put_staged, conn, t, model_id))
                 moved += conn.execute(
                     f"UPDATE {t.source} SET embedding = s.embedding, embedding_model = s.embedding_model "
                     f"FROM {t.staging} AS s WHERE s.seq = {t.source}.seq"
                 ).rowcount
-                left = conn.execute(
-                    f"SELECT count(*) FROM {t.source} WHERE {_MISSING}", (model_id,)
-                ).fetchone()[0]
-                if left:
-                    raise StoreError(
-                        f"{left} rows of {t.source} in {self._store.path} would have no vector of "
-                        f"{model_id!r}; nothing was switched (rerun the job)"
-                    )
-                _bump(conn, t)
+                left = conn.execute(f"SELECT count(*) FROM {t.source} WHERE {_MISSING}", (model_id,))
+                check_switched(kind, int(left.fetchone()[0]), self._store.path, model_id)
+                bump_generation(conn, t.generation_key)
             conn.executemany(
                 "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)",
                 [("embedding_model", model_id), ("embedding_dims", str(int(dims)))],

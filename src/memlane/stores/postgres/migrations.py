@@ -18,13 +18,21 @@ is the dimension-keyed step the store runs once, at the first
 :meth:`~memlane.stores.postgres.PostgresStore.bind_embedding_model`: it fixes the column
 to ``vector(dims)`` and builds the HNSW index (``vector_cosine_ops``). The bound model and
 dimension are then recorded in ``memlane_meta``.
+
+:func:`migrate` applies what is missing; :func:`is_current` and :func:`read_version` read
+the applied version.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+from typing import Any
 
+import psycopg
 from psycopg import sql
+
+from memlane.errors import SchemaVersionError, StoreError
 
 __all__ = [
     "BIND_LOCK_KEY",
@@ -34,7 +42,13 @@ __all__ = [
     "MIGRATIONS_TABLE",
     "MIGRATION_LOCK_KEY",
     "bind_vector_statements",
+    "ext_schema",
+    "is_current",
+    "migrate",
+    "read_version",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def _lock_key(name: str) -> int:
@@ -118,7 +132,7 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             "ON {schema}.memlane_episodes USING gin (content_tsv)"
         ),
     ),
-    # 3: session episodes (memlane.stores.postgres_sessions): one header row per (tenant, session
+    # 3: session episodes (memlane.stores.postgres.sessions): one header row per (tenant, session
     # id), the messages as JSON text by position, and one embedded window per turn. The window
     # vectors stay untyped (any dimension; the store checks it) and are always searched exactly,
     # filtered by owner first, so they need no HNSW index.
@@ -173,7 +187,7 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             """
         ),
     ),
-    # 4: embedding model migration (memlane.stores.postgres_reembed): vectors of the next model,
+    # 4: embedding model migration (memlane.stores.postgres.reembed): vectors of the next model,
     # staged by episode row (and by session window row) until the switch moves them into
     # memlane_episodes (memlane_session_windows) in one transaction. Untyped (any dimension): the
     # target dimension is only known when a job starts. The job's target model and progress
@@ -265,3 +279,102 @@ def bind_vector_statements(dims: int) -> tuple[sql.SQL, ...]:
             )
         )
     return tuple(statements)
+
+
+def read_version(conn: psycopg.Connection[Any], schema: sql.Identifier) -> int:
+    """The highest applied migration number of ``schema`` (0 before the first)."""
+    row = conn.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {schema}.memlane_schema_migrations").format(
+            schema=schema
+        )
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def is_current(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether ``schema`` is already at the latest version (read without a lock)."""
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = %s)",
+            (schema, MIGRATIONS_TABLE),
+        ).fetchone()
+        if not row or not row[0]:
+            return False
+        return read_version(conn, sql.Identifier(schema)) == len(MIGRATIONS)
+
+
+def ext_schema(conn: psycopg.Connection[Any]) -> sql.Identifier:
+    """The schema pgvector's objects live in.
+
+    Raises:
+        StoreError: the extension is not installed.
+    """
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'vector'"
+    ).fetchone()
+    if row is None:
+        raise StoreError("the pgvector extension is not installed")
+    return sql.Identifier(row[0])
+
+
+def migrate(conn: psycopg.Connection[Any], schema: str, location: str) -> None:
+    """Create pgvector, the schema and the tables as needed, under an advisory lock (one transaction).
+
+    Args:
+        conn: A connection (any autocommit mode).
+        schema: The schema name (a plain identifier).
+        location: The redacted server URL, for messages.
+
+    Raises:
+        SchemaVersionError: the schema was written by a newer memlane.
+        StoreError: pgvector is missing and cannot be created, or the schema holds a
+            ``memlane_episodes`` table memlane did not create.
+    """
+    schema_id = sql.Identifier(schema)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+        if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"{location}: the pgvector extension is not installed and this role "
+                    "may not create it; ask an administrator to run CREATE EXTENSION vector"
+                ) from exc
+            except psycopg.errors.UndefinedFile as exc:  # pragma: no cover - server-dependent
+                raise StoreError(
+                    f"{location}: the pgvector extension is not installed on this server "
+                    "(install pgvector >= 0.8, or use a managed PostgreSQL that offers it)"
+                ) from exc
+            logger.info("created the pgvector extension in %s", location)
+        if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+            conn.execute(sql.SQL("CREATE SCHEMA {schema}").format(schema=schema_id))
+        ext = ext_schema(conn)
+        has_table = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = 'memlane_episodes'",
+            (schema,),
+        ).fetchone()
+        conn.execute(BOOTSTRAP.format(schema=schema_id))
+        version = read_version(conn, schema_id)
+        if version > len(MIGRATIONS):
+            raise SchemaVersionError(
+                f"{location} schema {schema!r} has version {version}, this memlane knows up "
+                f"to {len(MIGRATIONS)}: upgrade memlane"
+            )
+        if version == 0 and has_table:
+            raise StoreError(
+                f"{location} schema {schema!r} has a memlane_episodes table that memlane did "
+                "not create (no migration record): refusing to use it"
+            )
+        for number in range(version, len(MIGRATIONS)):
+            for statement in MIGRATIONS[number]:
+                conn.execute(statement.format(schema=schema_id, ext=ext))
+            conn.execute(
+                sql.SQL("INSERT INTO {schema}.memlane_schema_migrations (version) VALUES (%s)").format(
+                    schema=schema_id
+                ),
+                (number + 1,),
+            )
+            logger.info("migrated %s schema %r to version %d", location, schema, number + 1)

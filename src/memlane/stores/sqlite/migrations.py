@@ -75,7 +75,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild')",
     ),
-    # 3: session episodes (memlane.stores.sqlite_sessions): one header row per (tenant, session id),
+    # 3: session episodes (memlane.stores.sqlite.sessions): one header row per (tenant, session id),
     # the messages as JSON text by position, and one embedded window per turn.
     (
         """
@@ -119,7 +119,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
         "INSERT INTO store_meta (key, value) VALUES ('session_delete_generation', '0')",
     ),
-    # 4: embedding model migration (memlane.stores.sqlite_reembed): vectors of the next model,
+    # 4: embedding model migration (memlane.stores.sqlite.reembed): vectors of the next model,
     # staged by episode row (and by session window row) until the switch moves them into
     # ``episodes`` (``session_windows``) in one transaction. The job's target model and
     # progress cursors are ``reembed_*`` rows of ``store_meta``.

@@ -24,20 +24,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 from psycopg import sql
 
-from memlane.errors import StoreError
-from memlane.stores.migrations.postgres import bind_vector_statements
-from memlane.stores.reembed_base import KINDS, EmbedFn, ReembedState, VectorKind
+from memlane.stores.postgres.base import PostgresHost
+from memlane.stores.postgres.migrations import bind_vector_statements
+from memlane.stores.reembed_base import (
+    CURSOR_KEYS,
+    KINDS,
+    META_KEYS,
+    EmbedFn,
+    ReembedState,
+    VectorKind,
+    check_switched,
+    stage_late_rows,
+    start_meta,
+)
 
 if TYPE_CHECKING:
     import psycopg
-
-    from memlane.stores.postgres import PostgresStore
 
 __all__ = ["PostgresReembed"]
 
@@ -51,7 +60,6 @@ class _Table:
     source: sql.Composed
     text: sql.Identifier
     staging: sql.Composed
-    cursor_key: str
 
 
 class PostgresReembed:
@@ -61,7 +69,7 @@ class PostgresReembed:
         store: The open store (its pooled transactions and vector parameters are used).
     """
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresHost) -> None:
         self._store = store
         schema, ext = store.sql_names()
         self._schema, self._ext = schema, ext
@@ -74,16 +82,14 @@ class PostgresReembed:
                 name("memlane_episodes"),
                 sql.Identifier("content"),
                 name("memlane_reembed_staging"),
-                "reembed_cursor",
             ),
             "session_windows": _Table(
                 name("memlane_session_windows"),
                 sql.Identifier("text"),
                 name("memlane_reembed_window_staging"),
-                "reembed_window_cursor",
             ),
         }
-        self._keys = ["reembed_model", "reembed_dims", *(t.cursor_key for t in self._tables.values())]
+        self._keys = list(META_KEYS)
         self._meta = name("memlane_meta")
         self._vec = sql.SQL("%b::{}.vector").format(ext)
 
@@ -91,20 +97,10 @@ class PostgresReembed:
         query = sql.SQL("SELECT key, value FROM {} WHERE key = ANY(%s)").format(self._meta)
         if lock:
             query += sql.SQL(" FOR UPDATE")
-        rows = dict(cur.execute(query, (self._keys,)).fetchall())
-        if "reembed_model" not in rows:
-            return None
-        cursors = {kind: int(rows.get(t.cursor_key, 0)) for kind, t in self._tables.items()}
-        return ReembedState(str(rows["reembed_model"]), int(rows["reembed_dims"]), cursors)
+        return ReembedState.from_meta(dict(cur.execute(query, (self._keys,)).fetchall()))
 
     def _require(self, cur: psycopg.Cursor[Any], model_id: str) -> ReembedState:
-        state = self._read_state(cur, lock=True)
-        if state is None or state.model_id != model_id:
-            raise StoreError(
-                f"the migration of {self._store.location} to {model_id!r} is no longer in progress "
-                "(finished or replaced by another job)"
-            )
-        return state
+        return ReembedState.require(self._read_state(cur, lock=True), model_id, self._store.location)
 
     def _clear(self, cur: psycopg.Cursor[Any]) -> None:
         for table in self._tables.values():
@@ -159,14 +155,7 @@ class PostgresReembed:
         """Clear the staging tables and record a migration to ``model_id`` at cursor 0."""
         with self._store.transaction("reembed start") as cur:
             self._clear(cur)
-            self._set_meta(
-                cur,
-                [
-                    ("reembed_model", model_id),
-                    ("reembed_dims", str(int(dims))),
-                    *((t.cursor_key, "0") for t in self._tables.values()),
-                ],
-            )
+            self._set_meta(cur, start_meta(model_id, dims))
 
     def abort(self) -> None:
         """Drop the staged vectors and the job's metadata."""
@@ -203,7 +192,7 @@ class PostgresReembed:
         with self._store.transaction("reembed stage") as cur:
             self._require(cur, model_id)
             self._put_staged(cur, t, model_id, seqs, vectors)
-            self._set_meta(cur, [(t.cursor_key, str(int(cursor)))])
+            self._set_meta(cur, [(CURSOR_KEYS[kind], str(int(cursor)))])
 
     def count_missing(self, kind: VectorKind, model_id: str) -> int:
         """Rows of ``kind`` without a vector of ``model_id``."""
@@ -243,14 +232,9 @@ class PostgresReembed:
     def switch(self, model_id: str, dims: int, embed: EmbedFn) -> tuple[int, int]:
         """Finish the migration in one transaction (steps in the module docstring).
 
-        Returns:
-            ``(moved, late)``: rows now carrying a vector of ``model_id``, and how many were
-            inserted after the last staged batch (embedded here, under the lock).
-
-        Raises:
-            StoreError: the migration is not in progress, or a row would be left without a
-                vector of ``model_id`` (rolled back).
-            EmbeddingError: embedding the late rows failed (rolled back).
+        See :meth:`ReembedBackend.switch`. The table locks make writers wait, so every row is
+        either embedded here or inserted after the switch; embedding failures
+        (``EmbeddingError``) roll it back like any other error.
         """
         names = {"schema": self._schema, "ext": self._ext, "dims": sql.Literal(int(dims))}
         episodes = self._tables["episodes"].source
@@ -265,11 +249,7 @@ class PostgresReembed:
                     sql.SQL("SELECT seq, {} FROM {} WHERE seq > %s ORDER BY seq").format(t.text, t.source),
                     (state.cursors[kind],),
                 ).fetchall()
-                if rows:
-                    self._put_staged(
-                        cur, t, model_id, [int(r[0]) for r in rows], embed([str(r[1]) for r in rows])
-                    )
-                    late += len(rows)
+                late += stage_late_rows(rows, embed, partial(self._put_staged, cur, t, model_id))
             cur.execute(
                 sql.SQL("DROP INDEX IF EXISTS {schema}.ix_memlane_episodes_embedding_hnsw").format(**names)
             )
@@ -288,11 +268,7 @@ class PostgresReembed:
                 found = cur.execute(
                     sql.SQL("SELECT count(*) FROM {} WHERE {}").format(t.source, _MISSING), (model_id,)
                 ).fetchone()
-                if found and found[0]:
-                    raise StoreError(
-                        f"{found[0]} rows of {kind} in {self._store.location} would have no vector of "
-                        f"{model_id!r}; nothing was switched (rerun the job)"
-                    )
+                check_switched(kind, int(found[0]) if found else 0, self._store.location, model_id)
             for statement in bind_vector_statements(int(dims)):
                 cur.execute(statement.format(**names))
             self._set_meta(cur, [("embedding_model", model_id), ("embedding_dims", str(int(dims)))])

@@ -2,7 +2,7 @@
 
 The index is the stored generated column ``content_tsv`` =
 ``to_tsvector('english', content)`` with a GIN index (schema migration 2 in
-:mod:`memlane.stores.migrations.postgres`); PostgreSQL keeps it in step with every insert,
+:mod:`memlane.stores.postgres.migrations`); PostgreSQL keeps it in step with every insert,
 delete and retention prune.
 
 Query safety: every term from :func:`memlane.keywords.keyword_terms` is a *bound parameter*

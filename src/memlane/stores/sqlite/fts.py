@@ -1,7 +1,7 @@
 """Keyword search for the SQLite store: FTS5 over ``episodes.content`` ranked by BM25.
 
 The index is the external-content FTS5 table ``episodes_fts`` (schema migration 2 in
-:mod:`memlane.stores.migrations.sqlite`), kept in step with ``episodes`` by triggers, so
+:mod:`memlane.stores.sqlite.migrations`), kept in step with ``episodes`` by triggers, so
 explicit deletes and retention pruning remove an episode from it in the same transaction.
 
 Query safety: the MATCH expression is built only from :func:`memlane.keywords.keyword_terms`

@@ -3,7 +3,7 @@
 Built from the episode store (``store.session_store``) and sharing its connection pool,
 its transactions (driver errors translated into :class:`~memlane.errors.StoreError`) and
 its pgvector binary parameters. Tables (schema migration 3 in
-:mod:`memlane.stores.migrations.postgres`), all prefixed ``memlane_``:
+:mod:`memlane.stores.postgres.migrations`), all prefixed ``memlane_``:
 
 * ``memlane_sessions``: one header row per ``(tenant_id, session_id)`` (unique constraint);
   an index on ``(tenant_id, agent_id, user_id, ended_at)`` serves "recent" and the owner filter.
@@ -22,20 +22,30 @@ milliseconds; no ANN index is kept for windows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from psycopg import sql
 from psycopg.types.json import Json
 
-from memlane.errors import DuplicateSessionError, EmbeddingModelMismatchError, StoreError, ValidationError
+from memlane.errors import StoreError
 from memlane.stores.base import VectorCandidates
-from memlane.stores.sessions_base import SessionHeader, SessionOwner, SessionWrite, StoredWindow
-
-if TYPE_CHECKING:
-    from memlane.stores.postgres import PostgresStore
+from memlane.stores.common import check_dims
+from memlane.stores.postgres.base import CODEC, PostgresHost
+from memlane.stores.sessions_base import (
+    SessionAppend,
+    SessionHeader,
+    SessionOwner,
+    SessionStoreBase,
+    SessionWrite,
+    StoredWindow,
+    checked_window_vectors,
+    header_from_row,
+    refuse_duplicate,
+    window_from_row,
+)
 
 __all__ = ["PostgresSessionStore"]
 
@@ -48,29 +58,14 @@ _S_HEADER = sql.SQL(
 )
 
 
-def _header(row: Sequence[Any]) -> SessionHeader:
-    return SessionHeader(
-        key=int(row[0]),
-        tenant_id=row[1],
-        session_id=row[2],
-        agent_id=row[3],
-        user_id=row[4],
-        started_at=row[5].astimezone(UTC),
-        ended_at=row[6].astimezone(UTC),
-        message_count=int(row[7]),
-        turn_count=int(row[8]),
-        metadata=dict(row[9]),
-    )
-
-
-class PostgresSessionStore:
+class PostgresSessionStore(SessionStoreBase):
     """Session episodes in a :class:`~memlane.stores.postgres.PostgresStore`'s schema (module docstring).
 
     Args:
         store: The episode store whose pool, schema and pgvector types are shared.
     """
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresHost) -> None:
         self._store = store
         schema, ext = store.sql_names()
         self._sessions = sql.SQL("{}.memlane_sessions").format(schema)
@@ -79,25 +74,16 @@ class PostgresSessionStore:
         self._vec = sql.SQL("%b::{}.vector").format(ext)
         self._ip = sql.SQL("OPERATOR({}.<#>)").format(ext)
 
-    def _check_dims(self, dims: int) -> None:
-        bound = self._store.embedding_model
-        if bound is not None and dims != bound[1]:
-            raise EmbeddingModelMismatchError(f"vectors have {dims} dims, the store is bound to {bound[1]}")
-
     # -- writes ------------------------------------------------------------------------
 
     def insert_session(
         self, write: SessionWrite, vectors: NDArray[np.float32] | None, *, append: bool
     ) -> SessionHeader:
         """Store a new session or append a batch (see :meth:`SessionStore.insert_session`)."""
-        params: list[object] = []
-        if write.windows:
-            if vectors is None or vectors.ndim != 2 or vectors.shape[0] != len(write.windows):
-                shape = None if vectors is None else vectors.shape
-                raise ValidationError(f"need one vector per window ({len(write.windows)}), got {shape}")
-            self._check_dims(int(vectors.shape[1]))
-            params = [self._store.vector_param(row) for row in np.asarray(vectors, dtype=np.float32)]
+        matrix = checked_window_vectors(write, vectors, lambda: self._store.embedding_model)
+        params = [self._store.vector_param(row) for row in matrix]
         owner = write.owner
+        where = SessionAppend.new(write)
         with self._store.transaction("insert_session") as cur:
             row = cur.execute(
                 sql.SQL(
@@ -112,18 +98,12 @@ class PostgresSessionStore:
                     owner.user_id,
                     write.started_at,
                     write.ended_at,
-                    len(write.messages),
-                    len(write.windows),
+                    *where.counts(write),
                     Json(dict(write.metadata)),
                 ),
             ).fetchone()
-            offset = turn_offset = 0
             if row is None:
-                if not append:
-                    raise DuplicateSessionError(
-                        f"session {write.session_id!r} already exists for tenant {owner.tenant_id!r} "
-                        "(sessions are append-only: pass append=True to add turns)"
-                    )
+                refuse_duplicate(write, append=append)
                 found = cur.execute(
                     sql.SQL(
                         "SELECT {cols} FROM {t} WHERE tenant_id = %s AND session_id = %s FOR UPDATE"
@@ -132,14 +112,8 @@ class PostgresSessionStore:
                 ).fetchone()
                 if found is None:
                     raise StoreError(f"session {write.session_id!r} was deleted while appending to it; retry")
-                existing = _header(found)
-                if existing.owner != owner:
-                    raise ValidationError(
-                        f"session {write.session_id!r} belongs to agent {existing.agent_id!r} and user "
-                        f"{existing.user_id!r}; cannot append as agent {owner.agent_id!r}, "
-                        f"user {owner.user_id!r}"
-                    )
-                offset, turn_offset = existing.message_count, existing.turn_count
+                existing = header_from_row(found, CODEC)
+                where = SessionAppend.after(existing, write)
                 row = cur.execute(
                     sql.SQL(
                         "UPDATE {t} SET started_at = least(started_at, %s), "
@@ -149,20 +123,19 @@ class PostgresSessionStore:
                     (
                         write.started_at,
                         write.ended_at,
-                        offset + len(write.messages),
-                        turn_offset + len(write.windows),
-                        Json({**existing.metadata, **write.metadata}),
+                        *where.counts(write),
+                        Json(where.metadata),
                         existing.key,
                     ),
                 ).fetchone()
             assert row is not None
-            header = _header(row)
+            header = header_from_row(row, CODEC)
             if write.messages:
                 cur.executemany(
                     sql.SQL("INSERT INTO {t} (session_seq, position, message) VALUES (%s, %s, %s)").format(
                         t=self._messages
                     ),
-                    [(header.key, offset + i, text) for i, text in enumerate(write.messages)],
+                    where.message_rows(header.key, write),
                 )
             if write.windows:
                 cur.executemany(
@@ -170,19 +143,7 @@ class PostgresSessionStore:
                         "INSERT INTO {t} (session_seq, turn, first_position, last_position, created_at, "
                         "text, embedding, embedding_model) VALUES (%s, %s, %s, %s, %s, %s, {vec}, %s)"
                     ).format(t=self._windows, vec=self._vec),
-                    [
-                        (
-                            header.key,
-                            turn_offset + w.turn,
-                            offset + w.first,
-                            offset + w.last,
-                            w.created_at,
-                            w.text,
-                            vector,
-                            write.embedding_model,
-                        )
-                        for w, vector in zip(write.windows, params, strict=True)
-                    ],
+                    where.window_rows(header.key, write, params, CODEC),
                 )
         return header
 
@@ -216,7 +177,7 @@ class PostgresSessionStore:
                 ),
                 (tenant_id, session_id),
             ).fetchone()
-        return None if row is None else _header(row)
+        return None if row is None else header_from_row(row, CODEC)
 
     def session_messages(self, session_key: int, first: int = 0, last: int | None = None) -> list[str]:
         """Message JSON texts at positions ``first..last`` (inclusive; ``None`` = to the end)."""
@@ -247,7 +208,7 @@ class PostgresSessionStore:
                 [*params, int(limit)],
                 prepare=False,
             ).fetchall()
-        return [_header(r) for r in rows]
+        return [header_from_row(r, CODEC) for r in rows]
 
     def turn_spans(self, session_key: int, first_turn: int, last_turn: int) -> dict[int, tuple[int, int]]:
         """``{turn: (first_position, last_position)}`` for turns ``first_turn..last_turn``."""
@@ -273,30 +234,15 @@ class PostgresSessionStore:
                 ).format(cols=_S_HEADER, w=self._windows, s=self._sessions),
                 ([int(k) for k in keys],),
             ).fetchall()
-        return {
-            int(r[0]): StoredWindow(
-                key=int(r[0]),
-                session=_header(r[5:]),
-                turn=int(r[1]),
-                first=int(r[2]),
-                last=int(r[3]),
-                created_at=r[4].astimezone(UTC),
-            )
-            for r in rows
-        }
+        return {int(r[0]): window_from_row(r, CODEC) for r in rows}
 
     # -- vector search -----------------------------------------------------------------
 
-    def window_candidates(
-        self,
-        owner: SessionOwner,
-        query: NDArray[np.float32],
-        top_n: int,
-        created_after: datetime | None = None,
+    def _search_windows(
+        self, owner: SessionOwner, q: NDArray[np.float32], top_n: int, created_after: datetime | None
     ) -> VectorCandidates:
-        """The ``top_n`` windows of ``owner`` most similar to ``query`` (exact inner product)."""
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        self._check_dims(len(q))
+        """The ``top_n`` windows of ``owner`` most similar to ``q`` (exact inner product)."""
+        check_dims(self._store.embedding_model, len(q))
         top_n = max(1, int(top_n))
         time_clause = sql.SQL("") if created_after is None else sql.SQL(" AND w.created_at >= %s")
         params: list[Any] = [self._store.vector_param(q), owner.tenant_id, owner.agent_id, owner.user_id]
@@ -310,16 +256,7 @@ class PostgresSessionStore:
         ).format(ip=self._ip, vec=self._vec, w=self._windows, s=self._sessions, time=time_clause)
         with self._store.transaction("window_candidates") as cur:
             rows = cur.execute(statement, [*params, top_n], prepare=False).fetchall()
-        if not rows:
-            return VectorCandidates.empty()
-        n = len(rows)
-        return VectorCandidates(
-            keys=np.fromiter((r[0] for r in rows), dtype=np.int64, count=n),
-            cosine=np.fromiter((r[1] for r in rows), dtype=np.float64, count=n),
-            created_at_seconds=np.fromiter((r[2] for r in rows), dtype=np.float64, count=n),
-            importance=np.full(n, np.nan, dtype=np.float64),
-            exhaustive=n < top_n,
-        )
+        return VectorCandidates.from_rows(rows, exhaustive=len(rows) < top_n)
 
     def __repr__(self) -> str:
         return f"PostgresSessionStore({self._store.location!r})"

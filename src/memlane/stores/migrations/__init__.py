@@ -1,1 +1,0 @@
-"""Numbered schema migrations, one module per backend."""

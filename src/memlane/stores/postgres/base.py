@@ -1,0 +1,125 @@
+"""What the PostgreSQL modules share: value encodings, pgvector parameters and the store's hooks.
+
+* Times are ``timestamptz`` (read back converted to UTC); tags ``text[]``; metadata ``json``
+  kept verbatim (:data:`CODEC`).
+* Vectors are sent in pgvector's binary format (:class:`VectorParam`, bound as ``%b``).
+* PostgreSQL text cannot hold NUL characters: :func:`reject_nul` refuses them up front.
+* :class:`PostgresHost` is what the companion stores (sessions, re-embedding) use of the
+  episode store, so they depend on this protocol rather than on the store's module.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import numpy as np
+import psycopg
+from numpy.typing import NDArray
+from psycopg import sql
+from psycopg.adapt import Dumper
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import Format
+from psycopg.types.json import Json
+
+from memlane.errors import ValidationError
+from memlane.stores.common import RowCodec, canonical_json
+
+__all__ = ["CODEC", "PostgresHost", "VectorBinaryDumper", "VectorParam", "redact", "reject_nul"]
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _json_in(value: Mapping[str, Any]) -> Json:
+    return Json(dict(value), dumps=canonical_json)
+
+
+CODEC = RowCodec(time_out=_utc, json_in=_json_in)
+"""Episode and session values as the PostgreSQL columns hold them (psycopg adapts the rest)."""
+
+
+class VectorParam:
+    """A float32 vector to send as a pgvector ``vector`` parameter (binary format)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: NDArray[np.float32]) -> None:
+        self.values = values
+
+
+class VectorBinaryDumper(Dumper):
+    """pgvector's binary wire format: ``uint16 dims, uint16 0, dims x float32`` big-endian.
+
+    Subclassed per store with the database's ``vector`` type oid (needed by binary COPY).
+    """
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        values = np.asarray(obj.values, dtype=">f4").reshape(-1)
+        return struct.pack(">HH", len(values), 0) + values.tobytes()
+
+
+def reject_nul(texts: Iterable[str | None], what: str = "") -> None:
+    """Raise if any text contains a NUL character, which PostgreSQL text cannot hold.
+
+    Args:
+        texts: The strings to check (``None`` is skipped).
+        what: Prefix of the message naming the value, e.g. ``"episode 'e1': "``.
+
+    Raises:
+        ValidationError: a text contains ``"\\x00"``.
+    """
+    if any(text is not None and "\x00" in text for text in texts):
+        raise ValidationError(f"{what}PostgreSQL text cannot contain NUL characters")
+
+
+def redact(conninfo: str) -> str:
+    """A displayable ``postgresql://user@host:port/db`` without the password."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return "postgresql://<unparsable>"
+    user = str(params.get("user") or "")
+    host = str(params.get("host") or "localhost")
+    port = params.get("port")
+    db = str(params.get("dbname") or "")
+    who = f"{user}@" if user else ""
+    if host.startswith("/"):  # a Unix-socket directory
+        return f"postgresql://{who}/{db}?host={host}"
+    return f"postgresql://{who}{host}:{port}/{db}" if port else f"postgresql://{who}{host}/{db}"
+
+
+class PostgresHost(Protocol):
+    """The hooks a :class:`~memlane.stores.postgres.PostgresStore` offers the stores sharing its schema."""
+
+    @property
+    def location(self) -> str:
+        """Redacted server URL and schema, for messages."""
+        ...
+
+    @property
+    def embedding_model(self) -> tuple[str, int] | None:
+        """``(model_id, dims)`` the store is bound to, or ``None``."""
+        ...
+
+    def transaction(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]:
+        """A cursor in a transaction on a pooled connection; driver errors translated, vectors usable."""
+        ...
+
+    def sql_names(self) -> tuple[sql.Identifier, sql.Identifier]:
+        """``(schema, pgvector's schema)`` identifiers."""
+        ...
+
+    def vector_param(self, values: NDArray[np.float32]) -> object:
+        """Wrap a float32 ``[dims]`` vector as a parameter sent in pgvector's binary format (``%b``)."""
+        ...
+
+    def forget_binding(self) -> None:
+        """Drop the cached binding so the next use re-reads it."""
+        ...

@@ -1,0 +1,123 @@
+"""The PostgreSQL store's lifecycle statements: supersede, merge, archive, delete, bookkeeping.
+
+Each function runs in the caller's transaction (a cursor from the store) over the
+schema-qualified ``memlane_episodes`` table ``t``. Tags and vectors live in the episode's
+row, so a ``DELETE`` removes them too. Statements whose plan depends on the values (range
+deletes) are sent unprepared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memlane.stores.base import Supersession
+from memlane.stores.common import MergeInto, check_superseded, supersede_params
+from memlane.stores.postgres.base import CODEC, reject_nul
+
+__all__ = [
+    "archive",
+    "archive_merged",
+    "delete",
+    "delete_created_before",
+    "delete_session_scoped",
+    "record_retrievals",
+    "retire",
+]
+
+Cursor = psycopg.Cursor[Any]
+
+_SUPERSEDE = sql.SQL(
+    "UPDATE {t} SET valid_until = %s, invalidated_at = %s, superseded_by = %s, supersede_reason = %s "
+    "WHERE {where}"
+)
+_SUPERSEDE_WHERE = sql.SQL("id = %s AND superseded_by IS NULL")
+_SUPERSEDE_WHERE_TENANT = sql.SQL("id = %s AND superseded_by IS NULL AND tenant_id = %s")
+
+
+def retire(cur: Cursor, t: sql.Composed, supersessions: Sequence[Supersession]) -> None:
+    """Retire each superseded episode (one ``UPDATE`` each).
+
+    Raises:
+        EpisodeNotFoundError: one is unknown (for its tenant) or already superseded.
+    """
+    for sup in supersessions:
+        where = _SUPERSEDE_WHERE if sup.tenant_id is None else _SUPERSEDE_WHERE_TENANT
+        cur.execute(_SUPERSEDE.format(t=t, where=where), supersede_params(sup, CODEC))
+        check_superseded(sup, cur.rowcount)
+
+
+def archive_merged(cur: Cursor, t: sql.Composed, merge: MergeInto) -> None:
+    """Archive a merge's originals into the merged episode (one ``UPDATE``).
+
+    Raises:
+        ValidationError: the reason contains a NUL character.
+        EpisodeNotFoundError: an original is unknown, archived or superseded.
+    """
+    reject_nul([merge.reason])
+    cur.execute(
+        sql.SQL(
+            "UPDATE {t} SET archived_at = %s, superseded_by = %s, supersede_reason = %s "
+            "WHERE archived_at IS NULL AND superseded_by IS NULL AND id = ANY(%s::text[])"
+        ).format(t=t),
+        (merge.at, merge.merged_id, merge.reason, list(merge.original_ids)),
+    )
+    merge.check(cur.rowcount)
+
+
+def delete_created_before(
+    cur: Cursor, t: sql.Composed, cutoff: datetime, keep_importance_from: float | None
+) -> int:
+    """Delete every episode with ``created_at < cutoff`` (never-forget ones kept); return how many."""
+    condition = sql.SQL("created_at < %s")
+    params: list[Any] = [cutoff]
+    if keep_importance_from is not None:
+        condition = sql.SQL("created_at < %s AND (importance IS NULL OR importance < %s)")
+        params.append(keep_importance_from)
+    cur.execute(sql.SQL("DELETE FROM {t} WHERE {c}").format(t=t, c=condition), params, prepare=False)
+    return int(cur.rowcount)
+
+
+def archive(cur: Cursor, t: sql.Composed, episode_ids: Sequence[str], at: datetime) -> int:
+    """Set ``archived_at = at`` on the given not-yet-archived episodes; return how many."""
+    cur.execute(
+        sql.SQL("UPDATE {t} SET archived_at = %s WHERE archived_at IS NULL AND id = ANY(%s::text[])").format(
+            t=t
+        ),
+        (at, list(episode_ids)),
+    )
+    return int(cur.rowcount)
+
+
+def record_retrievals(cur: Cursor, t: sql.Composed, keys: Sequence[int], at: datetime) -> int:
+    """Count one retrieval of each row key at ``at``, committed without waiting for the WAL flush."""
+    cur.execute("SET LOCAL synchronous_commit = off")
+    cur.execute(
+        sql.SQL(
+            "UPDATE {t} SET retrieve_count = retrieve_count + 1, last_retrieved_at = %s "
+            "WHERE seq = ANY(%s::bigint[])"
+        ).format(t=t),
+        (at, [int(k) for k in keys]),
+    )
+    return int(cur.rowcount)
+
+
+def delete_session_scoped(cur: Cursor, t: sql.Composed, tenant_id: str, session_id: str) -> int:
+    """Delete the ``session_scoped`` episodes of one session; return how many."""
+    cur.execute(
+        sql.SQL("DELETE FROM {t} WHERE tenant_id = %s AND session_id = %s AND session_scoped").format(t=t),
+        (tenant_id, session_id),
+    )
+    return int(cur.rowcount)
+
+
+def delete(cur: Cursor, t: sql.Composed, episode_id: str, tenant_id: str | None) -> bool:
+    """Delete one episode by its unique id, if it belongs to ``tenant_id`` (``None``: any tenant)."""
+    where = sql.SQL("id = %s") if tenant_id is None else sql.SQL("id = %s AND tenant_id = %s")
+    params = [episode_id] if tenant_id is None else [episode_id, tenant_id]
+    cur.execute(sql.SQL("DELETE FROM {t} WHERE {where}").format(t=t, where=where), params)
+    return cur.rowcount > 0

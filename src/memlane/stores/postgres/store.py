@@ -1,0 +1,572 @@
+"""PostgreSQL + pgvector store: many processes and hosts sharing one database.
+
+Install with ``pip install 'memlane[postgres]'`` (psycopg 3 and psycopg-pool); the server
+needs the pgvector extension (>= 0.8 for iterative index scans).
+
+Layout (schema migrations in :mod:`memlane.stores.postgres.migrations`; the pool, the schema
+at open, transactions and error translation in :mod:`memlane.stores.postgres.connection`):
+
+* Everything lives in one Postgres schema in tables prefixed ``memlane_``; no statement
+  depends on ``search_path`` or session state, so the store works through PgBouncer.
+* Episodes are append-only rows keyed by ``seq`` (``bigint`` identity; the opaque row key
+  of :meth:`PostgresStore.vector_candidates` and :meth:`PostgresStore.fetch`). Tags are a
+  ``text[]`` in the same row with a GIN index; an AND filter is ``tags @> $1``.
+  ``created_at`` is ``timestamptz`` (microseconds, like Python). Metadata is ``json``
+  (kept verbatim, so it round-trips exactly like the SQLite store's).
+* Schema changes are numbered migrations, applied at open in one transaction under
+  ``pg_advisory_xact_lock``; applied numbers are rows of ``memlane_schema_migrations``.
+* The vector column is created untyped (``vector``). The first
+  :meth:`PostgresStore.bind_embedding_model` records ``(model_id, dims)`` in
+  ``memlane_meta`` and, in the same transaction, types the column ``vector(dims)`` and
+  builds an HNSW index with ``vector_cosine_ops`` (when ``dims <= 2000``, pgvector's
+  limit). A later bind with another model or dimension raises
+  :class:`~memlane.errors.EmbeddingModelMismatchError`.
+
+Vector search is exact over small filtered sets and uses the HNSW index over large ones; the
+rule, its guarantees and the bulk-load advice are in :mod:`memlane.stores.postgres.vector_search`.
+Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle statements
+(supersede, merge, archive, delete) live in :mod:`memlane.stores.postgres.lifecycle`.
+
+Statements whose best plan depends on the filter values (lookups, counts, searches,
+deletes) are sent unprepared (``prepare=False``), so PostgreSQL plans each with its actual
+values instead of switching to a generic plan that ignores how selective a tag or event
+type is.
+
+Keyword search is PostgreSQL full-text search over a generated ``tsvector`` column with a GIN
+index (:mod:`memlane.stores.postgres.fts`).
+
+Every ``psycopg``/``psycopg_pool`` exception is translated into
+:class:`~memlane.errors.StoreError` (or a subclass) with the original chained as
+``__cause__``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import psycopg
+from numpy.typing import NDArray
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+import memlane.stores.postgres.filters as filters
+import memlane.stores.postgres.lifecycle as lifecycle
+from memlane.errors import EmbeddingModelMismatchError, ValidationError
+from memlane.models import Episode
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.common import (
+    EpisodeBatch,
+    EpisodeStoreBase,
+    canonical_json,
+    check_binding,
+    paginate,
+    store_stats,
+)
+from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
+from memlane.stores.postgres.connection import PostgresConnection
+from memlane.stores.postgres.fts import keyword_count_statement, keyword_statement
+from memlane.stores.postgres.migrations import (
+    BIND_LOCK_KEY,
+    HNSW_MAX_DIMS,
+    bind_vector_statements,
+    read_version,
+)
+from memlane.stores.postgres.reembed import PostgresReembed
+from memlane.stores.postgres.sessions import PostgresSessionStore
+from memlane.stores.postgres.vector_search import DEFAULT_EXACT_SEARCH_LIMIT, SearchPlan
+
+__all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
+
+logger = logging.getLogger(__name__)
+
+_PGVECTOR_MAX_DIMS = 16_000  # the largest vector(n) pgvector accepts
+_COLUMNS = sql.SQL(
+    "seq, id, tenant_id, session_id, event_type, content, tags, importance, created_at, metadata, "
+    "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
+    "archived_at, session_scoped, retrieve_count, last_retrieved_at"
+)
+_COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "float8", "timestamptz", "json"]
+_COPY_TEMPORAL_TYPES = [
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
+    "text",
+    "text",
+    "timestamptz",
+    "bool",
+    "int8",
+    "timestamptz",
+]
+
+
+class PostgresStore(PostgresConnection, EpisodeStoreBase):
+    """Episodes in a PostgreSQL database with pgvector.
+
+    Args:
+        url_or_pool: A libpq connection string or URL (``postgresql://user@host/db``) -- the
+            store then opens and owns a :class:`psycopg_pool.ConnectionPool` -- or an
+            existing ``ConnectionPool`` (the store borrows connections and never closes it;
+            its connections may be in any autocommit mode).
+        schema: Postgres schema for the ``memlane_*`` tables (created if missing); a plain
+            identifier (letters, digits, ``_``; at most 63 characters, case-sensitive).
+            Default: the connection's ``current_schema()``.
+        min_size: Connections the owned pool keeps open (ignored for a given pool).
+        max_size: Most connections the owned pool opens (ignored for a given pool).
+        timeout_s: Seconds to wait for a free pooled connection before failing, and the
+            connect timeout of new connections (owned pool only).
+        connect_kwargs: Extra ``psycopg.connect`` arguments for the owned pool's
+            connections, e.g. ``{"prepare_threshold": None}`` behind a PgBouncer older
+            than 1.21 in transaction mode.
+        exact_search_limit: Filtered sets up to this many rows are searched exactly; larger
+            ones through the HNSW index (see :mod:`memlane.stores.postgres.vector_search`). >= 0.
+
+    Raises:
+        ValidationError: a bad ``schema`` name or pool size.
+        SchemaVersionError: the schema was written by a newer memlane.
+        StoreError: the server cannot be reached, the pgvector extension is missing and
+            cannot be created, or the schema holds non-memlane tables of the same name.
+    """
+
+    def __init__(
+        self,
+        url_or_pool: str | ConnectionPool[Any],
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_s: float = 30.0,
+        connect_kwargs: Mapping[str, Any] | None = None,
+        exact_search_limit: int = DEFAULT_EXACT_SEARCH_LIMIT,
+    ) -> None:
+        if exact_search_limit < 0:
+            raise ValidationError(f"exact_search_limit must be >= 0, got {exact_search_limit}")
+        self.exact_search_limit = int(exact_search_limit)
+        self._binding: tuple[str, int] | None = None
+        super().__init__(
+            url_or_pool,
+            schema=schema,
+            min_size=min_size,
+            max_size=max_size,
+            timeout_s=timeout_s,
+            connect_kwargs=connect_kwargs,
+        )
+
+    # -- embedding model binding -------------------------------------------------------
+
+    @property
+    def embedding_model(self) -> tuple[str, int] | None:
+        """``(model_id, dims)`` the store is bound to, or ``None`` if not bound yet."""
+        if self._binding is not None:
+            return self._binding
+        with self._transaction("embedding_model") as cur:
+            self._binding = self._read_binding(cur)
+        return self._binding
+
+    def _read_binding(self, cur: psycopg.Cursor[Any]) -> tuple[str, int] | None:
+        rows = dict(
+            cur.execute(
+                sql.SQL(
+                    "SELECT key, value FROM {meta} WHERE key IN ('embedding_model', 'embedding_dims')"
+                ).format(meta=self._meta)
+            ).fetchall()
+        )
+        if "embedding_model" not in rows:
+            return None
+        return str(rows["embedding_model"]), int(rows["embedding_dims"])
+
+    def bind_embedding_model(self, model_id: str, dims: int) -> None:
+        """Record ``(model_id, dims)`` on first use; refuse a different one later.
+
+        The first binding also types the vector column ``vector(dims)`` and builds the HNSW
+        index (one transaction, under an advisory lock, so concurrent first binds agree).
+
+        Args:
+            model_id: The embedder's model id.
+            dims: Its vector dimension (>= 1).
+
+        Raises:
+            EmbeddingModelMismatchError: the store is bound to another model or dimension,
+                or holds vectors of another dimension.
+            ValidationError: ``dims`` is not an int from 1 to 16,000 (pgvector's limit).
+            StoreError: the database failed.
+        """
+        if (
+            isinstance(dims, bool)
+            or not isinstance(dims, numbers.Integral)
+            or not 1 <= dims <= _PGVECTOR_MAX_DIMS
+        ):
+            raise ValidationError(f"dims must be an int from 1 to {_PGVECTOR_MAX_DIMS}, got {dims!r}")
+        dims = int(dims)
+        if self._binding == (model_id, dims):
+            return
+        self._binding = None  # re-read below: a re-embedding switch may have rebound the store
+        with self._transaction("bind_embedding_model") as cur:
+            bound = self._read_binding(cur)
+            if bound is None:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (BIND_LOCK_KEY,))
+                bound = self._read_binding(cur)  # re-read under the lock
+            if bound is None:
+                try:
+                    with cur.connection.transaction():
+                        for statement in bind_vector_statements(dims):
+                            cur.execute(
+                                statement.format(
+                                    schema=self._schema, ext=self._ext, dims=sql.Literal(int(dims))
+                                )
+                            )
+                except psycopg.errors.DataException as exc:
+                    raise EmbeddingModelMismatchError(
+                        f"{self.location} already holds vectors that are not {dims}-dimensional: {exc}"
+                    ) from exc
+                cur.executemany(
+                    sql.SQL("INSERT INTO {meta} (key, value) VALUES (%s, %s)").format(meta=self._meta),
+                    [("embedding_model", model_id), ("embedding_dims", str(int(dims)))],
+                )
+                if dims > HNSW_MAX_DIMS:
+                    logger.warning(
+                        "%d dims exceed pgvector's HNSW limit (%d): every vector search on %s is exact",
+                        dims,
+                        HNSW_MAX_DIMS,
+                        self.location,
+                    )
+                bound = (model_id, int(dims))
+        self._binding = bound
+        check_binding(self.location, bound, model_id, dims)
+
+    # -- writes ------------------------------------------------------------------------
+
+    def _write_episodes(self, batch: EpisodeBatch) -> None:
+        """:meth:`insert` and :meth:`merge`: one transaction, the episodes in one binary ``COPY``."""
+        episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
+        params: list[VectorParam | None] = (
+            [None] * len(episodes) if batch.vectors is None else [VectorParam(row) for row in batch.vectors]
+        )
+        rows = []
+        for ep, vector in zip(episodes, params, strict=True):
+            metadata = canonical_json(dict(ep.metadata))
+            texts = (ep.id, ep.tenant_id, ep.session_id, ep.event_type, ep.content, metadata, *ep.tags)
+            reject_nul((*texts, ep.superseded_by, ep.supersede_reason), f"episode {ep.id!r}: ")
+            rows.append(CODEC.episode_row(ep, vector))
+        reject_nul(sup.reason for sup in supersessions)
+        with self._transaction("insert") as cur:
+            with cur.copy(self._copy) as copy:
+                copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
+                for row in rows:
+                    copy.write_row(row)
+            lifecycle.retire(cur, self._t, supersessions)
+            if merge is not None:
+                lifecycle.archive_merged(cur, self._t, merge)
+
+    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
+        """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
+
+        One indexed range ``DELETE`` (``ix_memlane_episodes_time``); tags live in the same row.
+        Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
+        """
+        with self._transaction("delete_created_before") as cur:
+            return lifecycle.delete_created_before(cur, self._t, cutoff, keep_importance_from)
+
+    def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
+        """Set ``archived_at`` on the given not-yet-archived episodes in one ``UPDATE``; return how many."""
+        if not episode_ids:
+            return 0
+        with self._transaction("archive") as cur:
+            return lifecycle.archive(cur, self._t, episode_ids, at)
+
+    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
+        """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
+
+        One ``UPDATE ... WHERE seq = ANY(%s)`` in its own short transaction, committed with
+        ``synchronous_commit = off`` (the commit does not wait for the WAL flush; a crash may
+        lose the last few counts, never other data).
+        """
+        if len(keys) == 0:
+            return 0
+        with self._transaction("record_retrievals") as cur:
+            return lifecycle.record_retrievals(cur, self._t, keys, at)
+
+    def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""
+        if not episode_ids:
+            return {}
+        with self._transaction("vectors") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT id, embedding::text FROM {t} WHERE embedding IS NOT NULL AND id = ANY(%s::text[])"
+                ).format(t=self._t),
+                (list(episode_ids),),
+                prepare=False,
+            ).fetchall()
+        return {row[0]: np.asarray(json.loads(row[1]), dtype=np.float32) for row in rows}
+
+    def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
+        """Delete the ``session_scoped`` episodes of one session; return how many."""
+        with self._transaction("delete_session_scoped") as cur:
+            return lifecycle.delete_session_scoped(cur, self._t, tenant_id, session_id)
+
+    def delete(self, episode_id: str, tenant_id: str | None) -> bool:
+        """Delete the episode ``episode_id`` if it belongs to ``tenant_id`` (``None``: any tenant).
+
+        One ``DELETE`` by the unique id (tags and vector are in the same row).
+
+        Returns:
+            Whether an episode was deleted (``False`` for an unknown id and for another
+            tenant's episode alike).
+
+        Raises:
+            StoreError: the database failed.
+        """
+        with self._transaction("delete") as cur:
+            return lifecycle.delete(cur, self._t, episode_id, tenant_id)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
+        """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
+        where, params = filters.where(flt)
+        query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at DESC, seq DESC LIMIT %s").format(
+            cols=_COLUMNS, t=self._t, where=where
+        )
+        with self._transaction("list_recent") as cur:
+            return [
+                CODEC.episode(r) for r in cur.execute(query, [*params, int(limit)], prepare=False).fetchall()
+            ]
+
+    def get(self, episode_id: str) -> Episode | None:
+        """The episode with ``episode_id``, or ``None``."""
+        query = sql.SQL("SELECT {cols} FROM {t} WHERE id = %s").format(cols=_COLUMNS, t=self._t)
+        with self._transaction("get") as cur:
+            row = cur.execute(query, (episode_id,)).fetchone()
+        return None if row is None else CODEC.episode(row)
+
+    def fetch(self, keys: Sequence[int]) -> dict[int, Episode]:
+        """``{key: episode}`` for row keys from :meth:`vector_candidates` (deleted rows absent)."""
+        if len(keys) == 0:
+            return {}
+        query = sql.SQL("SELECT {cols} FROM {t} WHERE seq = ANY(%s::bigint[])").format(
+            cols=_COLUMNS, t=self._t
+        )
+        with self._transaction("fetch") as cur:
+            rows = cur.execute(query, ([int(k) for k in keys],)).fetchall()
+        return {int(r[0]): CODEC.episode(r) for r in rows}
+
+    def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
+        """The episodes superseded by any of ``episode_ids`` (an index lookup on ``superseded_by``)."""
+        if not episode_ids:
+            return []
+        query = sql.SQL("SELECT {cols} FROM {t} WHERE superseded_by = ANY(%s::text[]) ORDER BY seq").format(
+            cols=_COLUMNS, t=self._t
+        )
+        with self._transaction("superseded_links") as cur:
+            rows = cur.execute(query, (list(episode_ids),)).fetchall()
+        return [CODEC.episode(r) for r in rows]
+
+    def count(self, flt: EpisodeFilter) -> int:
+        """Number of episodes passing ``flt``."""
+        where, params = filters.where(flt)
+        with self._transaction("count") as cur:
+            row = cur.execute(
+                sql.SQL("SELECT count(*) FROM {t}{where}").format(t=self._t, where=where),
+                params,
+                prepare=False,
+            )
+            found = row.fetchone()
+        return int(found[0]) if found else 0
+
+    def iter_episodes(self, flt: EpisodeFilter, batch_size: int = 1000) -> Iterator[Episode]:
+        """Yield every episode passing ``flt``, oldest first (``created_at``, then insertion).
+
+        Keyset pagination: each batch of ``batch_size`` rows is one short transaction, so no
+        connection is held while the caller consumes the episodes.
+        """
+        where, params = filters.where(flt, "(created_at, seq) > (%s, %s)")
+        query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at, seq LIMIT %s").format(
+            cols=_COLUMNS, t=self._t, where=where
+        )
+
+        def read(last: tuple[Any, int]) -> list[Any]:
+            with self._transaction("iter_episodes") as cur:
+                return cur.execute(query, [*params, *last, int(batch_size)], prepare=False).fetchall()
+
+        yield from paginate(read, (datetime(1, 1, 1, tzinfo=UTC), 0), CODEC)
+
+    def stats(self, flt: EpisodeFilter) -> StoreStats:
+        """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
+        where, params = filters.where(flt)
+        with self._transaction("stats") as cur:
+            counts = cur.execute(
+                sql.SQL(
+                    "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
+                    "count(DISTINCT (tenant_id, session_id)), min(created_at), max(created_at) "
+                    "FROM {t}{where}"
+                ).format(t=self._t, where=where),
+                params,
+                prepare=False,
+            ).fetchone() or (0, 0, 0, 0, None, None)
+            types = dict(
+                cur.execute(
+                    sql.SQL(
+                        "SELECT event_type, count(*) FROM {t}{where} GROUP BY event_type ORDER BY 2 DESC"
+                    ).format(t=self._t, where=where),
+                    params,
+                    prepare=False,
+                ).fetchall()
+            )
+            version = read_version(cur.connection, self._schema)
+        return store_stats(
+            counts,
+            types,
+            CODEC,
+            embedding_model=self.embedding_model,
+            schema_version=version,
+            location=self.location,
+        )
+
+    # -- vector search -----------------------------------------------------------------
+
+    def _query_vector(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        bound = self.embedding_model
+        if bound is not None and len(q) != bound[1]:
+            raise EmbeddingModelMismatchError(f"query has {len(q)} dims, the store is bound to {bound[1]}")
+        return q
+
+    def vector_candidates(
+        self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int
+    ) -> VectorCandidates:
+        """Episodes passing ``flt`` that have vectors, with their cosine to ``query``.
+
+        Exact search over small filtered sets, the HNSW index over large ones (the rule is
+        in :mod:`memlane.stores.postgres.vector_search`); never fewer than
+        ``min(top_n, filtered rows with vectors)`` rows.
+
+        Args:
+            flt: The filter; no returned row fails it.
+            query: float32 ``[dims]`` unit vector.
+            top_n: How many of the most similar rows the caller needs (>= 1).
+
+        Returns:
+            At most ``top_n`` candidates; ``exhaustive`` says whether every filtered row
+            with a vector is among them.
+
+        Raises:
+            EmbeddingModelMismatchError: ``query`` has another dimension than the store's vectors.
+            StoreError: the database failed.
+        """
+        q = self._query_vector(query)
+        top_n = max(1, int(top_n))
+        with self._transaction("vector_candidates") as cur:
+            rows, exhaustive = self._search.run(cur, flt, q, top_n, self.exact_search_limit)
+        return VectorCandidates.from_rows(rows, exhaustive=exhaustive)
+
+    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The best ``top_n`` episodes passing ``flt`` that match any term (full-text search).
+
+        See :mod:`memlane.stores.postgres.fts` (index, quoting of terms, ``ts_rank_cd`` scoring).
+
+        Raises:
+            ValidationError: a term contains a NUL character.
+            StoreError: the database failed.
+        """
+        terms = [t for t in terms if t]
+        if not terms:
+            return KeywordCandidates.empty()
+        reject_nul(terms)
+        with self._transaction("keyword_candidates") as cur:
+            max_seq = sql.SQL("SELECT coalesce(max(seq), 0) FROM {t}").format(t=self._t)
+            table_rows = int(cur.execute(max_seq).fetchone()[0])  # type: ignore[index]
+
+            def count(term: str, cap: int) -> int:
+                statement = keyword_count_statement(self._t)
+                return int(cur.execute(statement, [term, cap]).fetchone()[0])  # type: ignore[index]
+
+            terms = self._common_terms.informative(terms, table_rows, count)
+            if not terms:
+                return KeywordCandidates.empty()
+            where, params = filters.where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
+            statement = keyword_statement(self._t, where, len(terms))
+            rows = cur.execute(statement, [*terms, *params, max(1, int(top_n))], prepare=False).fetchall()
+        return KeywordCandidates.from_rows(rows)
+
+    def explain_vector_candidates(
+        self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int, *, analyze: bool = False
+    ) -> SearchPlan:
+        """Say which path :meth:`vector_candidates` would take, with PostgreSQL's plan.
+
+        A diagnostic for operators and tests; runs the same bounded count and settings.
+
+        Args:
+            flt: The filter.
+            query: float32 ``[dims]`` unit vector.
+            top_n: As for :meth:`vector_candidates`.
+            analyze: Run the query (``EXPLAIN ANALYZE``) to get actual row counts and times.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        q = self._query_vector(query)
+        top_n = max(1, int(top_n))
+        with self._transaction("explain_vector_candidates") as cur:
+            return self._search.explain(cur, flt, q, top_n, self.exact_search_limit, analyze=analyze)
+
+    # -- vector index maintenance ------------------------------------------------------
+
+    def drop_vector_index(self) -> None:
+        """Drop the HNSW index, e.g. before a bulk import (searches stay correct, but slower).
+
+        Raises:
+            StoreError: the database failed.
+        """
+        with self._transaction("drop_vector_index") as cur:
+            cur.execute(
+                sql.SQL("DROP INDEX IF EXISTS {schema}.ix_memlane_episodes_embedding_hnsw").format(
+                    schema=self._schema
+                )
+            )
+
+    def build_vector_index(self, *, maintenance_work_mem: str | None = "1GB") -> None:
+        """(Re)build the HNSW index if it is missing (no-op before a model is bound or above 2,000 dims).
+
+        Args:
+            maintenance_work_mem: Memory for the build, a Postgres size such as ``"1GB"``
+                (set for this transaction only; the graph should fit in it), or ``None``
+                to keep the server's setting.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        bound = self.embedding_model
+        if bound is None or bound[1] > HNSW_MAX_DIMS:
+            return
+        with self._transaction("build_vector_index") as cur:
+            if maintenance_work_mem is not None:
+                cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
+            for statement in bind_vector_statements(bound[1])[1:]:
+                cur.execute(statement.format(schema=self._schema, ext=self._ext))
+
+    # -- companion stores ----------------------------------------------------------------
+
+    @cached_property
+    def session_store(self) -> PostgresSessionStore:
+        """Session episodes in the same schema (:mod:`memlane.stores.postgres.sessions`)."""
+        return PostgresSessionStore(self)
+
+    @cached_property
+    def reembed_backend(self) -> PostgresReembed:
+        """Embedding model migration in the same schema (:mod:`memlane.stores.postgres.reembed`)."""
+        return PostgresReembed(self)
+
+    def forget_binding(self) -> None:
+        """Drop the cached ``(model_id, dims)`` so the next use re-reads it (after a re-embedding switch)."""
+        self._binding = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.location!r})"

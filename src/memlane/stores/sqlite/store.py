@@ -1,0 +1,521 @@
+"""SQLite store: the embedded default, one file, zero servers (stdlib ``sqlite3``).
+
+* Connections (one per thread, WAL, busy timeout), the schema at open (numbered migrations
+  in :mod:`memlane.stores.sqlite.migrations`) and error translation live in
+  :mod:`memlane.stores.sqlite.connection`; filters in :mod:`memlane.stores.sqlite.filters`.
+* Episodes are append-only; tags are also kept in ``episode_tags (tag, seq)`` so AND
+  filters are index lookups.
+* Vectors are float32 little-endian blobs with the id of the model that made them.
+  Exact cosine search runs in numpy over an in-memory
+  :class:`~memlane.stores.vector_index.VectorIndex` that a
+  :class:`~memlane.stores.vector_index.VectorCache` refreshes incrementally: new rows (from
+  this or any other process) are appended by ``seq`` (AUTOINCREMENT, so it only grows), and
+  any deletion -- or update of a filtered column: superseding
+  (``valid_until``/``invalidated_at``) and archiving (``archived_at``) -- bumps a
+  ``delete_generation`` counter that makes every process rebuild its copy (one full read of
+  the vectors on the next ranked recall).
+  Retrieval bookkeeping (``retrieve_count``/``last_retrieved_at_us``, migration 7) is not
+  held by the index and does not bump it.
+* Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
+  and ``recorded_at_us``/``invalidated_at_us`` (transaction time), ``superseded_by`` and
+  ``supersede_reason``; forgetting columns (migration 6): ``archived_at_us``, ``session_scoped``.
+* Keyword search: an FTS5 index over ``content`` kept in step by triggers, ranked by BM25
+  (:mod:`memlane.stores.sqlite.fts`).
+* Every ``sqlite3`` exception is translated into :class:`memlane.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+import memlane.stores.sqlite.filters as filters
+from memlane.errors import DuplicateEpisodeError, StoreError
+from memlane.models import Episode
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.common import (
+    EpisodeBatch,
+    EpisodeStoreBase,
+    MergeInto,
+    check_binding,
+    check_superseded,
+    paginate,
+    store_stats,
+    supersede_params,
+)
+from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.sqlite.base import (
+    CODEC,
+    bump_generation,
+    encode_vectors,
+    in_chunks,
+    opt_us,
+    read_generation,
+    to_us,
+    vector_batches,
+)
+from memlane.stores.sqlite.connection import SQLiteConnection
+from memlane.stores.sqlite.fts import keyword_search
+from memlane.stores.sqlite.reembed import SQLiteReembed
+from memlane.stores.sqlite.sessions import SQLiteSessionStore
+from memlane.stores.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
+
+__all__ = ["SQLiteStore"]
+
+logger = logging.getLogger(__name__)
+
+_COLUMNS = (
+    "seq, id, tenant_id, session_id, event_type, content, tags, importance, "
+    "created_at_us, metadata, embedding_model, valid_from_us, valid_until_us, recorded_at_us, "
+    "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped, "
+    "retrieve_count, last_retrieved_at_us"
+)
+_GENERATION = "delete_generation"
+"""``store_meta`` counter bumped by every deletion and every update of an indexed column."""
+
+_SUPERSEDE = (
+    "UPDATE episodes SET valid_until_us = ?, invalidated_at_us = ?, superseded_by = ?, "
+    "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
+)
+
+BOOKKEEPING_BUSY_MS = 20
+"""Longest wait (ms) of retrieval bookkeeping for another writer's lock before deferring."""
+
+
+def _read_binding(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    rows = dict(
+        conn.execute("SELECT key, value FROM store_meta WHERE key IN ('embedding_model', 'embedding_dims')")
+    )
+    if "embedding_model" not in rows:
+        return None
+    return rows["embedding_model"], int(rows["embedding_dims"])
+
+
+def _archive_merged(conn: sqlite3.Connection, merge: MergeInto) -> int:
+    """Archive a merge's originals into the merged episode; return how many rows changed."""
+    changed = 0
+    for chunk, marks in in_chunks(merge.original_ids):
+        changed += conn.execute(
+            "UPDATE episodes SET archived_at_us = ?, superseded_by = ?, supersede_reason = ? "
+            f"WHERE archived_at_us IS NULL AND superseded_by IS NULL AND id IN ({marks})",
+            [to_us(merge.at), merge.merged_id, merge.reason, *chunk],
+        ).rowcount
+    return changed
+
+
+def _index_rows(conn: sqlite3.Connection, after: int) -> Iterator[IndexRows]:
+    """The vector index's rows of the episodes with vectors after row key ``after``, in batches."""
+    cursor = conn.execute(
+        "SELECT seq, tenant_id, session_id, event_type, created_at_us, importance, embedding, "
+        "valid_from_us, valid_until_us, recorded_at_us, invalidated_at_us, archived_at_us "
+        "FROM episodes WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
+        (after,),
+    )
+    for batch, vectors in vector_batches(cursor, 6):
+        yield IndexRows(
+            seqs=[r[0] for r in batch],
+            tenant_ids=[r[1] for r in batch],
+            session_ids=[r[2] for r in batch],
+            event_types=[r[3] for r in batch],
+            created_us=[r[4] for r in batch],
+            importance=[np.nan if r[5] is None else r[5] for r in batch],
+            vectors=vectors,
+            valid_from_us=[r[7] for r in batch],
+            valid_until_us=[OPEN_END if r[8] is None else r[8] for r in batch],
+            recorded_us=[r[9] for r in batch],
+            invalidated_us=[OPEN_END if r[10] is None else r[10] for r in batch],
+            archived_us=[OPEN_END if r[11] is None else r[11] for r in batch],
+        )
+
+
+class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
+    """Episodes in one SQLite file.
+
+    Args:
+        path: Database file (created if missing, with parent directories) or ``":memory:"``
+            (a private in-memory database, single connection; for experiments only).
+        busy_timeout_s: Seconds a connection waits for another writer's lock before
+            failing with :class:`StoreError` (default 30).
+
+    Raises:
+        SchemaVersionError: the file was written by a newer memlane.
+        StoreError: the file cannot be opened or is not a memlane database.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+        self._common_terms = CommonTermFilter()
+        self._vectors = VectorCache("vectors")
+        self._pending_lock = threading.Lock()
+        self._pending: dict[int, tuple[int, datetime]] = {}
+        super().__init__(path, busy_timeout_s=busy_timeout_s)
+
+    # -- embedding model binding -----------------------------------------------------
+
+    @property
+    def embedding_model(self) -> tuple[str, int] | None:
+        """``(model_id, dims)`` the store is bound to, or ``None`` if not bound yet."""
+        with self._translate("embedding_model"):
+            return _read_binding(self._conn())
+
+    def bind_embedding_model(self, model_id: str, dims: int) -> None:
+        """Record ``(model_id, dims)`` on first use; refuse a different one later.
+
+        Raises:
+            EmbeddingModelMismatchError: the store is bound to another model or dimension.
+        """
+        with self._translate("bind_embedding_model"), self._write() as conn:
+            bound = _read_binding(conn)
+            if bound is None:
+                conn.executemany(
+                    "INSERT INTO store_meta (key, value) VALUES (?, ?)",
+                    [("embedding_model", model_id), ("embedding_dims", str(dims))],
+                )
+                return
+            check_binding(self.path, bound, model_id, dims)
+
+    # -- writes ----------------------------------------------------------------------
+
+    def _write_episodes(self, batch: EpisodeBatch) -> None:
+        """:meth:`insert` and :meth:`merge`: one ``BEGIN IMMEDIATE`` transaction.
+
+        Retiring supersessions or archiving a merge's originals bumps ``delete_generation``,
+        so every process rebuilds its vector index.
+        """
+        episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
+        blobs: list[bytes | None] = (
+            [None] * len(episodes) if batch.vectors is None else [*encode_vectors(batch.vectors)]
+        )
+        rows = [CODEC.episode_row(ep, blob) for ep, blob in zip(episodes, blobs, strict=True)]
+        try:
+            with self._translate("insert"), self._write() as conn:
+                conn.executemany(
+                    "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, "
+                    "importance, created_at_us, metadata, embedding, embedding_model, valid_from_us, "
+                    "valid_until_us, recorded_at_us, invalidated_at_us, superseded_by, supersede_reason, "
+                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                conn.executemany(
+                    "INSERT INTO episode_tags (tag, seq) SELECT ?, seq FROM episodes WHERE id = ?",
+                    [(tag, ep.id) for ep in episodes for tag in ep.tags],
+                )
+                for sup in supersessions:
+                    sql = _SUPERSEDE if sup.tenant_id is None else _SUPERSEDE + " AND tenant_id = ?"
+                    check_superseded(sup, conn.execute(sql, supersede_params(sup, CODEC)).rowcount)
+                if merge is not None:
+                    merge.check(_archive_merged(conn, merge))
+                if supersessions or merge is not None:
+                    bump_generation(conn, _GENERATION)
+        except StoreError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, sqlite3.IntegrityError) and "episodes.id" in str(cause):
+                raise DuplicateEpisodeError(
+                    "an episode id already exists (episodes are append-only): "
+                    + ", ".join(ep.id for ep in episodes[:5])
+                ) from cause
+            raise
+
+    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
+        """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
+
+        One indexed range delete (``ix_episodes_time``) plus its tag rows, in one transaction.
+        Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
+        """
+        condition = "created_at_us < ?"
+        params: list[Any] = [to_us(cutoff)]
+        if keep_importance_from is not None:
+            condition += " AND (importance IS NULL OR importance < ?)"
+            params.append(keep_importance_from)
+        with self._translate("delete_created_before"), self._write() as conn:
+            conn.execute(
+                f"DELETE FROM episode_tags WHERE seq IN (SELECT seq FROM episodes WHERE {condition})", params
+            )
+            deleted = conn.execute(f"DELETE FROM episodes WHERE {condition}", params).rowcount
+            if deleted:
+                bump_generation(conn, _GENERATION)
+        return int(deleted)
+
+    def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
+        """Set ``archived_at`` on the given not-yet-archived episodes in one transaction; return how many.
+
+        Bumps ``delete_generation`` (when any row changed) so every process rebuilds its vector index.
+        """
+        changed = 0
+        with self._translate("archive"), self._write() as conn:
+            for chunk, marks in in_chunks(episode_ids):
+                changed += conn.execute(
+                    "UPDATE episodes SET archived_at_us = ? "
+                    f"WHERE archived_at_us IS NULL AND id IN ({marks})",
+                    [to_us(at), *chunk],
+                ).rowcount
+            if changed:
+                bump_generation(conn, _GENERATION)
+        return changed
+
+    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
+        """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
+
+        One short write transaction (an ``UPDATE`` per key, batched with ``executemany``) that
+        does not bump ``delete_generation``: the in-memory vector index holds neither column,
+        so no process rebuilds it. It waits at most :data:`BOOKKEEPING_BUSY_MS` for the write
+        lock: if another writer holds it (a long ingest), the counts stay pending in this
+        store object and are written by the next call, so recall never waits for a writer.
+        Pending counts are lost if the process ends first.
+        """
+        with self._pending_lock:
+            for key in keys:
+                count, last = self._pending.get(int(key), (0, at))
+                self._pending[int(key)] = (count + 1, max(last, at))
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return 0
+        rows = [(count, to_us(last), to_us(last), seq) for seq, (count, last) in pending.items()]
+        conn = self._conn()
+        try:
+            with self._translate("record_retrievals"):
+                conn.execute(f"PRAGMA busy_timeout={BOOKKEEPING_BUSY_MS:d}")
+                try:
+                    with self._write() as tx:
+                        tx.executemany(
+                            "UPDATE episodes SET retrieve_count = retrieve_count + ?, "
+                            "last_retrieved_at_us = max(coalesce(last_retrieved_at_us, ?), ?) WHERE seq = ?",
+                            rows,
+                        )
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+        except StoreError as exc:
+            if not (isinstance(exc.__cause__, sqlite3.OperationalError) and "locked" in str(exc.__cause__)):
+                raise
+            with self._pending_lock:  # another writer holds the lock: keep them for the next call
+                for seq, (count, last) in pending.items():
+                    old_count, old_last = self._pending.get(seq, (0, last))
+                    self._pending[seq] = (old_count + count, max(old_last, last))
+            logger.debug("record_retrievals: database locked, %d row(s) deferred", len(pending))
+            return 0
+        return len(rows)
+
+    def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._translate("vectors"):
+            conn = self._conn()
+            for chunk, marks in in_chunks(episode_ids):
+                for eid, blob in conn.execute(
+                    f"SELECT id, embedding FROM episodes WHERE embedding IS NOT NULL AND id IN ({marks})",
+                    chunk,
+                ):
+                    found[eid] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        return found
+
+    def delete_session_scoped(self, tenant_id: str, session_id: str) -> int:
+        """Delete the ``session_scoped`` episodes (and tag rows) of one session; return how many."""
+        condition = "tenant_id = ? AND session_id = ? AND session_scoped = 1"
+        with self._translate("delete_session_scoped"), self._write() as conn:
+            conn.execute(
+                f"DELETE FROM episode_tags WHERE seq IN (SELECT seq FROM episodes WHERE {condition})",
+                (tenant_id, session_id),
+            )
+            deleted = conn.execute(
+                f"DELETE FROM episodes WHERE {condition}", (tenant_id, session_id)
+            ).rowcount
+            if deleted:
+                bump_generation(conn, _GENERATION)
+        return int(deleted)
+
+    def delete(self, episode_id: str, tenant_id: str | None) -> bool:
+        """Delete the episode ``episode_id`` (and its tag rows) if it belongs to ``tenant_id``.
+
+        ``tenant_id=None`` matches any tenant. Returns whether a row was deleted. A deletion
+        bumps ``delete_generation``, so every process rebuilds its in-memory vector index
+        on its next ranked recall (one full read of the vectors).
+        """
+        sql = "SELECT seq FROM episodes WHERE id = ?"
+        params: list[Any] = [episode_id]
+        if tenant_id is not None:
+            sql += " AND tenant_id = ?"
+            params.append(tenant_id)
+        with self._translate("delete"), self._write() as conn:
+            row = conn.execute(sql, params).fetchone()
+            if row is None:
+                return False
+            conn.execute("DELETE FROM episode_tags WHERE seq = ?", (row[0],))
+            conn.execute("DELETE FROM episodes WHERE seq = ?", (row[0],))
+            bump_generation(conn, _GENERATION)
+        return True
+
+    # -- reads -----------------------------------------------------------------------
+
+    def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
+        """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
+        where, params = filters.where(flt)
+        sql = f"SELECT {_COLUMNS} FROM episodes{where} ORDER BY created_at_us DESC, seq DESC LIMIT ?"
+        with self._translate("list_recent"):
+            return [CODEC.episode(r) for r in self._conn().execute(sql, [*params, limit])]
+
+    def get(self, episode_id: str) -> Episode | None:
+        """The episode with ``episode_id``, or ``None``."""
+        with self._translate("get"):
+            row = (
+                self._conn()
+                .execute(f"SELECT {_COLUMNS} FROM episodes WHERE id = ?", (episode_id,))
+                .fetchone()
+            )
+        return None if row is None else CODEC.episode(row)
+
+    def fetch(self, keys: Sequence[int]) -> dict[int, Episode]:
+        """``{key: episode}`` for row keys from :meth:`vector_candidates` (deleted rows absent)."""
+        if len(keys) == 0:
+            return {}
+        found: dict[int, Episode] = {}
+        with self._translate("fetch"):
+            conn = self._conn()
+            for chunk, marks in in_chunks([int(k) for k in keys]):
+                for row in conn.execute(f"SELECT {_COLUMNS} FROM episodes WHERE seq IN ({marks})", chunk):
+                    found[row[0]] = CODEC.episode(row)
+        return found
+
+    def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
+        """The episodes superseded by any of ``episode_ids`` (an index lookup on ``superseded_by``)."""
+        if not episode_ids:
+            return []
+        marks = ",".join("?" * len(episode_ids))
+        with self._translate("superseded_links"):
+            rows = self._conn().execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE superseded_by IN ({marks}) ORDER BY seq",
+                list(episode_ids),
+            )
+            return [CODEC.episode(r) for r in rows]
+
+    def count(self, flt: EpisodeFilter) -> int:
+        """Number of episodes passing ``flt``."""
+        where, params = filters.where(flt)
+        with self._translate("count"):
+            return int(self._conn().execute(f"SELECT count(*) FROM episodes{where}", params).fetchone()[0])
+
+    def iter_episodes(self, flt: EpisodeFilter, batch_size: int = 1000) -> Iterator[Episode]:
+        """Yield every episode passing ``flt``, oldest first, reading ``batch_size`` rows at a time."""
+        where, params = filters.where(flt)
+        joiner = " AND " if where else " WHERE "
+        sql = (
+            f"SELECT {_COLUMNS} FROM episodes{where}{joiner}(created_at_us, seq) > (?, ?) "
+            "ORDER BY created_at_us, seq LIMIT ?"
+        )
+
+        def read(last: tuple[Any, int]) -> list[Any]:
+            with self._translate("iter_episodes"):
+                return self._conn().execute(sql, [*params, *last, batch_size]).fetchall()
+
+        yield from paginate(read, (-(2**62), 0), CODEC)
+
+    def stats(self, flt: EpisodeFilter) -> StoreStats:
+        """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
+        where, params = filters.where(flt)
+        with self._translate("stats"):
+            conn = self._conn()
+            counts = conn.execute(
+                "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
+                "count(DISTINCT tenant_id || char(0) || session_id), min(created_at_us), max(created_at_us) "
+                f"FROM episodes{where}",
+                params,
+            ).fetchone()
+            types = dict(
+                conn.execute(
+                    f"SELECT event_type, count(*) FROM episodes{where} GROUP BY event_type ORDER BY 2 DESC",
+                    params,
+                ).fetchall()
+            )
+        return store_stats(
+            counts,
+            types,
+            CODEC,
+            embedding_model=self.embedding_model,
+            schema_version=self.schema_version,
+            location=self.path,
+        )
+
+    # -- vector search ---------------------------------------------------------------
+
+    def vector_candidates(
+        self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int
+    ) -> VectorCandidates:
+        """Exact cosine of ``query`` against every filtered episode with a vector.
+
+        ``top_n`` is ignored: the search is exhaustive, so ranking sees every candidate.
+        """
+        with self._translate("vector_candidates"):
+            allowed: NDArray[np.int64] | None = None
+            if flt.tags:
+                allowed = np.fromiter(
+                    (r[0] for r in self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)),
+                    dtype=np.int64,
+                )
+                if len(allowed) == 0:
+                    return VectorCandidates.empty()
+            with self._vectors.lock:
+                index = self._refresh_index(len(query))
+                return index.search(
+                    np.asarray(query, dtype=np.float32),
+                    tenant_id=flt.tenant_id,
+                    session_id=flt.session_id,
+                    event_type=flt.event_type,
+                    created_after_us=None if flt.created_after is None else to_us(flt.created_after),
+                    created_before_us=None if flt.created_before is None else to_us(flt.created_before),
+                    allowed_seqs=allowed,
+                    valid_at_us=opt_us(flt.valid_at),
+                    still_valid_at_us=opt_us(flt.still_valid_at),
+                    recorded_by_us=opt_us(flt.recorded_by),
+                    current_at_us=opt_us(flt.current_at),
+                    exclude_archived=flt.exclude_archived,
+                    retained_after_us=opt_us(flt.retained_after),
+                    never_forget_from=flt.never_forget_from,
+                )
+
+    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
+
+        See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring).
+        """
+        where, params = filters.where(flt)
+        with self._translate("keyword_candidates"):
+            return keyword_search(
+                self._conn(), where, params, terms, max(1, int(top_n)), common=self._common_terms
+            )
+
+    def _refresh_index(self, dims: int) -> VectorIndex:
+        """Bring the in-memory index up to date with the file (caller holds ``_vectors.lock``)."""
+        conn = self._conn()
+        generation = read_generation(conn, _GENERATION)
+        max_seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
+        return self._vectors.refresh(dims, generation, max_seq, lambda after: _index_rows(conn, after))
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection this store opened and drop its vector cache. Idempotent."""
+        super().close()
+        self._vectors.clear()
+
+    # -- companion stores ----------------------------------------------------------------
+
+    @cached_property
+    def session_store(self) -> SQLiteSessionStore:
+        """Session episodes in the same file (:class:`~memlane.stores.sqlite.sessions.SQLiteSessionStore`)."""
+        return SQLiteSessionStore(self)
+
+    @cached_property
+    def reembed_backend(self) -> SQLiteReembed:
+        """Embedding model migration in the same file (:mod:`memlane.stores.sqlite.reembed`)."""
+        return SQLiteReembed(self)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
