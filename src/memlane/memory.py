@@ -1,7 +1,7 @@
 """``EpisodicMemory``: the facade that owns memlane's semantics.
 
 It validates input, applies scope and retention, calls the embedder, asks the store
-for candidates and ranks them with :mod:`memlane.ranking`. It is built from injected
+for candidates and ranks them with :mod:`memlane.recall.ranking`. It is built from injected
 parts (store, embedder, clock), holds no global state and has no hosted default.
 """
 
@@ -23,14 +23,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.clock import Clock, SystemClock, ensure_utc
-from memlane.compaction import (
-    MERGE_REASON_PREFIX,
-    CompactionReport,
-    MergeGroup,
-    cluster,
-    merge_episodes,
-    representative_key,
-)
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
 from memlane.errors import (
@@ -41,11 +33,20 @@ from memlane.errors import (
     StoreClosedError,
     ValidationError,
 )
-from memlane.forgetting import ForgetReport
-from memlane.keywords import keyword_terms
+from memlane.lifecycle.compaction import (
+    MERGE_REASON_PREFIX,
+    CompactionReport,
+    MergeGroup,
+    cluster,
+    merge_episodes,
+    representative_key,
+)
+from memlane.lifecycle.forgetting import ForgetReport
 from memlane.models import Contradiction, Episode, RecallHit, Scope
-from memlane.ranking import RETRIEVAL_MODES, RankingWeights, rank, resolve_weights
-from memlane.retrieval import merge_candidates
+from memlane.recall.candidates import merge_candidates
+from memlane.recall.keywords import keyword_terms
+from memlane.recall.ranking import RETRIEVAL_MODES, RankingWeights, rank, resolve_weights
+from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import (
     EpisodeFilter,
     KeywordCandidates,
@@ -54,7 +55,6 @@ from memlane.stores.base import (
     Supersession,
     VectorCandidates,
 )
-from memlane.temporal import parse_time_window
 from memlane.validation import (
     check_identifier,
     check_limit,
@@ -65,7 +65,7 @@ from memlane.validation import (
 )
 
 if TYPE_CHECKING:
-    from memlane.config_file import MemlaneConfig
+    from memlane.config.file import MemlaneConfig
     from memlane.sessions.memory import SessionMemory
 
 __all__ = ["EpisodeInput", "EpisodicMemory"]
@@ -205,12 +205,12 @@ class EpisodicMemory:
     ) -> EpisodicMemory:
         """Open the store and embedder a YAML configuration describes.
 
-        See :mod:`memlane.config_file` for the format (``memory:`` and ``episodic_memory:``
+        See :mod:`memlane.config.file` for the format (``memory:`` and ``episodic_memory:``
         sections). A missing ``episodic_memory:`` section means every default.
 
         Args:
             source: A YAML file path, the same structure as a mapping, or a loaded
-                :class:`memlane.config_file.MemlaneConfig`.
+                :class:`memlane.config.file.MemlaneConfig`.
             tenant_id: Overrides ``episodic_memory.tenant_id`` (default ``"default"``).
             session_id: Overrides ``episodic_memory.session_id`` (default ``"default"``).
             embedder: Overrides the configured embedder (e.g. a fake one in tests).
@@ -224,7 +224,7 @@ class EpisodicMemory:
             StoreError: the store cannot be opened. EmbeddingModelMismatchError: the store
             was written with another embedding model.
         """
-        from memlane.config_file import build_embedder, build_store, load_config
+        from memlane.config.file import build_embedder, build_store, load_config
 
         config = load_config(source)
         episodic = config.episodic_or_default
@@ -739,10 +739,10 @@ class EpisodicMemory:
 
         With ``query``: candidates passing every filter are found by the embeddings, by the
         store's keyword index, or both (``retrieval``), and ranked by the weighted mean of
-        relevance, recency and importance (:func:`memlane.ranking.rank`; after Park et al.
+        relevance, recency and importance (:func:`memlane.recall.ranking.rank`; after Park et al.
         2023); each hit carries its :class:`ScoreBreakdown`. If the query names a time ("last
         May", "in 2023") and ``config.temporal`` is on, episodes created in that window get a
-        relevance boost (:mod:`memlane.temporal`). If the embedder fails and
+        relevance boost (:mod:`memlane.recall.temporal`). If the embedder fails and
         ``config.embedding_fallback`` is on (the default), recall uses keywords only, logs a
         warning and marks every breakdown ``fallback=True``.
 
@@ -754,7 +754,7 @@ class EpisodicMemory:
             now: Reference time for recency, retention and time expressions (timezone-aware);
                 default the clock.
             weights: Ranking weights for this call: :class:`RankingWeights`, a preset name
-                (see :data:`memlane.ranking.PRESETS`) or a mapping; default ``config.weights``.
+                (see :data:`memlane.recall.ranking.PRESETS`) or a mapping; default ``config.weights``.
             retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"`` for this call; default
                 ``config.retrieval``. ``"keyword"`` never calls the embedder; ``"dense"``
                 cannot see episodes stored without a vector.
@@ -937,7 +937,7 @@ class EpisodicMemory:
         """Archive (or delete) the episodes in scope whose strength fell below ``threshold``.
 
         Strength is ``0.5 ** (age_days / half_life)`` with the half-life of the episode's
-        importance band (:mod:`memlane.forgetting`; Ebbinghaus-style decay; age from
+        importance band (:mod:`memlane.lifecycle.forgetting`; Ebbinghaus-style decay; age from
         ``created_at``). Never-forget episodes (strength 1) and already archived ones are
         never touched. ``config.forget_action`` says what happens: ``"archive"`` (default)
         sets ``archived_at`` (the episode leaves recall unless ``include_archived=True``, and
@@ -950,7 +950,7 @@ class EpisodicMemory:
             threshold: Strength in (0, 1); default ``config.forget_threshold`` (0.05).
 
         Returns:
-            A :class:`memlane.forgetting.ForgetReport` (weakest first).
+            A :class:`memlane.lifecycle.forgetting.ForgetReport` (weakest first).
 
         Raises:
             ValidationError: bad ``now`` or ``threshold``. StoreError: the store failed.
@@ -1008,7 +1008,7 @@ class EpisodicMemory:
            ``supersede_reason`` = ``"merged: compaction cosine>..."``, atomically per cluster;
            nothing is deleted, so :meth:`history` and ``include_archived=True`` still find
            them. A never-forget episode is never folded into another one's content. See
-           :mod:`memlane.compaction` for the rules. Episodes without a vector are not merged.
+           :mod:`memlane.lifecycle.compaction` for the rules. Episodes without a vector are not merged.
 
         Archiving frees no disk space (rows and vectors stay, and each merge adds a row); it
         shrinks the active set every recall filters, scores and ranks.
@@ -1021,7 +1021,7 @@ class EpisodicMemory:
             now: Reference time (timezone-aware); default the clock.
 
         Returns:
-            A :class:`memlane.compaction.CompactionReport`.
+            A :class:`memlane.lifecycle.compaction.CompactionReport`.
 
         Raises:
             ValidationError: ``similarity`` or ``never_retrieved_older_than_days`` out of

@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
-from memlane.config_file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
+from memlane.config.file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
 from memlane.embeddings.base import Embedder
 from memlane.errors import MemlaneError
 from memlane.memory import EpisodicMemory

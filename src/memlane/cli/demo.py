@@ -27,7 +27,7 @@ from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
 from memlane.memory import EpisodeInput
 from memlane.models import RecallHit
-from memlane.ranking import RankingWeights, resolve_weights
+from memlane.recall.ranking import RankingWeights, resolve_weights
 from memlane.stores.sqlite import SQLiteStore
 
 __all__ = ["DEFAULT_DEMO_DB", "DEMO_NOW", "demo", "load_demo_episodes"]

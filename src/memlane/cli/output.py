@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memlane.models import Episode, RecallHit
-from memlane.ranking import RankingWeights
+from memlane.recall.ranking import RankingWeights
 from memlane.stores.base import StoreStats
 
 __all__ = [

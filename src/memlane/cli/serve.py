@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
-from memlane.config_file import hash_api_key
+from memlane.config.file import hash_api_key
 from memlane.validation import check_identifier
 
 __all__ = ["api_key", "mcp", "serve"]

@@ -30,7 +30,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memlane import __version__
-from memlane.config_file import DEFAULT_MAX_LIMIT
+from memlane.config.file import DEFAULT_MAX_LIMIT
 from memlane.memory import EpisodicMemory
 from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, MemoryTools, ToolDefinition
 

@@ -21,7 +21,7 @@ from memlane.clock import ensure_utc
 from memlane.embeddings.base import check_vectors
 from memlane.errors import StoreError, ValidationError
 from memlane.models import RecallHit
-from memlane.ranking import RankingWeights, rank, resolve_weights
+from memlane.recall.ranking import RankingWeights, rank, resolve_weights
 from memlane.sessions.context import (
     DEFAULT_MAX_ITEM_CHARS,
     ContextBlock,
@@ -276,7 +276,7 @@ class SessionMemory:
 
         Every stored turn was embedded at store time; the query is embedded, the owner's
         turns are scored by cosine similarity (exact search) and ranked with the same
-        three-factor scoring as event episodes (:func:`memlane.ranking.rank`: relevance
+        three-factor scoring as event episodes (:func:`memlane.recall.ranking.rank`: relevance
         ``max(0, cosine)``, recency ``decay ** age_days`` from the turn's time, importance
         0.5 for every turn, as turns are unrated; weighted mean). Each snippet is the
         matched turn with ``context_turns`` turns on each side. A lower-ranked match whose

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import re
 
-from memlane.stores.common_terms import CommonTermFilter
-
-__all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "STOPWORDS", "CommonTermFilter", "keyword_terms"]
+__all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "STOPWORDS", "keyword_terms"]
 
 MAX_TERMS = 32
 """At most this many distinct terms are kept from one query (the first ones, in order)."""

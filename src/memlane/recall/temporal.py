@@ -4,7 +4,7 @@ A query such as "what did we discuss last May?" names *when*; episodes record wh
 happened (``created_at``). :func:`parse_time_window` finds such expressions with the
 ``dateparser`` library (its ``search_dates`` finder and ``DateDataParser`` for the period
 each expression covers), relative to the recall's ``now``, and returns the window they
-denote. :mod:`memlane.ranking` then boosts episodes inside the window (a soft boost, never
+denote. :mod:`memlane.recall.ranking` then boosts episodes inside the window (a soft boost, never
 a filter: a wrong parse can reorder hits but never hide one).
 
 What is understood (English; relative expressions count back from ``now``, dates without a

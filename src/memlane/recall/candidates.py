@@ -1,7 +1,7 @@
 """Merging a store's dense and keyword candidates into one set of parallel arrays (pure).
 
 :class:`memlane.EpisodicMemory` asks the store for vector candidates, keyword candidates or
-both, then hands the merged arrays to :func:`memlane.ranking.rank`. An episode found by both
+both, then hands the merged arrays to :func:`memlane.recall.ranking.rank`. An episode found by both
 searches appears once, with both scores; one found by a single search has NaN for the other.
 """
 

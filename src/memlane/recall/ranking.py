@@ -15,7 +15,7 @@ is a weighted combination of relevance, recency and importance, each scaled to
   (clock skew, backfills) count as age 0. With a forgetting policy enabled
   (``MemoryConfig(forgetting=True)``), recency is instead the episode's strength
   ``0.5 ** (age_days / half_life)``, the half-life chosen by its importance band
-  (Ebbinghaus-style half-life decay; :mod:`memlane.forgetting`), 1 for never-forget ones.
+  (Ebbinghaus-style half-life decay; :mod:`memlane.lifecycle.forgetting`), 1 for never-forget ones.
 * **Relevance** is ``max(0, cosine)`` of L2-normalised embeddings: negative cosine
   carries no evidence of relevance and is clipped to 0. It is *not* min-max
   normalised per query as in the paper, so a relevance of 0.2 means the same thing
@@ -50,7 +50,7 @@ better semantic match under the default balanced weights. All three are availabl
 (:class:`HybridSettings`); RRF ranks are competition ranks (ties share the best rank), so
 they do not depend on the order a backend returns rows in.
 
-**Time windows** (:mod:`memlane.temporal`). When the query names a time ("last May"),
+**Time windows** (:mod:`memlane.recall.temporal`). When the query names a time ("last May"),
 relevance becomes ``1 - (1 - relevance) * (1 - b * in_window)`` with ``b = temporal_boost``
 (default 0.5, tuned on LoCoMo conversations 0-4), ``in_window`` being 1 for episodes
 created inside the window and 0 otherwise: episodes in the window move halfway towards
@@ -67,7 +67,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.errors import ValidationError
-from memlane.forgetting import half_life_strength
+from memlane.lifecycle.forgetting import half_life_strength
 from memlane.models import ScoreBreakdown
 
 __all__ = [
@@ -395,7 +395,7 @@ def rank(
         fallback: Recorded in every breakdown: the embedder failed and recall fell back to keywords.
         half_life_days: Shape ``[n]``, each candidate's forgetting half-life in days (``inf`` =
             never forgotten), or ``None``. When given, recency is ``0.5 ** (age_days /
-            half_life)`` (Ebbinghaus-style half-life decay, :mod:`memlane.forgetting`) instead
+            half_life)`` (Ebbinghaus-style half-life decay, :mod:`memlane.lifecycle.forgetting`) instead
             of ``decay_per_day ** age_days``.
 
     Returns:
