@@ -1,0 +1,41 @@
+"""Deprecated: moved to :mod:`memlane.config.file`; this alias is removed in a later release."""
+
+from __future__ import annotations
+
+import warnings
+
+from memlane.config.file import (
+    DEFAULT_MAX_LIMIT,
+    DEFAULT_MAX_REQUEST_BYTES,
+    LOCAL_MODEL_NAMES,
+    ApiKey,
+    EpisodicSettings,
+    MemlaneConfig,
+    ServerSettings,
+    StoreSettings,
+    build_embedder,
+    build_store,
+    hash_api_key,
+    load_config,
+)
+
+__all__ = [
+    "DEFAULT_MAX_LIMIT",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "LOCAL_MODEL_NAMES",
+    "ApiKey",
+    "EpisodicSettings",
+    "MemlaneConfig",
+    "ServerSettings",
+    "StoreSettings",
+    "build_embedder",
+    "build_store",
+    "hash_api_key",
+    "load_config",
+]
+
+warnings.warn(
+    "memlane.config_file is deprecated; import from memlane.config.file instead",
+    DeprecationWarning,
+    stacklevel=2,
+)
