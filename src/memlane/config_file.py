@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from typing import Any
 
 from memlane.config.file import (
     DEFAULT_MAX_LIMIT,
@@ -34,8 +36,17 @@ __all__ = [
     "load_config",
 ]
 
+_target = importlib.import_module("memlane.config.file")
+
 warnings.warn(
     "memlane.config_file is deprecated; import from memlane.config.file instead",
     DeprecationWarning,
     stacklevel=2,
 )
+
+
+def __getattr__(name: str) -> Any:
+    """Forward any other module-level name to :mod:`memlane.config.file`."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_target, name)

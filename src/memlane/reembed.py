@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from typing import Any
 
 from memlane.lifecycle.reembed import (
     DEFAULT_BATCH_SIZE,
@@ -32,8 +34,17 @@ __all__ = [
     "reembed_backend",
 ]
 
+_target = importlib.import_module("memlane.lifecycle.reembed")
+
 warnings.warn(
     "memlane.reembed is deprecated; import from memlane.lifecycle.reembed instead",
     DeprecationWarning,
     stacklevel=2,
 )
+
+
+def __getattr__(name: str) -> Any:
+    """Forward any other module-level name to :mod:`memlane.lifecycle.reembed`."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_target, name)
