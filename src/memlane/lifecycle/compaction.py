@@ -1,7 +1,8 @@
-"""Compaction: merge near-duplicate episodes and archive stale ones (pure parts; no I/O).
+"""Compaction: merge near-duplicate episodes and archive stale ones.
 
-:meth:`memlane.EpisodicMemory.compact` reads the active episodes of its scope, and this module
-decides what to merge:
+:meth:`memlane.EpisodicMemory.compact` validates and scopes; :func:`compact` reads the active
+episodes of the scope (current, not archived, not ``session_scoped``) and the pure functions
+here decide what to merge:
 
 * **Groups.** Only episodes of the same tenant and ``event_type`` are compared (under
   ``session`` scope the memory only sees one session, so also the same session).
@@ -23,21 +24,38 @@ decides what to merge:
 
 The originals are archived with ``superseded_by`` pointing at the merged episode (nothing is
 deleted: :meth:`memlane.EpisodicMemory.history` and ``include_archived=True`` still find them).
+Stale episodes (never retrieved, older than a cutoff, not never-forget) are archived first and
+take no part in merging. Archiving frees no disk space; it shrinks the active set every recall
+filters, scores and ranks.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.errors import ValidationError
 from memlane.models import Episode
+from memlane.stores.base import EpisodeFilter, Store
 
-__all__ = ["CompactionReport", "MergeGroup", "cluster", "merge_episodes", "representative_key"]
+__all__ = [
+    "MERGE_REASON_PREFIX",
+    "CompactionReport",
+    "MergeGroup",
+    "cluster",
+    "compact",
+    "merge_episodes",
+    "representative_key",
+]
+
+logger = logging.getLogger(__name__)
 
 MERGE_REASON_PREFIX = "merged: compaction"
 """Start of the ``supersede_reason`` recorded on merged originals."""
@@ -201,4 +219,96 @@ def merge_episodes(members: Sequence[Episode], *, new_id: str, now: datetime, mi
         recorded_at=now,
         retrieve_count=sum(ep.retrieve_count for ep in members),
         last_retrieved_at=max(retrieved) if retrieved else None,
+    )
+
+
+def compact(
+    store: Store,
+    scope: EpisodeFilter,
+    *,
+    similarity: float,
+    never_retrieved_older_than_days: float | None,
+    never_forget_from: float | None,
+    at: datetime,
+    dry_run: bool,
+) -> CompactionReport:
+    """Archive stale episodes, then merge near-duplicates, among the active episodes of ``scope``.
+
+    Args:
+        store: Where the episodes are.
+        scope: The memory's scope filter (tenant/session); narrowed here to active episodes.
+        similarity: Cosine threshold in (0, 1).
+        never_retrieved_older_than_days: Age in days (> 0) from which a never-retrieved episode
+            is archived as stale; ``None`` = no stale archiving.
+        never_forget_from: Lowest never-forget importance, or ``None``.
+        at: Reference time (UTC).
+        dry_run: Only report; change nothing.
+
+    Returns:
+        The report.
+
+    Raises:
+        ValidationError: ``similarity`` or ``never_retrieved_older_than_days`` out of range.
+        EpisodeNotFoundError: an episode was archived or superseded concurrently (that cluster
+            is left as it was; clusters merged before stay merged). StoreError: the store failed.
+    """
+    if isinstance(similarity, bool) or not isinstance(similarity, int | float) or not 0.0 < similarity < 1.0:
+        raise ValidationError(f"similarity must be a number in (0, 1), got {similarity!r}")
+    days = never_retrieved_older_than_days
+    if days is not None and (
+        isinstance(days, bool) or not isinstance(days, int | float) or not 0.0 < days < float("inf")
+    ):
+        raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
+    flt = replace(scope, exclude_archived=True, still_valid_at=at, current_at=at)
+    active = [ep for ep in store.iter_episodes(flt) if not ep.session_scoped]
+
+    def never_forget(ep: Episode) -> bool:
+        return (
+            never_forget_from is not None and ep.importance is not None and ep.importance >= never_forget_from
+        )
+
+    cutoff = None if days is None else at - timedelta(days=float(days))
+    stale: list[Episode] = []
+    if cutoff is not None:
+        stale = [
+            ep for ep in active if ep.retrieve_count == 0 and ep.created_at < cutoff and not never_forget(ep)
+        ]
+    stale_ids = {ep.id for ep in stale}
+    groups: dict[tuple[str, str], list[Episode]] = {}
+    for ep in active:
+        if ep.id not in stale_ids:
+            groups.setdefault((ep.tenant_id, ep.event_type), []).append(ep)
+    vectors = store.vectors([ep.id for members in groups.values() for ep in members])
+    merges: list[tuple[MergeGroup, NDArray[np.float32]]] = []
+    for key in sorted(groups):
+        members = sorted((ep for ep in groups[key] if ep.id in vectors), key=representative_key)
+        if len(members) < 2:
+            continue
+        matrix = np.stack([vectors[ep.id] for ep in members])
+        for rows, min_cos in cluster(matrix, float(similarity), [never_forget(ep) for ep in members]):
+            originals = tuple(members[i] for i in rows)
+            merged = merge_episodes(originals, new_id=uuid.uuid4().hex, now=at, min_cosine=min_cos)
+            merges.append(
+                (MergeGroup(merged=merged, originals=originals, min_cosine=min_cos), matrix[rows[0]])
+            )
+    if not dry_run:
+        if stale:
+            store.archive([ep.id for ep in stale], at)
+        reason = f"{MERGE_REASON_PREFIX} cosine>{float(similarity):g}"
+        for group, vector in merges:
+            store.merge(group.merged, vector, [ep.id for ep in group.originals], at, reason)
+        logger.info(
+            "compact: merged %d episode(s) into %d, archived %d stale",
+            sum(len(g.originals) for g, _ in merges),
+            len(merges),
+            len(stale),
+        )
+    return CompactionReport(
+        dry_run=dry_run,
+        similarity=float(similarity),
+        now=at,
+        cutoff=cutoff,
+        active_before=len(active),
+        merges=tuple(group for group, _ in merges),
+        stale=tuple(stale),
     )

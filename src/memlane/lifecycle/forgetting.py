@@ -1,4 +1,4 @@
-"""Forgetting policies by importance (pure; no I/O).
+"""Forgetting: policies by importance (pure) and the ``forget`` job over a store.
 
 An episode's *strength* decays with a half-life chosen by its importance, after the
 exponential forgetting curve of Ebbinghaus (1885, *Über das Gedächtnis*) in its half-life
@@ -30,43 +30,27 @@ pruning and forgetting never touch never-forget episodes.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.errors import ConfigError
+from memlane.errors import ConfigError, ValidationError
 from memlane.models import Episode
+from memlane.recall.ranking import half_life_strength
+from memlane.stores.base import EpisodeFilter, Store
 
-__all__ = ["DEFAULT_BANDS", "ForgetReport", "ForgettingPolicy", "half_life_strength"]
+__all__ = ["DEFAULT_BANDS", "ForgetReport", "ForgettingPolicy", "forget", "half_life_strength"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BANDS: tuple[tuple[float, float | None], ...] = ((9.0, None), (7.0, 30.0), (4.0, 7.0), (1.0, 1.0))
 """``(lowest importance, half-life in days or None = never forgotten)``, highest band first."""
-
-_SECONDS_PER_DAY = 86_400.0
-
-
-def half_life_strength(
-    age_seconds: NDArray[np.floating] | float, half_life_days: NDArray[np.floating] | float
-) -> NDArray[np.float64]:
-    """``0.5 ** (max(age, 0) / half_life)``, element-wise, in [0, 1]; an infinite half-life gives 1.
-
-    Args:
-        age_seconds: Ages in seconds (negative = dated after ``now``, counted as 0).
-        half_life_days: Half-lives in days, > 0; ``inf`` for never-forget episodes.
-
-    Returns:
-        float64 array of the broadcast shape.
-    """
-    age_days = np.maximum(np.asarray(age_seconds, dtype=np.float64), 0.0) / _SECONDS_PER_DAY
-    half = np.asarray(half_life_days, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.power(0.5, age_days / half)
-    return np.asarray(np.where(np.isinf(half), 1.0, out), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,3 +189,53 @@ class ForgetReport:
             "count": self.count,
             "episodes": [{"id": ep.id, "content": ep.content, "strength": s} for ep, s in self.forgotten],
         }
+
+
+def forget(
+    store: Store,
+    scope: EpisodeFilter,
+    policy: ForgettingPolicy,
+    *,
+    at: datetime,
+    threshold: float,
+    action: str,
+    dry_run: bool,
+) -> ForgetReport:
+    """Archive (or delete) the episodes of ``scope`` whose strength at ``at`` is below ``threshold``.
+
+    Already archived episodes are skipped; never-forget ones have strength 1 and are never
+    below a threshold < 1.
+
+    Args:
+        store: Where the episodes are.
+        scope: The memory's scope filter (tenant/session); archived episodes are excluded here.
+        policy: The importance -> half-life mapping.
+        at: Reference time of the strengths (UTC).
+        threshold: Strength in (0, 1).
+        action: ``"archive"`` (set ``archived_at = at``, one batched update) or ``"delete"``.
+        dry_run: Only report; change nothing.
+
+    Returns:
+        The report, weakest first (ties: oldest first).
+
+    Raises:
+        ValidationError: ``threshold`` is not a number in (0, 1). StoreError: the store failed.
+    """
+    cut = threshold
+    if isinstance(cut, bool) or not isinstance(cut, int | float) or not 0.0 < cut < 1.0:
+        raise ValidationError(f"threshold must be a number in (0, 1), got {cut!r}")
+    flt = replace(scope, exclude_archived=True)
+    faded: list[tuple[Episode, float]] = []
+    for episode in store.iter_episodes(flt):
+        strength = policy.strength((at - episode.created_at).total_seconds(), episode.importance)
+        if strength < cut:
+            faded.append((episode, strength))
+    faded.sort(key=lambda pair: (pair[1], pair[0].created_at))
+    if not dry_run and faded:
+        if action == "delete":
+            for episode, _ in faded:
+                store.delete(episode.id, episode.tenant_id)
+        else:
+            store.archive([episode.id for episode, _ in faded], at)
+        logger.info("forget: %s %d episode(s) below strength %g", action, len(faded), cut)
+    return ForgetReport(action=action, dry_run=dry_run, threshold=float(cut), now=at, forgotten=tuple(faded))
