@@ -37,12 +37,12 @@ from memlane.lifecycle import retention
 from memlane.lifecycle.methods import LifecycleMethods, remember_superseding
 from memlane.models import Episode, Scope
 from memlane.recall.methods import RecallMethods
+from memlane.sessions.memory import SessionMemory
 from memlane.stores.base import EpisodeFilter, Store, StoreStats
 from memlane.validation import check_identifier, normalize_tags
 
 if TYPE_CHECKING:
     from memlane.config.file import MemlaneConfig
-    from memlane.sessions.memory import SessionMemory
 
 __all__ = ["EpisodeInput", "EpisodicMemory"]
 
@@ -195,8 +195,6 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         Raises:
             StoreError: the store does not support session episodes.
         """
-        from memlane.sessions.memory import SessionMemory
-
         return SessionMemory(self)
 
     def with_context(
