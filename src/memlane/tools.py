@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memlane.errors import MemlaneError
-from memlane.recall.ranking import PRESETS
+from memlane.recall import PRESETS
 
 if TYPE_CHECKING:
+    from memlane import EpisodicMemory
     from memlane.config.file import MemlaneConfig
-    from memlane.memory import EpisodicMemory
 
 __all__ = [
     "RECALL_EPISODES",

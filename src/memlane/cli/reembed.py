@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
 from memlane.config.file import build_store
-from memlane.embeddings.base import Embedder
+from memlane.embeddings import Embedder
 from memlane.lifecycle.reembed import (
     DEFAULT_BATCH_SIZE,
     ReembedReport,

@@ -47,12 +47,11 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from memlane import __version__
+from memlane import EpisodicMemory, __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
-from memlane.memory import EpisodicMemory
 from memlane.models import Episode, RecallHit, Scope
-from memlane.recall.ranking import PRESETS
+from memlane.recall import PRESETS
 from memlane.server.errors import http_error_response, install_error_handlers
 
 __all__ = ["API_PREFIX", "BodySizeLimit", "create_app"]
