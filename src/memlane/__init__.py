@@ -31,7 +31,7 @@ from memlane.errors import (
 )
 from memlane.memory import EpisodeInput, EpisodicMemory
 from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
-from memlane.ranking import PRESETS, RankingWeights
+from memlane.recall.ranking import PRESETS, RankingWeights
 from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
 from memlane.stores import EpisodeFilter, SQLiteStore, Store, StoreStats
 

@@ -61,8 +61,13 @@ from memlane.sessions import SessionMemory
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from memlane import Clock, Embedder, Episode, MemoryConfig, Message, Store
-    from memlane.config_file import MemlaneConfig
+    from memlane.clock import Clock
+    from memlane.config import MemoryConfig
+    from memlane.config.file import MemlaneConfig
+    from memlane.embeddings.base import Embedder
+    from memlane.models import Episode
+    from memlane.sessions.messages import Message
+    from memlane.stores.base import Store
 
 __all__ = ["DEFAULT_MAX_WORKERS", "AsyncEpisodicMemory", "AsyncSessionMemory"]
 

@@ -1,204 +1,40 @@
-"""Compaction: merge near-duplicate episodes and archive stale ones (pure parts; no I/O).
-
-:meth:`memlane.EpisodicMemory.compact` reads the active episodes of its scope, and this module
-decides what to merge:
-
-* **Groups.** Only episodes of the same tenant and ``event_type`` are compared (under
-  ``session`` scope the memory only sees one session, so also the same session).
-* **Clusters** (leader clustering, exact): members are visited in representative order
-  (:func:`representative_key`: highest importance, then most retrieved, then newest, then
-  id); each unassigned episode becomes a leader and absorbs every unassigned episode whose
-  cosine with it is ``> similarity`` (default 0.95). Absorption is measured against the
-  leader only, so clusters never chain through intermediate members. A never-forget episode
-  (importance >= the policy's never-forget band, 9 by default) is never absorbed by another
-  leader: it is either kept as it is or is itself the representative, so the exact text of
-  every never-forget fact stays active.
-* **Merged episode** (:func:`merge_episodes`): content, session and vector of the
-  representative (the leader); tags united (representative's first); importance the maximum;
-  ``valid_from`` the earliest; ``valid_until`` open if any member's is, else the latest;
-  ``created_at`` the latest (the last time the fact was stated, which drives recency);
-  ``retrieve_count`` the sum and ``last_retrieved_at`` the latest; metadata the
-  representative's plus ``merged_from`` (ids, representative first) and
-  ``merged_min_cosine``.
-
-The originals are archived with ``superseded_by`` pointing at the merged episode (nothing is
-deleted: :meth:`memlane.EpisodicMemory.history` and ``include_archived=True`` still find them).
-"""
+"""Deprecated: moved to :mod:`memlane.lifecycle.compaction`; this alias is removed in a later release."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+import importlib
+import warnings
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
+from memlane.lifecycle.compaction import (
+    MERGE_REASON_PREFIX,
+    CompactionReport,
+    MergeGroup,
+    cluster,
+    merge_episodes,
+    representative_key,
+)
 
-from memlane.models import Episode
+__all__ = [
+    "MERGE_REASON_PREFIX",
+    "CompactionReport",
+    "MergeGroup",
+    "cluster",
+    "merge_episodes",
+    "representative_key",
+]
 
-__all__ = ["CompactionReport", "MergeGroup", "cluster", "merge_episodes", "representative_key"]
+_target = importlib.import_module("memlane.lifecycle.compaction")
 
-MERGE_REASON_PREFIX = "merged: compaction"
-"""Start of the ``supersede_reason`` recorded on merged originals."""
-
-
-@dataclass(frozen=True, slots=True)
-class MergeGroup:
-    """One cluster of near-duplicates and the episode that replaces it.
-
-    Attributes:
-        merged: The merged episode (stored, or with ``dry_run`` the one that would be).
-        originals: The cluster's episodes, representative first; archived into ``merged``.
-        min_cosine: Lowest cosine of a member with the representative, in (similarity, 1].
-    """
-
-    merged: Episode
-    originals: tuple[Episode, ...]
-    min_cosine: float
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionReport:
-    """What :meth:`memlane.EpisodicMemory.compact` did (or, with ``dry_run``, would do).
-
-    Attributes:
-        dry_run: ``True`` when nothing was changed.
-        similarity: Cosine above which episodes were merged, in (0, 1).
-        now: Reference time (UTC).
-        cutoff: Episodes created before this and never retrieved were archived as stale;
-            ``None`` = no stale archiving.
-        active_before: Active (current, not archived) episodes in scope before compaction.
-        merges: The merged clusters.
-        stale: Episodes archived because they were never retrieved and older than ``cutoff``.
-    """
-
-    dry_run: bool
-    similarity: float
-    now: datetime
-    cutoff: datetime | None
-    active_before: int
-    merges: tuple[MergeGroup, ...]
-    stale: tuple[Episode, ...]
-
-    @property
-    def merged_originals(self) -> int:
-        """Number of episodes archived into merged ones."""
-        return sum(len(group.originals) for group in self.merges)
-
-    @property
-    def archived(self) -> int:
-        """Number of episodes archived in total (merged originals + stale)."""
-        return self.merged_originals + len(self.stale)
-
-    @property
-    def active_after(self) -> int:
-        """Active episodes in scope afterwards: before - archived + one per merge."""
-        return self.active_before - self.archived + len(self.merges)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable summary (ids, contents and counts)."""
-        return {
-            "dry_run": self.dry_run,
-            "similarity": self.similarity,
-            "now": self.now.isoformat(),
-            "cutoff": None if self.cutoff is None else self.cutoff.isoformat(),
-            "active_before": self.active_before,
-            "active_after": self.active_after,
-            "archived": self.archived,
-            "merges": [
-                {
-                    "merged_id": group.merged.id,
-                    "content": group.merged.content,
-                    "importance": group.merged.importance,
-                    "tags": list(group.merged.tags),
-                    "originals": [ep.id for ep in group.originals],
-                    "min_cosine": group.min_cosine,
-                }
-                for group in self.merges
-            ],
-            "stale": [{"id": ep.id, "content": ep.content} for ep in self.stale],
-        }
+warnings.warn(
+    "memlane.compaction is deprecated; import from memlane.lifecycle.compaction instead",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 
-def representative_key(episode: Episode) -> tuple[float, int, float, str]:
-    """Sort key (ascending = better representative): importance, retrieve count, recency, id.
-
-    Unrated episodes count as importance 0 here, so any rated one wins.
-    """
-    importance = -1.0 if episode.importance is None else episode.importance
-    return (-importance, -episode.retrieve_count, -episode.created_at.timestamp(), episode.id)
-
-
-def cluster(
-    vectors: NDArray[np.float32], similarity: float, pinned: Sequence[bool] | None = None
-) -> list[tuple[list[int], float]]:
-    """Leader clustering of unit vectors already in representative order.
-
-    Args:
-        vectors: float32 ``[n, dims]`` L2-normalised, best representative first.
-        similarity: Cosine threshold; a row joins a leader when ``cosine > similarity``.
-        pinned: ``[n]`` flags of rows that may lead but never be absorbed (never-forget).
-
-    Returns:
-        ``(member rows, min cosine to the leader)`` for each cluster of two or more rows,
-        leader first; rows in no such cluster are left out. Cost ``O(n * leaders * dims)``.
-    """
-    n = len(vectors)
-    if n < 2:
-        return []
-    matrix = np.asarray(vectors, dtype=np.float32)
-    free = np.ones(n, dtype=bool)
-    absorbable = np.ones(n, dtype=bool) if pinned is None else ~np.asarray(pinned, dtype=bool)
-    out: list[tuple[list[int], float]] = []
-    for leader in range(n):
-        if not free[leader]:
-            continue
-        free[leader] = False
-        cosine = matrix @ matrix[leader]
-        join = np.flatnonzero(free & absorbable & (cosine > similarity))
-        if len(join):
-            free[join] = False
-            out.append(([leader, *join.tolist()], float(min(1.0, cosine[join].min()))))
-    return out
-
-
-def merge_episodes(members: Sequence[Episode], *, new_id: str, now: datetime, min_cosine: float) -> Episode:
-    """Build the episode that replaces ``members`` (representative first; see the module doc).
-
-    Args:
-        members: Two or more episodes of one tenant and event type, representative first.
-        new_id: Id of the merged episode.
-        now: Its ``recorded_at`` (UTC).
-        min_cosine: Recorded in its metadata as ``merged_min_cosine``.
-
-    Returns:
-        The merged episode (not stored).
-    """
-    rep = members[0]
-    tags: dict[str, None] = {}
-    for ep in members:
-        tags.update(dict.fromkeys(ep.tags))
-    rated = [ep.importance for ep in members if ep.importance is not None]
-    ends = [ep.valid_until for ep in members]
-    retrieved = [ep.last_retrieved_at for ep in members if ep.last_retrieved_at is not None]
-    metadata = dict(rep.metadata)
-    metadata["merged_from"] = [ep.id for ep in members]
-    metadata["merged_min_cosine"] = round(min_cosine, 6)
-    return Episode(
-        id=new_id,
-        tenant_id=rep.tenant_id,
-        session_id=rep.session_id,
-        event_type=rep.event_type,
-        content=rep.content,
-        tags=tuple(tags),
-        importance=max(rated) if rated else None,
-        created_at=max(ep.created_at for ep in members),
-        metadata=metadata,
-        embedding_model=rep.embedding_model,
-        valid_from=min(ep.valid_from for ep in members),
-        valid_until=None if any(end is None for end in ends) else max(e for e in ends if e is not None),
-        recorded_at=now,
-        retrieve_count=sum(ep.retrieve_count for ep in members),
-        last_retrieved_at=max(retrieved) if retrieved else None,
-    )
+def __getattr__(name: str) -> Any:
+    """Forward any other module-level name to :mod:`memlane.lifecycle.compaction`."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_target, name)

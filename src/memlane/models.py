@@ -47,7 +47,7 @@ class Episode:
         tags: Normalised tags (stripped, lower-cased, whitespace-collapsed, unique,
             in first-seen order).
         importance: Rating in [1.0, 10.0], or ``None`` when unrated (scored as a
-            neutral 0.5, see :mod:`memlane.ranking`).
+            neutral 0.5, see :mod:`memlane.recall.ranking`).
         created_at: When the event happened (UTC); drives recency and retention.
         metadata: Free-form JSON-serialisable mapping supplied by the caller.
         embedding_model: Id of the model that embedded ``content``, or ``None`` if
@@ -154,7 +154,7 @@ class ScoreBreakdown:
         recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``); with
             ``MemoryConfig(forgetting=True)``, ``0.5 ** (age_days / half_life)`` with the
             half-life of the episode's importance band (1 for never-forget episodes; see
-            :mod:`memlane.forgetting`).
+            :mod:`memlane.lifecycle.forgetting`).
         importance: ``importance / 10``, or 0.5 for unrated episodes.
         score: Weighted mean ``(w_rel*relevance + w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)``.
         dense: ``max(0, cosine(query, content))`` of the embeddings, or ``None`` when not
@@ -166,9 +166,9 @@ class ScoreBreakdown:
         fallback: ``True`` when the embedder failed at query time and recall fell back to
             keyword-only relevance (``retrieval == "keyword"``).
         in_window: Whether ``created_at`` lies in the time window the query named ("last
-            May"), or ``None`` when it named none (see :mod:`memlane.temporal`).
+            May"), or ``None`` when it named none (see :mod:`memlane.recall.temporal`).
 
-    See :mod:`memlane.ranking` for the formulas and their sources.
+    See :mod:`memlane.recall.ranking` for the formulas and their sources.
     """
 
     relevance: float

@@ -1,174 +1,29 @@
-"""Time expressions in a recall query -> a time window over episodes' ``created_at``.
-
-A query such as "what did we discuss last May?" names *when*; episodes record when they
-happened (``created_at``). :func:`parse_time_window` finds such expressions with the
-``dateparser`` library (its ``search_dates`` finder and ``DateDataParser`` for the period
-each expression covers), relative to the recall's ``now``, and returns the window they
-denote. :mod:`memlane.ranking` then boosts episodes inside the window (a soft boost, never
-a filter: a wrong parse can reorder hits but never hide one).
-
-What is understood (English; relative expressions count back from ``now``, dates without a
-year take the most recent past one):
-
-* a day: "yesterday", "today", "3 days ago", "on October 13, 2023", "1 February 2023",
-  "April 10, 2023" -> that calendar day;
-* a week: "last week", "two weeks ago" -> the Monday-to-Sunday week containing that day;
-* a month: "in June", "last May", "in July 2023", "last month", "this month" -> that
-  calendar month;
-* a year: "in 2023", "last year", "4 years ago" -> that calendar year.
-
-Several expressions are intersected ("in April ... 2023" -> April 2023); when they do not
-overlap, the narrowest wins. Ignored on purpose: expressions without an anchor that says
-they are about time — a bare number or ordinal ("18th", "10"), and a month name written
-in lower case ("may" is usually the verb) — and durations or questions *about* time that
-name no time ("how long", "when did ..."; the hits' own ``created_at`` answers those).
-Modifiers such as "before"/"after"/"around" are not interpreted: "before August 3, 2023"
-boosts August 3, 2023. Windows are in UTC.
-
-Without ``dateparser`` installed, no query has a window (recall still works).
-"""
+"""Deprecated: moved to :mod:`memlane.recall.temporal`; this alias is removed in a later release."""
 
 from __future__ import annotations
 
-import logging
-import re
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+import importlib
+import warnings
 from typing import Any
 
-from memlane.clock import ensure_utc
+from memlane.recall.temporal import (
+    TimeWindow,
+    parse_time_window,
+)
 
 __all__ = ["TimeWindow", "parse_time_window"]
 
-logger = logging.getLogger(__name__)
+_target = importlib.import_module("memlane.recall.temporal")
 
-_MONTH_NAMES = (
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec"
+warnings.warn(
+    "memlane.temporal is deprecated; import from memlane.recall.temporal instead",
+    DeprecationWarning,
+    stacklevel=2,
 )
-_MONTH_RE = re.compile(r"\b(" + "|".join(_MONTH_NAMES.split()) + r")\b", re.IGNORECASE)
-_YEAR_RE = re.compile(r"\b(1[89]\d\d|2[01]\d\d)\b")
-_RELATIVE_RE = re.compile(
-    r"\b(ago|yesterday|today|tonight|last|this|past|previous|week|weeks|month|months|year|years)\b",
-    re.IGNORECASE,
-)
-_GRANULARITIES = ("day", "week", "month", "year")
 
 
-@dataclass(frozen=True, slots=True)
-class TimeWindow:
-    """A half-open UTC interval ``[start, end)`` named by a query.
-
-    Attributes:
-        start: Inclusive lower bound (UTC).
-        end: Exclusive upper bound (UTC), after ``start``.
-        granularity: ``"day"``, ``"week"``, ``"month"`` or ``"year"`` (of the narrowest expression).
-        expressions: The matched query text(s), e.g. ``("in July 2023",)``.
-    """
-
-    start: datetime
-    end: datetime
-    granularity: str
-    expressions: tuple[str, ...]
-
-    def contains_seconds(self, seconds: float) -> bool:
-        """Whether Unix time ``seconds`` lies in ``[start, end)``."""
-        return self.start.timestamp() <= seconds < self.end.timestamp()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form: ISO-8601 bounds, granularity and expressions."""
-        return {
-            "start": self.start.isoformat(),
-            "end": self.end.isoformat(),
-            "granularity": self.granularity,
-            "expressions": list(self.expressions),
-        }
-
-
-@lru_cache(maxsize=1)
-def _dateparser() -> Any:
-    try:
-        import dateparser.search
-        from dateparser.date import DateDataParser
-    except ImportError:  # pragma: no cover - dateparser is a core dependency
-        logger.info("dateparser is not installed: time expressions in queries are ignored")
-        return None
-    return dateparser.search.search_dates, DateDataParser
-
-
-def _anchored(phrase: str) -> bool:
-    """Whether a matched phrase is really about time (see the module docstring)."""
-    if _YEAR_RE.search(phrase) or _RELATIVE_RE.search(phrase):
-        return True
-    months = _MONTH_RE.findall(phrase)
-    # A month name must be capitalised ("May", not the verb "may").
-    return any(m[:1].isupper() for m in months)
-
-
-def _window(at: datetime, granularity: str) -> tuple[datetime, datetime]:
-    day = at.replace(hour=0, minute=0, second=0, microsecond=0)
-    if granularity == "day":
-        return day, day + timedelta(days=1)
-    if granularity == "week":
-        start = day - timedelta(days=day.weekday())
-        return start, start + timedelta(days=7)
-    if granularity == "month":
-        start = day.replace(day=1)
-        end = (
-            start.replace(year=start.year + 1, month=1)
-            if start.month == 12
-            else start.replace(month=start.month + 1)
-        )
-        return start, end
-    start = day.replace(month=1, day=1)
-    return start, start.replace(year=start.year + 1)
-
-
-def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
-    """Find the time window a query names, relative to ``now``.
-
-    Args:
-        text: The recall query.
-        now: The recall's reference time (timezone-aware).
-
-    Returns:
-        The window, or ``None`` when the query names no (anchored) time.
-
-    Raises:
-        ValidationError: ``now`` is naive.
-    """
-    if not text.strip() or not _anchored(text):
-        # Every accepted phrase must be anchored (a year, a relative expression or a capitalised
-        # month); a query with none of them skips dateparser (~1.7 ms per query).
-        return None
-    parsers = _dateparser()
-    if parsers is None:
-        return None
-    search_dates, date_data_parser = parsers
-    base = ensure_utc(now, "now").replace(tzinfo=None)
-    settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
-    try:
-        found = search_dates(text, languages=["en"], settings=settings) or []
-    except Exception:  # dateparser raises assorted errors on odd input; a query never fails for it
-        logger.debug("dateparser failed on %r", text, exc_info=True)
-        return None
-    parser = date_data_parser(languages=["en"], settings=settings)
-    windows: list[tuple[datetime, datetime, str, str]] = []
-    for phrase, at in found:
-        phrase = phrase.strip()
-        if not _anchored(phrase):
-            continue
-        period = parser.get_date_data(phrase).period
-        granularity = period if period in _GRANULARITIES else "day"
-        start, end = _window(at, granularity)
-        windows.append((start.replace(tzinfo=UTC), end.replace(tzinfo=UTC), granularity, phrase))
-    if not windows:
-        return None
-    start = max(w[0] for w in windows)
-    end = min(w[1] for w in windows)
-    if start < end:
-        narrowest = min(windows, key=lambda w: w[1] - w[0])
-        return TimeWindow(start, end, narrowest[2], tuple(w[3] for w in windows))
-    narrowest = min(windows, key=lambda w: w[1] - w[0])
-    return TimeWindow(narrowest[0], narrowest[1], narrowest[2], (narrowest[3],))
+def __getattr__(name: str) -> Any:
+    """Forward any other module-level name to :mod:`memlane.recall.temporal`."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_target, name)

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memlane.errors import MemlaneError
-from memlane.ranking import PRESETS
+from memlane.recall import PRESETS
 
 if TYPE_CHECKING:
-    from memlane.config_file import MemlaneConfig
-    from memlane.memory import EpisodicMemory
+    from memlane import EpisodicMemory
+    from memlane.config.file import MemlaneConfig
 
 __all__ = [
     "RECALL_EPISODES",
@@ -278,7 +278,7 @@ def tools_for(
     Raises:
         ConfigError: the configuration is invalid. ValueError: unknown format.
     """
-    from memlane.config_file import load_config
+    from memlane.config.file import load_config
 
     loaded = load_config(config)
     if loaded.episodic is None:

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from memlane import EpisodicMemory
 from memlane.cli import cli
-from memlane.config_file import load_config
+from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
 
 CONFIG = """

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from memlane.cli import cli
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.reembed import reembed, reembed_backend
+from memlane.lifecycle.reembed import reembed, reembed_backend
 from memlane.stores.base import EpisodeFilter
 from memlane.stores.sqlite import SQLiteStore
 from tests.cli.conftest import Invoke

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, ValidationError
-from memlane.compaction import MERGE_REASON_PREFIX
+from memlane.lifecycle.compaction import MERGE_REASON_PREFIX
 from memlane.stores.base import EpisodeFilter, Store
 from tests.conftest import T0, MemoryFactory
 

@@ -1,4 +1,4 @@
-"""Contract of the embedding model migration (:mod:`memlane.reembed`) on every backend.
+"""Contract of the embedding model migration (:mod:`memlane.lifecycle.reembed`) on every backend.
 
 "Old" model: ``HashingEmbedder(64)`` (``hashing-64``); "new" model: ``HashingEmbedder(32)``
 (``hashing-32``). Interruptions are simulated by a progress callback that raises after N
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from memlane import EpisodicMemory, MemoryConfig
 from memlane.embeddings.fake import FailingEmbedder, HashingEmbedder
 from memlane.errors import EmbeddingModelMismatchError, StoreError, ValidationError
-from memlane.reembed import ProgressFn, reembed, reembed_backend
+from memlane.lifecycle.reembed import ProgressFn, reembed, reembed_backend
 from memlane.stores.base import EpisodeFilter, Store
 from tests.backends import BackendDB, open_store
 

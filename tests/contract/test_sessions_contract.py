@@ -16,7 +16,7 @@ import pytest
 
 from memlane import DuplicateEpisodeError, EpisodicMemory, ValidationError
 from memlane.errors import DuplicateSessionError
-from memlane.ranking import RankingWeights
+from memlane.recall.ranking import RankingWeights
 from memlane.sessions import SessionMemory
 from tests.conftest import T0, MemoryFactory
 

@@ -11,7 +11,7 @@ import pytest
 
 from memlane import EpisodeInput, EpisodicMemory, MemoryConfig
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.reembed import reembed
+from memlane.lifecycle.reembed import reembed
 from memlane.stores.base import EpisodeFilter
 from tests.pg_server import SKIP_ENV
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from memlane import EpisodeInput, EpisodicMemory
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.keywords import CommonTermFilter
+from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.sqlite import SQLiteStore
 
 

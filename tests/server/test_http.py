@@ -21,7 +21,7 @@ pytest.importorskip("fastapi", reason="the 'server' extra is not installed")
 import httpx
 
 from memlane import EpisodicMemory, LocalEmbedder
-from memlane.config_file import ServerSettings, hash_api_key, load_config
+from memlane.config.file import ServerSettings, hash_api_key, load_config
 from memlane.embeddings.base import Embedder
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.errors import (

@@ -23,7 +23,7 @@ import pytest
 
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, LocalEmbedder, MemoryConfig
 from memlane.api_keys import hash_api_key
-from memlane.config_file import load_config
+from memlane.config.file import load_config
 
 pytest.importorskip("uvicorn")
 from memlane.server.http import create_app

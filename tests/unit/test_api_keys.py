@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from memlane.api_keys import ROLE_ADMIN, ROLE_AGENT, hash_api_key
 from memlane.cli import cli
-from memlane.config_file import load_config
+from memlane.config.file import load_config
 from memlane.errors import ConfigError
 
 AGENT_KEY = "agent-key-of-24-characters"

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.compaction import cluster, merge_episodes, representative_key
+from memlane.lifecycle.compaction import cluster, merge_episodes, representative_key
 from memlane.models import Episode
 
 T = datetime(2025, 1, 1, tzinfo=UTC)

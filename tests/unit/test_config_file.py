@@ -10,7 +10,7 @@ import pytest
 
 from memlane import ConfigError, EpisodicMemory, LocalEmbedder, OpenAIEmbedder, Scope
 from memlane.config import config_path_from_env
-from memlane.config_file import (
+from memlane.config.file import (
     DEFAULT_MAX_LIMIT,
     EpisodicSettings,
     MemlaneConfig,
@@ -20,7 +20,7 @@ from memlane.config_file import (
     load_config,
 )
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.ranking import PRESETS, RankingWeights
+from memlane.recall.ranking import PRESETS, RankingWeights
 
 FULL_YAML = """
 # an agent's own config, with memlane's sections inside

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane import ConfigError, MemoryConfig
-from memlane.forgetting import ForgettingPolicy, half_life_strength
-from memlane.ranking import RankingWeights, rank
+from memlane.lifecycle.forgetting import ForgettingPolicy, half_life_strength
+from memlane.recall.ranking import RankingWeights, rank
 
 DAY = 86_400.0
 ratings = st.floats(min_value=1.0, max_value=10.0, allow_nan=False)
@@ -113,7 +113,7 @@ def test_config_accepts_a_mapping_and_validates() -> None:
 
 
 def test_yaml_keys_reach_the_memory_config() -> None:
-    from memlane.config_file import load_config
+    from memlane.config.file import load_config
 
     config = load_config(
         {

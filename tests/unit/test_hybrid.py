@@ -11,9 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane import ConfigError, MemoryConfig, ValidationError
-from memlane.config_file import load_config
-from memlane.keywords import MAX_TERM_CHARS, STOPWORDS, keyword_terms
-from memlane.ranking import (
+from memlane.config.file import load_config
+from memlane.recall.candidates import merge_candidates
+from memlane.recall.keywords import MAX_TERM_CHARS, STOPWORDS, keyword_terms
+from memlane.recall.ranking import (
     HybridSettings,
     RankingWeights,
     competition_ranks,
@@ -23,10 +24,9 @@ from memlane.ranking import (
     keyword_signal,
     rank,
 )
-from memlane.retrieval import merge_candidates
+from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import KeywordCandidates, VectorCandidates
 from memlane.stores.sqlite.fts import fts5_match_expression
-from memlane.temporal import parse_time_window
 
 NAN = np.nan
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane import PRESETS, RankingWeights, ValidationError
-from memlane.ranking import importance_signal, rank, recency_signal, relevance_signal, resolve_weights
+from memlane.recall.ranking import importance_signal, rank, recency_signal, relevance_signal, resolve_weights
 
 DAY = 86_400.0
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memlane import EpisodicMemory, SQLiteStore, Store
 from memlane.errors import StoreError
-from memlane.ranking import PRESETS
+from memlane.recall.ranking import PRESETS
 from memlane.tools import (
     RECALL_EPISODES,
     REMEMBER_EPISODE,

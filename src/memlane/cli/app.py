@@ -23,12 +23,12 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
+from memlane import EpisodicMemory
 from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
-from memlane.config_file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
-from memlane.embeddings.base import Embedder
+from memlane.config.file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
+from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
-from memlane.memory import EpisodicMemory
 from memlane.models import Scope
 from memlane.stores.factory import is_postgres_url
 

@@ -20,15 +20,15 @@ import click
 from rich.markup import escape
 from rich.rule import Rule
 
+from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
 from memlane.cli.output import FORMULA, echo_json, format_weights, hits_table
 from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
-from memlane.memory import EpisodeInput
 from memlane.models import RecallHit
-from memlane.ranking import RankingWeights, resolve_weights
-from memlane.stores.sqlite import SQLiteStore
+from memlane.recall import RankingWeights, resolve_weights
+from memlane.stores import SQLiteStore
 
 __all__ = ["DEFAULT_DEMO_DB", "DEMO_NOW", "demo", "load_demo_episodes"]
 

@@ -19,7 +19,7 @@ from memlane.cli.output import (
 )
 from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS
 from memlane.errors import EpisodeNotFoundError, ValidationError
-from memlane.ranking import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
+from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 
 __all__ = ["prune", "recall", "remember", "stats"]
 

@@ -17,7 +17,7 @@ from memlane.evaluation.locomo_run import (
     report_to_markdown,
     run_locomo,
 )
-from memlane.ranking import PRESETS
+from memlane.recall import PRESETS
 
 __all__ = ["eval_group"]
 

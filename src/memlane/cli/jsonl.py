@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memlane import EpisodeInput
 from memlane.cli.params import parse_iso_datetime
-from memlane.memory import EpisodeInput
 from memlane.models import Episode
 
 __all__ = ["FIELDS", "REQUIRED_FIELDS", "LineError", "dump_episode", "parse_episode_line"]

@@ -19,8 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from memlane.models import Episode, RecallHit
-from memlane.ranking import RankingWeights
-from memlane.stores.base import StoreStats
+from memlane.recall import RankingWeights
+from memlane.stores import StoreStats
 
 __all__ = [
     "FORMULA",

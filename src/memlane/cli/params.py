@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from memlane.errors import ValidationError
-from memlane.ranking import RankingWeights
+from memlane.recall import RankingWeights
 
 __all__ = ["ISO_DATETIME", "JSON_OBJECT", "WEIGHTS", "parse_iso_datetime"]
 

@@ -14,9 +14,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
-from memlane.config_file import build_store
-from memlane.embeddings.base import Embedder
-from memlane.reembed import DEFAULT_BATCH_SIZE, ReembedReport, embedder_for_model, reembed, reembed_backend
+from memlane.config.file import build_store
+from memlane.embeddings import Embedder
+from memlane.lifecycle.reembed import (
+    DEFAULT_BATCH_SIZE,
+    ReembedReport,
+    embedder_for_model,
+    reembed,
+    reembed_backend,
+)
 from memlane.stores.factory import is_postgres_url
 
 __all__ = ["reembed_command"]

@@ -22,7 +22,7 @@ from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, format_weights, stage_progress
 from memlane.cli.params import ISO_DATETIME, WEIGHTS
 from memlane.errors import DuplicateEpisodeError, ValidationError
-from memlane.ranking import PRESETS, RankingWeights, resolve_weights
+from memlane.recall import PRESETS, RankingWeights, resolve_weights
 from memlane.sessions.context import format_time
 from memlane.sessions.importing import ImportFormat, read_records
 from memlane.sessions.messages import render_message

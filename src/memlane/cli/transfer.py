@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from memlane import EpisodeInput, EpisodicMemory
 from memlane.cli.app import CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json
 from memlane.errors import DuplicateEpisodeError, ValidationError
-from memlane.memory import EpisodeInput, EpisodicMemory
 
 __all__ = ["IngestReport", "export", "ingest", "ingest_stream"]
 

@@ -39,7 +39,7 @@ from memlane.embeddings.base import Embedder
 from memlane.evaluation.locomo import LOCOMO_CATEGORIES, EvidenceCleaning, LocomoConversation, load_locomo
 from memlane.evaluation.metrics import MetricSummary, MetricTable, QuestionScore, aggregate, percentile
 from memlane.memory import EpisodeInput, EpisodicMemory
-from memlane.ranking import RankingWeights, resolve_weights
+from memlane.recall.ranking import RankingWeights, resolve_weights
 from memlane.stores.sqlite import SQLiteStore
 
 __all__ = [

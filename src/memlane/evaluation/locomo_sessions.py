@@ -47,7 +47,7 @@ from memlane.evaluation.locomo import LOCOMO_CATEGORIES, LocomoConversation, loa
 from memlane.evaluation.locomo_run import MemoEmbedder
 from memlane.evaluation.metrics import percentile
 from memlane.memory import EpisodicMemory
-from memlane.ranking import RankingWeights, resolve_weights
+from memlane.recall.ranking import RankingWeights, resolve_weights
 from memlane.sessions.importing import locomo_records
 from memlane.sessions.windows import split_turns
 from memlane.stores.sqlite import SQLiteStore

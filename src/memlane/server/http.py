@@ -50,12 +50,11 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from memlane import __version__
-from memlane.config_file import DEFAULT_MAX_LIMIT, ServerSettings
+from memlane import EpisodicMemory, __version__
+from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
-from memlane.memory import EpisodicMemory
 from memlane.models import Episode, RecallHit, Scope
-from memlane.ranking import PRESETS
+from memlane.recall import PRESETS
 from memlane.server.errors import http_error_response, install_error_handlers
 from memlane.server.inspector import install_inspector
 
@@ -474,7 +473,7 @@ def create_app(
             embedder are shared by every tenant; its config gives scope, limits and ranking
             defaults). The app closes it at shutdown.
         settings: API keys (key -> tenant) and ``max_request_bytes``; see
-            :class:`memlane.config_file.ServerSettings`.
+            :class:`memlane.config.file.ServerSettings`.
         max_limit: Largest ``limit`` a request may ask for, >= 1 (default 50).
 
     Returns:

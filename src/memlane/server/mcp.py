@@ -29,9 +29,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from memlane import __version__
-from memlane.config_file import DEFAULT_MAX_LIMIT
-from memlane.memory import EpisodicMemory
+from memlane import EpisodicMemory, __version__
+from memlane.config.file import DEFAULT_MAX_LIMIT
 from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, MemoryTools, ToolDefinition
 
 __all__ = ["SERVER_INSTRUCTIONS", "create_mcp_server", "to_call_tool_result"]

@@ -26,7 +26,7 @@ Format (stable; a change to it is a breaking change)::
 * When nothing is selected the block is the empty string (no header alone).
 
 Selection (:func:`assemble_context`) is greedy by score: candidates (event hits and
-session snippets, both scored by :func:`memlane.ranking.rank`) are taken best first;
+session snippets, both scored by :func:`memlane.recall.ranking.rank`) are taken best first;
 one whose semantic match (:func:`match_strength`) is below ``min_relevance`` is dropped;
 otherwise it is added if the
 *whole rendered block* still counts at most ``token_budget`` tokens, else its shorter

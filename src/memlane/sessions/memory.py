@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlane.clock import ensure_utc
+from memlane.core import MemoryCore
 from memlane.embeddings.base import check_vectors
 from memlane.errors import StoreError, ValidationError
 from memlane.models import RecallHit
-from memlane.ranking import RankingWeights, rank, resolve_weights
+from memlane.recall.ranking import RankingWeights, rank, resolve_weights
 from memlane.sessions.context import (
     DEFAULT_MAX_ITEM_CHARS,
     ContextBlock,
@@ -48,15 +49,12 @@ from memlane.stores.sessions_base import (
 )
 from memlane.validation import check_identifier, check_limit, check_text, normalize_metadata
 
-if TYPE_CHECKING:
-    from memlane.memory import EpisodicMemory
-
 __all__ = ["SessionMemory"]
 
 TokenizerSpec = TokenCounter | Callable[[str], int] | str | None
 
 
-def _session_store(memory: EpisodicMemory) -> SessionStore:
+def _session_store(memory: MemoryCore) -> SessionStore:
     store = memory.store
     if not isinstance(store, SupportsSessions):
         raise StoreError(f"{type(store).__name__} does not store session episodes (no session_store)")
@@ -73,13 +71,15 @@ class SessionMemory:
     """Session episodes over an :class:`~memlane.memory.EpisodicMemory`'s store (see the module docstring).
 
     Args:
-        memory: Supplies the store, embedder, clock, tenant and configuration.
+        memory: Supplies the store, embedder, clock, tenant and configuration: an
+            :class:`~memlane.memory.EpisodicMemory` (typed as :class:`memlane.core.MemoryCore`,
+            so this module never imports the facade).
 
     Raises:
         StoreError: the memory's store does not support session episodes.
     """
 
-    def __init__(self, memory: EpisodicMemory) -> None:
+    def __init__(self, memory: MemoryCore) -> None:
         self.memory = memory
         self.store: SessionStore = _session_store(memory)
 
@@ -276,7 +276,7 @@ class SessionMemory:
 
         Every stored turn was embedded at store time; the query is embedded, the owner's
         turns are scored by cosine similarity (exact search) and ranked with the same
-        three-factor scoring as event episodes (:func:`memlane.ranking.rank`: relevance
+        three-factor scoring as event episodes (:func:`memlane.recall.ranking.rank`: relevance
         ``max(0, cosine)``, recency ``decay ** age_days`` from the turn's time, importance
         0.5 for every turn, as turns are unrated; weighted mean). Each snippet is the
         matched turn with ``context_turns`` turns on each side. A lower-ranked match whose

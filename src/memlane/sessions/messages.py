@@ -1,4 +1,4 @@
-"""Validation of OpenAI-format chat messages, and their plain-text rendering.
+"""OpenAI-format chat messages: their types (:class:`Message`, :class:`ToolCall`), validation and rendering.
 
 Accepted shape (the OpenAI Chat Completions message format):
 
@@ -24,14 +24,25 @@ hold it; refused on every backend so they behave alike). Each error is a
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.errors import ValidationError
-from memlane.sessions.models import ROLES, SYSTEM_ROLES, Message, ToolCall
 
-__all__ = ["message_text", "render_message", "validate_message", "validate_messages"]
+__all__ = [
+    "CONVERSATION_ROLES",
+    "ROLES",
+    "SYSTEM_ROLES",
+    "Message",
+    "ToolCall",
+    "message_text",
+    "render_message",
+    "validate_message",
+    "validate_messages",
+]
 
 _REQUIRES_CONTENT = frozenset({"system", "developer", "user", "tool"})
 
@@ -249,3 +260,96 @@ def render_message(message: Message, *, max_chars: int | None = None) -> str:
         text = text[: max(1, max_chars) - 1].rstrip() + "…"
     label = message.name if message.name and message.role not in SYSTEM_ROLES | {"tool"} else message.role
     return f"{label}: {text}" if text else f"{label}:"
+
+
+# -- the message types (validated by validate_message above) --------------------------
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+"""Accepted message roles (OpenAI chat format; ``developer`` is OpenAI's newer name for ``system``)."""
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+"""Instruction roles: stored and returned by ``get_session``, but never embedded or shown in snippets."""
+
+CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
+"""Roles that make up the conversation proper (what is windowed, embedded and searched)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call requested by an assistant message (OpenAI ``tool_calls[i]``).
+
+    Attributes:
+        id: The call id that the answering ``tool`` message's ``tool_call_id`` refers to.
+        name: The function name (``function.name``).
+        arguments: The arguments exactly as given (``function.arguments``): JSON text,
+            never parsed or reformatted.
+        type: The tool type; always ``"function"``.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    type: str = "function"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The OpenAI form ``{"id", "type", "function": {"name", "arguments"}}``."""
+        return {
+            "id": self.id,
+            "type": self.type,
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One OpenAI-format chat message.
+
+    Build one with :meth:`from_dict` (validated, the usual way) or with the constructor
+    for simple messages (``Message("user", "hi")``), which fills :attr:`raw` in the
+    canonical key order ``role, content, name, tool_calls, tool_call_id``.
+
+    Attributes:
+        role: One of :data:`ROLES`.
+        content: The message text: the ``content`` string, or its ``text`` parts joined
+            with newlines; ``None`` when there is no text (an assistant message that only
+            calls tools, or content made only of non-text parts).
+        name: Optional participant name (OpenAI ``name``).
+        tool_calls: Tool calls of an assistant message (empty otherwise).
+        tool_call_id: For ``tool`` messages, the id of the call this message answers.
+        raw: The message mapping exactly as given (JSON types, caller's key order).
+    """
+
+    role: str
+    content: str | None = None
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.raw:
+            raw: dict[str, Any] = {"role": self.role, "content": self.content}
+            if self.name is not None:
+                raw["name"] = self.name
+            if self.tool_calls:
+                raw["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+            if self.tool_call_id is not None:
+                raw["tool_call_id"] = self.tool_call_id
+            object.__setattr__(self, "raw", raw)
+
+    @classmethod
+    def from_dict(cls, message: Mapping[str, Any]) -> Message:
+        """Validate one OpenAI-format message mapping and wrap it.
+
+        Raises:
+            ValidationError: the message is malformed; the message names the field.
+        """
+        return validate_message(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A deep copy of the message as given: ``json.dumps`` of it equals that of the input."""
+        return copy.deepcopy(dict(self.raw))
+
+    def to_json(self) -> str:
+        """The storage form: ``json.dumps`` of :attr:`raw` (not ASCII-escaped, caller's key order)."""
+        return json.dumps(self.raw, ensure_ascii=False, allow_nan=False)

@@ -1,25 +1,20 @@
-"""Value types of session episodes: messages, tool calls, stored sessions and search snippets.
+"""Value types of session episodes: stored sessions and search snippets.
 
-All are frozen dataclasses; timestamps are timezone-aware UTC ``datetime``s.
-
-A :class:`Message` keeps the caller's message mapping exactly as given (:attr:`Message.raw`,
-a JSON round-tripped copy in the caller's key order), so :meth:`Message.to_dict` gives back
-the same JSON, byte for byte: tool-call ``arguments`` are never parsed or reformatted, and
-provider-specific keys (``refusal``, ``reasoning_content``, ...) are kept. The typed fields
-(:attr:`Message.role`, :attr:`Message.content`, :attr:`Message.tool_calls`, ...) are a
-read-only view of it for rendering and windowing.
+All are frozen dataclasses; timestamps are timezone-aware UTC ``datetime``s. The message
+types (:class:`Message`, :class:`ToolCall`) and the role sets are defined with their
+validation in :mod:`memlane.sessions.messages` and re-exported here.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from memlane.models import ScoreBreakdown
+from memlane.sessions.messages import CONVERSATION_ROLES, ROLES, SYSTEM_ROLES, Message, ToolCall
 
 __all__ = [
     "CONVERSATION_ROLES",
@@ -30,98 +25,6 @@ __all__ = [
     "SessionSnippet",
     "ToolCall",
 ]
-
-ROLES = ("system", "developer", "user", "assistant", "tool")
-"""Accepted message roles (OpenAI chat format; ``developer`` is OpenAI's newer name for ``system``)."""
-
-SYSTEM_ROLES = frozenset({"system", "developer"})
-"""Instruction roles: stored and returned by ``get_session``, but never embedded or shown in snippets."""
-
-CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
-"""Roles that make up the conversation proper (what is windowed, embedded and searched)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call requested by an assistant message (OpenAI ``tool_calls[i]``).
-
-    Attributes:
-        id: The call id that the answering ``tool`` message's ``tool_call_id`` refers to.
-        name: The function name (``function.name``).
-        arguments: The arguments exactly as given (``function.arguments``): JSON text,
-            never parsed or reformatted.
-        type: The tool type; always ``"function"``.
-    """
-
-    id: str
-    name: str
-    arguments: str
-    type: str = "function"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The OpenAI form ``{"id", "type", "function": {"name", "arguments"}}``."""
-        return {
-            "id": self.id,
-            "type": self.type,
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One OpenAI-format chat message.
-
-    Build one with :meth:`from_dict` (validated, the usual way) or with the constructor
-    for simple messages (``Message("user", "hi")``), which fills :attr:`raw` in the
-    canonical key order ``role, content, name, tool_calls, tool_call_id``.
-
-    Attributes:
-        role: One of :data:`ROLES`.
-        content: The message text: the ``content`` string, or its ``text`` parts joined
-            with newlines; ``None`` when there is no text (an assistant message that only
-            calls tools, or content made only of non-text parts).
-        name: Optional participant name (OpenAI ``name``).
-        tool_calls: Tool calls of an assistant message (empty otherwise).
-        tool_call_id: For ``tool`` messages, the id of the call this message answers.
-        raw: The message mapping exactly as given (JSON types, caller's key order).
-    """
-
-    role: str
-    content: str | None = None
-    name: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.raw:
-            raw: dict[str, Any] = {"role": self.role, "content": self.content}
-            if self.name is not None:
-                raw["name"] = self.name
-            if self.tool_calls:
-                raw["tool_calls"] = [call.to_dict() for call in self.tool_calls]
-            if self.tool_call_id is not None:
-                raw["tool_call_id"] = self.tool_call_id
-            object.__setattr__(self, "raw", raw)
-
-    @classmethod
-    def from_dict(cls, message: Mapping[str, Any]) -> Message:
-        """Validate one OpenAI-format message mapping and wrap it.
-
-        Raises:
-            ValidationError: the message is malformed; the message names the field.
-        """
-        from memlane.sessions.messages import validate_message
-
-        return validate_message(message)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A deep copy of the message as given: ``json.dumps`` of it equals that of the input."""
-        return copy.deepcopy(dict(self.raw))
-
-    def to_json(self) -> str:
-        """The storage form: ``json.dumps`` of :attr:`raw` (not ASCII-escaped, caller's key order)."""
-        return json.dumps(self.raw, ensure_ascii=False, allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The ``Store`` protocol: what every storage backend provides to ``EpisodicMemory``.
 
 Stores filter, fetch and persist. They never rank by recency or importance — that is
-:mod:`memlane.ranking`'s job, identical for every backend. A store's contract is
+:mod:`memlane.recall.ranking`'s job, identical for every backend. A store's contract is
 written once as a test suite (``tests/contract``) that every backend must pass.
 """
 
@@ -157,7 +157,7 @@ class KeywordCandidates:
         score: float64 ``[n]``, the backend's full-text score, >= 0, higher is better: BM25
             in SQLite (FTS5 ``-bm25()``; Robertson & Zaragoza 2009, k1 = 1.2, b = 0.75), cover
             density in PostgreSQL (``ts_rank_cd``). Scales differ between backends; only the
-            order within one result is comparable (see :mod:`memlane.ranking`).
+            order within one result is comparable (see :mod:`memlane.recall.ranking`).
         created_at_seconds: float64 ``[n]``, ``created_at`` as Unix seconds.
         importance: float64 ``[n]``, rating in [1, 10], NaN if unrated.
     """
@@ -287,7 +287,7 @@ class Store(Protocol):
 
         Args:
             flt: The filter; no returned row may fail it.
-            terms: Plain terms from :func:`memlane.keywords.keyword_terms` (letters and digits
+            terms: Plain terms from :func:`memlane.recall.keywords.keyword_terms` (letters and digits
                 only). The store quotes each term on its own and ORs them, so no term is ever
                 read as full-text query syntax. Empty -> no candidates.
             top_n: Maximum rows, >= 1, best keyword score first.

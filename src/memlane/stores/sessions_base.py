@@ -14,7 +14,7 @@ What a backend stores, per session (unique per ``(tenant_id, session_id)``):
 * one window row per turn (its position range, time, embedded text and vector).
 
 Like the episode stores, session stores filter and fetch; ranking happens in
-:mod:`memlane.ranking`, in the :class:`memlane.sessions.SessionMemory` facade. Every
+:mod:`memlane.recall.ranking`, in the :class:`memlane.sessions.SessionMemory` facade. Every
 method raises :class:`memlane.errors.StoreError` (or a subclass) for backend failures,
 never a driver exception, and binds every untrusted string as a parameter.
 """

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from memlane import PRESETS, EpisodeNotFoundError, EpisodicMemory, MemlaneError, ValidationError
-from memlane.config_file import ServerSettings
+from memlane.config.file import ServerSettings
 from memlane.server.inspector import data, pages, pages_sessions, pages_stats
 from memlane.server.inspector.auth import (
     COOKIE_NAME,

@@ -5,7 +5,7 @@ The index is the stored generated column ``content_tsv`` =
 :mod:`memlane.stores.postgres.migrations`); PostgreSQL keeps it in step with every insert,
 delete and retention prune.
 
-Query safety: every term from :func:`memlane.keywords.keyword_terms` is a *bound parameter*
+Query safety: every term from :func:`memlane.recall.keywords.keyword_terms` is a *bound parameter*
 of its own ``plainto_tsquery('english', %s)`` (which reads its input as plain words, never
 as ``tsquery`` operators), and the per-term queries are ORed with the ``||`` operator. So no
 user text reaches a query parser that gives ``&``, ``|``, ``!``, ``<->``, ``:*`` or quotes a
@@ -14,7 +14,7 @@ meaning. A term that is an English stop word yields an empty query and is ignore
 Scoring: ``ts_rank_cd(content_tsv, query, 1)``, PostgreSQL's cover density ranking
 (Clarke, Cormack & Tudhope 2000, *Relevance ranking for one to three term queries*),
 divided by ``1 + log(document length)``. It is not BM25, so its scale differs from the
-SQLite store's; :mod:`memlane.ranking` only uses it through a per-query normalisation or
+SQLite store's; :mod:`memlane.recall.ranking` only uses it through a per-query normalisation or
 its rank order, so the fused relevance means the same on both backends.
 """
 
@@ -60,7 +60,7 @@ def keyword_count_statement(table: sql.Composable) -> sql.Composed:
     """Count (up to a cap) the rows whose ``content_tsv`` matches one term.
 
     Parameters: the term, then the cap. Used to find terms that occur in more than half of the
-    rows (:class:`memlane.keywords.CommonTermFilter`).
+    rows (:class:`memlane.stores.common_terms.CommonTermFilter`).
     """
     return sql.SQL(
         "SELECT count(*) FROM (SELECT 1 FROM {t} WHERE content_tsv OPERATOR(pg_catalog.@@) "

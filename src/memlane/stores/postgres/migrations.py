@@ -232,7 +232,7 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             "WHERE superseded_by IS NOT NULL"
         ),
     ),
-    # 6: forgetting (memlane.forgetting): ``archived_at`` (null = active; archived episodes are
+    # 6: forgetting (memlane.lifecycle.forgetting): ``archived_at`` (null = active; archived episodes are
     # hidden from recall by default, never deleted by archiving) and ``session_scoped`` (removed
     # when its session ends). Existing rows: active, not session-scoped.
     (

@@ -1,4 +1,4 @@
-"""Re-embedding operations of the PostgreSQL store (the backend half of :mod:`memlane.reembed`).
+"""Re-embedding operations of the PostgreSQL store (the backend half of :mod:`memlane.lifecycle.reembed`).
 
 Staged vectors live in ``memlane_reembed_staging`` (episodes) and
 ``memlane_reembed_window_staging`` (session windows), each ``(seq, embedding,
@@ -63,7 +63,7 @@ class _Table:
 
 
 class PostgresReembed:
-    """:class:`memlane.reembed.ReembedBackend` over a :class:`~memlane.stores.postgres.PostgresStore`.
+    """The re-embedding backend over a :class:`~memlane.stores.postgres.PostgresStore`.
 
     Args:
         store: The open store (its pooled transactions and vector parameters are used).

@@ -4,7 +4,7 @@ The index is the external-content FTS5 table ``episodes_fts`` (schema migration 
 :mod:`memlane.stores.sqlite.migrations`), kept in step with ``episodes`` by triggers, so
 explicit deletes and retention pruning remove an episode from it in the same transaction.
 
-Query safety: the MATCH expression is built only from :func:`memlane.keywords.keyword_terms`
+Query safety: the MATCH expression is built only from :func:`memlane.recall.keywords.keyword_terms`
 output, each term wrapped in double quotes (an FTS5 string: no operator, column filter,
 prefix ``*`` or ``NEAR`` inside it means anything) and the terms joined with ``OR``. The
 expression is then passed as a bound parameter, never spliced into SQL.
@@ -32,7 +32,7 @@ def fts5_match_expression(terms: Sequence[str]) -> str:
     """Build an FTS5 MATCH expression that ORs ``terms``, each as a quoted string.
 
     Args:
-        terms: Plain terms (see :func:`memlane.keywords.keyword_terms`); any ``"`` inside a
+        terms: Plain terms (see :func:`memlane.recall.keywords.keyword_terms`); any ``"`` inside a
             term is doubled, FTS5's escape, so even arbitrary strings stay literal.
 
     Returns:
@@ -59,7 +59,7 @@ def keyword_search(
         terms: Plain keyword terms; empty -> no candidates.
         top_n: Maximum rows, >= 1.
         common: Drops terms in more than half of the rows first
-            (:class:`memlane.keywords.CommonTermFilter`); ``None`` keeps every term.
+            (:class:`memlane.stores.common_terms.CommonTermFilter`); ``None`` keeps every term.
 
     Returns:
         Up to ``top_n`` candidates, best BM25 first (ties: lower ``seq`` first).

@@ -153,7 +153,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE episodes SET valid_from_us = created_at_us, recorded_at_us = created_at_us",
         "CREATE INDEX ix_episodes_superseded_by ON episodes (superseded_by) WHERE superseded_by IS NOT NULL",
     ),
-    # 6: forgetting (memlane.forgetting): ``archived_at_us`` (null = active; archived episodes are
+    # 6: forgetting (memlane.lifecycle.forgetting): ``archived_at_us`` (null = active; archived episodes are
     # hidden from recall by default, never deleted by archiving) and ``session_scoped`` (1 = removed
     # when its session ends). Existing rows: active, not session-scoped.
     (

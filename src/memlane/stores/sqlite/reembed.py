@@ -1,4 +1,4 @@
-"""Re-embedding operations of the SQLite store (the backend half of :mod:`memlane.reembed`).
+"""Re-embedding operations of the SQLite store (the backend half of :mod:`memlane.lifecycle.reembed`).
 
 Staged vectors live in ``reembed_staging`` (episodes) and ``reembed_window_staging``
 (session windows), each ``(seq, embedding, embedding_model)`` keyed by the source row (schema
@@ -67,7 +67,7 @@ _MISSING = "(embedding IS NULL OR embedding_model IS NOT ?)"
 
 
 class SQLiteReembed:
-    """:class:`memlane.reembed.ReembedBackend` over a :class:`~memlane.stores.sqlite.SQLiteStore`.
+    """:class:`memlane.stores.reembed_base.ReembedBackend` over a :class:`~memlane.stores.sqlite.SQLiteStore`.
 
     Args:
         store: The open store (its connection, error translation and write transactions are used).

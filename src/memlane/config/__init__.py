@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from memlane.errors import ConfigError, ValidationError
-from memlane.forgetting import ForgettingPolicy
+from memlane.lifecycle.forgetting import ForgettingPolicy
 from memlane.models import Scope
-from memlane.ranking import (
+from memlane.recall.ranking import (
     DEFAULT_DECAY_PER_DAY,
     FUSION_METHODS,
     RETRIEVAL_MODES,
@@ -38,18 +38,18 @@ class MemoryConfig:
         prune_probability: Fraction of ``remember_episode`` calls that also prune expired
             episodes, in [0, 1] (default 0.01, i.e. about 1 call in 100).
         decay_per_day: Recency decay factor per day of age, in (0, 1] (default 0.995).
-        weights: Default ranking weights: a :class:`memlane.ranking.RankingWeights`, a
+        weights: Default ranking weights: a :class:`memlane.recall.ranking.RankingWeights`, a
             preset name (default ``"balanced"``) or a mapping.
         retrieval: How ranked recalls find candidates: ``"hybrid"`` (default: embeddings and
             the keyword index, fused), ``"dense"`` (embeddings only) or ``"keyword"``
             (full-text index only; never calls the embedder).
         fusion: How hybrid retrieval fuses the two signals: ``"noisy_or"`` (default),
             ``"rrf"`` (reciprocal rank fusion) or ``"convex"`` (weighted sum); see
-            :mod:`memlane.ranking`.
+            :mod:`memlane.recall.ranking`.
         min_relevance: Ranked hits whose relevance is below this, in [0, 1], are dropped
             (default 0: keep all).
         temporal: Whether time expressions in a query ("last May") boost episodes created in
-            that window (default ``True``; see :mod:`memlane.temporal`).
+            that window (default ``True``; see :mod:`memlane.recall.temporal`).
         embedding_fallback: When the embedder fails (``EmbeddingError``), store episodes
             without a vector and recall by keywords only, with a logged warning, instead of
             raising (default ``True``). An embedding *model mismatch* always raises.
@@ -62,11 +62,12 @@ class MemoryConfig:
             episode (``supersede_reason = "auto: contradiction cosine=..."``).
         forgetting: Whether ranked recalls use each episode's forgetting half-life for the
             recency signal (``0.5 ** (age_days / half_life)``, 1 for never-forget episodes;
-            :mod:`memlane.forgetting`) instead of ``decay_per_day ** age_days``. Default
+            :mod:`memlane.lifecycle.forgetting`) instead of ``decay_per_day ** age_days``. Default
             ``False``, so existing rankings do not change silently. :meth:`forget` works
             either way.
-        forgetting_policy: Importance -> half-life mapping (:class:`memlane.forgetting.ForgettingPolicy`
-            or ``{"bands": {9: null, 7: 30, 4: 7, 1: 1}, "unrated": 7}``); default the
+        forgetting_policy: Importance -> half-life mapping
+            (:class:`memlane.lifecycle.forgetting.ForgettingPolicy` or
+            ``{"bands": {9: null, 7: 30, 4: 7, 1: 1}, "unrated": 7}``); default the
             issue-7 bands. Its never-forget bands (importance >= 9 by default) are also
             exempt from retention pruning.
         forget_action: What :meth:`memlane.EpisodicMemory.forget` does to a faded episode:
@@ -170,12 +171,12 @@ class MemoryConfig:
 
     @property
     def hybrid_settings(self) -> HybridSettings:
-        """The :class:`memlane.ranking.HybridSettings` for ``fusion`` (other parameters at their defaults)."""
+        """The :class:`memlane.recall.ranking.HybridSettings` for ``fusion`` (other parameters: defaults)."""
         return HybridSettings(fusion=self.fusion)
 
     @property
     def policy(self) -> ForgettingPolicy:
-        """The resolved :class:`memlane.forgetting.ForgettingPolicy`."""
+        """The resolved :class:`memlane.lifecycle.forgetting.ForgettingPolicy`."""
         assert isinstance(self.forgetting_policy, ForgettingPolicy)
         return self.forgetting_policy
 

@@ -1,0 +1,122 @@
+"""One episode to remember (:class:`EpisodeInput`) and its validation into an ``Episode``.
+
+The write half of the input policy: :class:`memlane.EpisodicMemory` builds every episode it
+stores with :func:`build_episode`, so ``remember_episode``, ``remember_episodes``,
+``supersede`` and imports validate alike.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memlane.clock import ensure_utc
+from memlane.errors import ValidationError
+from memlane.models import Episode
+from memlane.validation import (
+    check_identifier,
+    check_text,
+    clamp_importance,
+    normalize_metadata,
+    normalize_tags,
+)
+
+__all__ = ["EpisodeInput", "build_episode"]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeInput:
+    """One episode to remember in a batch (:meth:`memlane.EpisodicMemory.remember_episodes`).
+
+    Fields mean the same as :meth:`memlane.EpisodicMemory.remember_episode`'s arguments. The
+    import-only fields ``id``, ``tenant_id``, ``session_id``, ``recorded_at``,
+    ``invalidated_at``, ``superseded_by``, ``supersede_reason``, ``retrieve_count`` (>= 0)
+    and ``last_retrieved_at`` keep an exported episode's identity and history when it is
+    re-imported; left ``None`` they come from the memory (``recorded_at``: the clock's now)
+    or stay empty.
+    """
+
+    event_type: str
+    content: str
+    tags: Sequence[str] | str | None = None
+    importance: float | None = None
+    created_at: datetime | None = None
+    metadata: Mapping[str, Any] | None = field(default=None)
+    id: str | None = None
+    tenant_id: str | None = None
+    session_id: str | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    recorded_at: datetime | None = None
+    invalidated_at: datetime | None = None
+    superseded_by: str | None = None
+    supersede_reason: str | None = None
+    archived_at: datetime | None = None
+    session_scoped: bool = False
+    retrieve_count: int = 0
+    last_retrieved_at: datetime | None = None
+
+
+def build_episode(
+    item: EpisodeInput, now: datetime, *, tenant_id: str, session_id: str, embedding_model: str
+) -> Episode:
+    """Validate ``item`` into the :class:`~memlane.models.Episode` to store.
+
+    Args:
+        item: The caller's episode.
+        now: The memory clock's now (UTC): the default ``created_at`` and ``recorded_at``.
+        tenant_id: The memory's tenant, used unless ``item.tenant_id`` is given.
+        session_id: The memory's session, used unless ``item.session_id`` is given.
+        embedding_model: The embedder's ``model_id`` recorded on the episode.
+
+    Returns:
+        The episode with a new ``id`` (unless ``item.id`` is given), every field normalised
+        (:mod:`memlane.validation`) and every time timezone-aware UTC.
+
+    Raises:
+        ValidationError: any invalid field; the message names it.
+    """
+    created_at = now if item.created_at is None else ensure_utc(item.created_at, "created_at")
+    valid_from = created_at if item.valid_from is None else ensure_utc(item.valid_from, "valid_from")
+    valid_until = None if item.valid_until is None else ensure_utc(item.valid_until, "valid_until")
+    if valid_until is not None and valid_until < valid_from:
+        raise ValidationError(f"valid_until ({valid_until}) is before valid_from ({valid_from})")
+    invalidated_at = (
+        None if item.invalidated_at is None else ensure_utc(item.invalidated_at, "invalidated_at")
+    )
+    if not isinstance(item.session_scoped, bool):
+        raise ValidationError(f"session_scoped must be true or false, got {item.session_scoped!r}")
+    count = item.retrieve_count
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValidationError(f"retrieve_count must be an integer >= 0, got {count!r}")
+    return Episode(
+        id=uuid.uuid4().hex if item.id is None else check_identifier(item.id, "id"),
+        tenant_id=tenant_id if item.tenant_id is None else check_identifier(item.tenant_id, "tenant_id"),
+        session_id=session_id if item.session_id is None else check_identifier(item.session_id, "session_id"),
+        event_type=check_identifier(item.event_type, "event_type"),
+        content=check_text(item.content, "content"),
+        tags=normalize_tags(item.tags),
+        importance=clamp_importance(item.importance),
+        created_at=created_at,
+        metadata=normalize_metadata(item.metadata),
+        embedding_model=embedding_model,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        recorded_at=now if item.recorded_at is None else ensure_utc(item.recorded_at, "recorded_at"),
+        invalidated_at=invalidated_at,
+        superseded_by=None
+        if item.superseded_by is None
+        else check_identifier(item.superseded_by, "superseded_by"),
+        supersede_reason=None
+        if item.supersede_reason is None
+        else check_text(item.supersede_reason, "supersede_reason"),
+        archived_at=None if item.archived_at is None else ensure_utc(item.archived_at, "archived_at"),
+        session_scoped=item.session_scoped,
+        retrieve_count=count,
+        last_retrieved_at=None
+        if item.last_retrieved_at is None
+        else ensure_utc(item.last_retrieved_at, "last_retrieved_at"),
+    )

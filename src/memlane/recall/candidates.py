@@ -1,0 +1,98 @@
+"""Merging a store's dense and keyword candidates into one set of parallel arrays (pure).
+
+:class:`memlane.EpisodicMemory` asks the store for vector candidates, keyword candidates or
+both, then hands the merged arrays to :func:`memlane.recall.ranking.rank`. An episode found by both
+searches appears once, with both scores; one found by a single search has NaN for the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.stores.base import KeywordCandidates, VectorCandidates
+
+__all__ = ["MergedCandidates", "merge_candidates"]
+
+
+@dataclass(frozen=True, slots=True)
+class MergedCandidates:
+    """The union of dense and keyword candidates, as parallel arrays of length ``n``.
+
+    Attributes:
+        keys: int64 ``[n]`` store row keys (unique): the dense candidates in their order, then
+            keyword-only candidates in theirs.
+        cosine: float64 ``[n]`` cosine to the query, NaN where not a dense candidate; ``None``
+            when no dense search ran.
+        keyword: float64 ``[n]`` keyword score (>= 0), NaN where not a keyword candidate;
+            ``None`` when no keyword search ran.
+        created_at_seconds: float64 ``[n]``.
+        importance: float64 ``[n]``, NaN if unrated.
+    """
+
+    keys: NDArray[np.int64]
+    cosine: NDArray[np.float64] | None
+    keyword: NDArray[np.float64] | None
+    created_at_seconds: NDArray[np.float64]
+    importance: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def merge_candidates(dense: VectorCandidates | None, keyword: KeywordCandidates | None) -> MergedCandidates:
+    """Union ``dense`` and ``keyword`` candidates by row key.
+
+    Args:
+        dense: Vector candidates, or ``None`` when the embeddings were not searched.
+        keyword: Keyword candidates, or ``None`` when the keyword index was not searched.
+
+    Returns:
+        The merged arrays (see :class:`MergedCandidates`); empty when both are ``None``.
+    """
+    if dense is None and keyword is None:
+        empty = np.zeros(0, dtype=np.float64)
+        return MergedCandidates(np.zeros(0, dtype=np.int64), None, None, empty, empty)
+    if keyword is None:
+        assert dense is not None
+        return MergedCandidates(
+            keys=np.asarray(dense.keys, dtype=np.int64),
+            cosine=np.asarray(dense.cosine, dtype=np.float64),
+            keyword=None,
+            created_at_seconds=np.asarray(dense.created_at_seconds, dtype=np.float64),
+            importance=np.asarray(dense.importance, dtype=np.float64),
+        )
+    if dense is None:
+        return MergedCandidates(
+            keys=keyword.keys,
+            cosine=None,
+            keyword=keyword.score,
+            created_at_seconds=keyword.created_at_seconds,
+            importance=keyword.importance,
+        )
+    dense_keys = np.asarray(dense.keys, dtype=np.int64)
+    in_dense = np.isin(keyword.keys, dense_keys)
+    extra = ~in_dense
+    keys = np.concatenate([dense_keys, keyword.keys[extra]])
+    n_dense = len(dense_keys)
+    cosine = np.full(len(keys), np.nan)
+    cosine[:n_dense] = dense.cosine
+    scores = np.full(len(keys), np.nan)
+    if in_dense.any():
+        order = np.argsort(dense_keys, kind="stable")
+        positions = order[np.searchsorted(dense_keys, keyword.keys[in_dense], sorter=order)]
+        scores[positions] = keyword.score[in_dense]
+    scores[n_dense:] = keyword.score[extra]
+    return MergedCandidates(
+        keys=keys,
+        cosine=cosine,
+        keyword=scores,
+        created_at_seconds=np.concatenate(
+            [np.asarray(dense.created_at_seconds, dtype=np.float64), keyword.created_at_seconds[extra]]
+        ),
+        importance=np.concatenate(
+            [np.asarray(dense.importance, dtype=np.float64), keyword.importance[extra]]
+        ),
+    )

@@ -1,0 +1,173 @@
+"""Ranked recall, stage by stage: what :meth:`memlane.EpisodicMemory.recall_episodes` runs for a query.
+
+The facade validates the arguments and builds the scoped :class:`~memlane.stores.base.EpisodeFilter`
+(:func:`time_slice` gives its bi-temporal fields); then :func:`ranked_recall`:
+
+1. embeds the query (unless ``retrieval="keyword"``); if the embedder fails and the fallback
+   is on, the recall continues with keywords only and every breakdown says ``fallback=True``;
+2. asks the store for vector candidates and/or keyword candidates
+   (:func:`memlane.recall.keywords.keyword_terms`), ``top_n = max(20 * limit, 200)`` each;
+3. merges them (:func:`memlane.recall.candidates.merge_candidates`);
+4. marks the candidates inside a time window the query names
+   (:func:`memlane.recall.temporal.parse_time_window`, when ``config.temporal`` is on);
+5. ranks them (:func:`memlane.recall.ranking.rank`), with forgetting half-lives as recency
+   when ``config.forgetting`` is on;
+6. fetches the winners' episodes and, when ``config.track_retrievals`` is on, counts the
+   retrieval (one batched store update; a failure is logged and never fails the recall).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.clock import ensure_utc
+from memlane.config import MemoryConfig
+from memlane.errors import MemlaneError
+from memlane.models import RecallHit
+from memlane.recall.candidates import merge_candidates
+from memlane.recall.keywords import keyword_terms
+from memlane.recall.ranking import RankingWeights, rank
+from memlane.recall.temporal import parse_time_window
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
+
+__all__ = ["QueryEmbedder", "ranked_recall", "record_retrievals", "scoped_recall_filter", "time_slice"]
+
+logger = logging.getLogger(__name__)
+
+QueryEmbedder = Callable[[str], "NDArray[np.float32] | None"]
+"""Embeds one query: its vector, or ``None`` when the embedder failed and the fallback is on."""
+
+
+def time_slice(at: datetime, as_of: datetime | None, known_at: datetime | None) -> dict[str, Any]:
+    """The bi-temporal :class:`~memlane.stores.base.EpisodeFilter` fields of a recall.
+
+    Args:
+        at: The recall's ``now`` (UTC).
+        as_of: Valid-time instant, or ``None``.
+        known_at: Transaction-time instant, or ``None``.
+
+    Returns:
+        ``{"still_valid_at": at, "current_at": at}`` when neither is given; else
+        ``valid_at`` (from ``as_of``) and/or ``recorded_by`` and ``current_at`` (from ``known_at``).
+
+    Raises:
+        ValidationError: a naive ``as_of`` or ``known_at``.
+    """
+    if as_of is None and known_at is None:
+        return {"still_valid_at": at, "current_at": at}
+    out: dict[str, Any] = {}
+    if as_of is not None:
+        out["valid_at"] = ensure_utc(as_of, "as_of")
+    if known_at is not None:
+        k = ensure_utc(known_at, "known_at")
+        out["recorded_by"] = k
+        out["current_at"] = k
+    return out
+
+
+def scoped_recall_filter(
+    flt: EpisodeFilter,
+    *,
+    at: datetime,
+    as_of: datetime | None,
+    known_at: datetime | None,
+    include_archived: bool,
+) -> EpisodeFilter:
+    """``flt`` (scope, event type, tags, retention) narrowed to a recall's time slice and archive choice."""
+    return replace(flt, exclude_archived=not include_archived, **time_slice(at, as_of, known_at))
+
+
+def ranked_recall(
+    store: Store,
+    config: MemoryConfig,
+    embed_query: QueryEmbedder,
+    query: str,
+    flt: EpisodeFilter,
+    *,
+    limit: int,
+    at: datetime,
+    weights: RankingWeights,
+    retrieval: str,
+    min_relevance: float,
+) -> list[RecallHit]:
+    """Run the stages listed in the module docstring for one validated query.
+
+    Args:
+        store: Where the candidates come from.
+        config: Supplies ``temporal``, ``decay_per_day``, ``hybrid_settings``, ``forgetting``
+            and ``policy``, and ``track_retrievals``.
+        embed_query: See :data:`QueryEmbedder`.
+        query: The checked query text.
+        flt: The scoped filter every candidate must pass.
+        limit: Maximum hits, >= 1.
+        at: The recall's ``now`` (UTC).
+        weights: Resolved ranking weights.
+        retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
+        min_relevance: In [0, 1].
+
+    Returns:
+        Up to ``limit`` hits, best first, each with its score breakdown.
+
+    Raises:
+        EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
+    """
+    mode = retrieval
+    top_n = max(limit * 20, 200)
+    fallback = False
+    dense: VectorCandidates | None = None
+    if mode != "keyword":
+        vector = embed_query(query)
+        if vector is None:
+            mode, fallback = "keyword", True
+        else:
+            dense = store.vector_candidates(flt, vector, top_n=top_n)
+    keyword: KeywordCandidates | None = None
+    if mode != "dense":
+        keyword = store.keyword_candidates(flt, keyword_terms(query), top_n)
+    candidates = merge_candidates(dense, keyword)
+    in_window = None
+    window = parse_time_window(query, at) if config.temporal else None
+    if window is not None:
+        created = candidates.created_at_seconds
+        in_window = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+    ranked = rank(
+        cosine=candidates.cosine,
+        keyword=candidates.keyword,
+        created_at_seconds=candidates.created_at_seconds,
+        importance=candidates.importance,
+        now_seconds=at.timestamp(),
+        weights=weights,
+        decay_per_day=config.decay_per_day,
+        limit=limit,
+        retrieval=mode,
+        hybrid=config.hybrid_settings,
+        in_window=in_window,
+        min_relevance=min_relevance,
+        fallback=fallback,
+        half_life_days=config.policy.half_lives(candidates.importance) if config.forgetting else None,
+    )
+    keys = [int(candidates.keys[r.index]) for r in ranked]
+    episodes = store.fetch(keys)
+    hits = [
+        RecallHit(episode=episodes[key], breakdown=r.breakdown)
+        for key, r in zip(keys, ranked, strict=True)
+        if key in episodes
+    ]
+    if config.track_retrievals and hits:
+        record_retrievals(store, [key for key in keys if key in episodes], at)
+    return hits
+
+
+def record_retrievals(store: Store, keys: list[int], at: datetime) -> None:
+    """Count a retrieval of the returned rows (one batched update); a failure only logs."""
+    try:
+        store.record_retrievals(keys, at)
+    except MemlaneError as exc:  # bookkeeping must never fail a recall
+        logger.warning("recall: could not record %d retrieval(s): %s", len(keys), exc)

@@ -1,0 +1,520 @@
+"""Pure three-factor ranking of recall candidates: relevance, recency, importance.
+
+No I/O here: every store hands the same arrays to :func:`rank`, so ranking is
+identical for every backend.
+
+The formula follows the retrieval function of Park et al. 2023, *Generative Agents:
+Interactive Simulacra of Human Behavior* (UIST '23), section 4.1: a candidate's score
+is a weighted combination of relevance, recency and importance, each scaled to
+[0, 1], with equal weights by default. memlane's differences from the paper:
+
+* **Recency** decays per *day of age* since the episode's ``created_at``
+  (``decay ** age_days``, default decay 0.995 per day, so 30 days -> 0.8604,
+  138 days -> ~0.5), not per game hour since the memory was last *accessed*.
+  Recall does not change an episode's recency. Episodes dated after ``now``
+  (clock skew, backfills) count as age 0. With a forgetting policy enabled
+  (``MemoryConfig(forgetting=True)``), recency is instead the episode's strength
+  ``0.5 ** (age_days / half_life)``, the half-life chosen by its importance band
+  (Ebbinghaus-style half-life decay; :mod:`memlane.lifecycle.forgetting`), 1 for never-forget ones.
+* **Relevance** is ``max(0, cosine)`` of L2-normalised embeddings: negative cosine
+  carries no evidence of relevance and is clipped to 0. It is *not* min-max
+  normalised per query as in the paper, so a relevance of 0.2 means the same thing
+  in every recall (an absolute, comparable signal), and the best candidate of an
+  unrelated query does not get relevance 1.
+* **Importance** is the caller's rating / 10 (ratings are clamped to [1, 10]);
+  unrated episodes score a neutral 0.5 instead of being penalised.
+* The three signals are combined as a **weighted mean** (weights divided by their
+  sum), so the score also stays in [0, 1].
+
+**Hybrid relevance** (:func:`fuse_noisy_or`, :func:`fuse_rrf`, :func:`fuse_convex`). A
+recall can draw candidates from the embeddings (*dense*: ``max(0, cosine)`` as above) and
+from the store's full-text index (*keyword*: BM25 in SQLite, Robertson & Zaragoza 2009;
+cover density in PostgreSQL). Keyword scores are divided by the best one of the recall
+(:func:`keyword_signal`), because their scale depends on the backend and the corpus. The
+default fusion is a **noisy-OR** (probabilistic sum) of the two pieces of evidence::
+
+    relevance = 1 - (1 - dense) * (1 - lam * keyword)        lam = keyword_weight = 0.6
+
+It stays in [0, 1], never falls below ``dense``, equals ``dense`` when no query term
+matches (so an episode without keyword evidence is scored exactly as in dense recall, and
+``min_relevance`` keeps an absolute meaning), and a keyword match lifts it towards 1.
+Measured on LoCoMo conversations 0-4 (``benchmarks/results/locomo.md``) against
+**reciprocal rank fusion** (Cormack, Clarke & Büttcher 2009, *Reciprocal Rank Fusion
+outperforms Condorcet and individual Rank Learning Methods*, SIGIR '09; normalised so the
+first candidate of both lists gets 1) and **convex score fusion** ``w * dense + (1 - w) *
+keyword`` (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for Hybrid
+Retrieval*, ACM TOIS): noisy-OR and RRF (``k = 5``) tie on recall@10 and noisy-OR has the
+higher NDCG@10, while RRF and convex fusion compress or halve the dense evidence of
+episodes without a keyword match, which lets recency and importance outvote a clearly
+better semantic match under the default balanced weights. All three are available
+(:class:`HybridSettings`); RRF ranks are competition ranks (ties share the best rank), so
+they do not depend on the order a backend returns rows in.
+
+**Time windows** (:mod:`memlane.recall.temporal`). When the query names a time ("last May"),
+relevance becomes ``1 - (1 - relevance) * (1 - b * in_window)`` with ``b = temporal_boost``
+(default 0.5, tuned on LoCoMo conversations 0-4), ``in_window`` being 1 for episodes
+created inside the window and 0 otherwise: episodes in the window move halfway towards
+relevance 1, the others keep their relevance. A soft boost that reorders but never hides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.errors import ValidationError
+from memlane.models import ScoreBreakdown
+
+__all__ = [
+    "DEFAULT_DECAY_PER_DAY",
+    "FUSION_METHODS",
+    "PRESETS",
+    "RETRIEVAL_MODES",
+    "HybridSettings",
+    "RankedCandidate",
+    "RankingWeights",
+    "competition_ranks",
+    "fuse_convex",
+    "fuse_noisy_or",
+    "fuse_rrf",
+    "half_life_strength",
+    "importance_signal",
+    "keyword_signal",
+    "rank",
+    "recency_signal",
+    "relevance_signal",
+    "resolve_weights",
+]
+
+DEFAULT_DECAY_PER_DAY = 0.995
+"""Default recency decay factor per day of age (0.995**30 ~= 0.8604)."""
+
+SECONDS_PER_DAY = 86_400.0
+UNRATED_IMPORTANCE_SIGNAL = 0.5
+
+FloatArray = NDArray[np.float64]
+
+RETRIEVAL_MODES = ("hybrid", "dense", "keyword")
+"""How a ranked recall finds and scores candidates: both signals fused, embeddings only, or
+the full-text index only."""
+
+FUSION_METHODS = ("noisy_or", "rrf", "convex")
+"""How hybrid retrieval combines the dense and keyword signals (see the module docstring)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSettings:
+    """Parameters of hybrid relevance and of the time-window boost (formulas in the module docstring).
+
+    Defaults were chosen on LoCoMo conversations 0-4 only (``memlane eval locomo``).
+
+    Args:
+        fusion: ``"noisy_or"`` (default), ``"rrf"`` or ``"convex"``.
+        keyword_weight: ``lam`` of the noisy-OR, in [0, 1] (default 0.6, from {0.3, 0.5, 0.6,
+            0.7, 0.85, 1}).
+        rrf_k: RRF's rank offset ``k`` (> 0, default 5, from {2, 5, 10, 20, 60}; the paper's
+            60 flattens the top of short candidate lists).
+        dense_weight: Dense share ``w`` for ``rrf`` and ``convex``, in [0, 1] (default 0.5).
+        temporal_boost: ``b`` of the time-window boost, in [0, 1] (default 0.5, from {0.2,
+            0.3, 0.5}).
+
+    Raises:
+        ValidationError: a value out of range.
+    """
+
+    fusion: str = "noisy_or"
+    keyword_weight: float = 0.6
+    rrf_k: float = 5.0
+    dense_weight: float = 0.5
+    temporal_boost: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSION_METHODS:
+            raise ValidationError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
+        for name in ("keyword_weight", "rrf_k", "dense_weight", "temporal_boost"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValidationError(f"{name} must be a finite number, got {value!r}")
+            if (name == "rrf_k" and value <= 0) or (name != "rrf_k" and not 0.0 <= value <= 1.0):
+                raise ValidationError(f"{name} out of range: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RankingWeights:
+    """Relative weights of the three signals; only their ratios matter.
+
+    Args:
+        relevance: Weight of relevance, finite and >= 0.
+        recency: Weight of recency, finite and >= 0.
+        importance: Weight of importance, finite and >= 0.
+
+    Raises:
+        ValidationError: a weight is negative, NaN, infinite or not a number, or all are zero.
+    """
+
+    relevance: float = 1.0
+    recency: float = 1.0
+    importance: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("relevance", "recency", "importance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValidationError(f"weight {name!r} must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ValidationError(f"weight {name!r} must be finite and >= 0, got {value!r}")
+        if self.relevance + self.recency + self.importance <= 0:
+            raise ValidationError("at least one ranking weight must be > 0")
+
+    def normalized(self) -> tuple[float, float, float]:
+        """Return ``(relevance, recency, importance)`` divided by their sum (they add up to 1)."""
+        total = self.relevance + self.recency + self.importance
+        return (self.relevance / total, self.recency / total, self.importance / total)
+
+
+PRESETS: Mapping[str, RankingWeights] = {
+    "balanced": RankingWeights(1.0, 1.0, 1.0),
+    "specific_question": RankingWeights(0.6, 0.2, 0.2),
+    "agent_context": RankingWeights(0.3, 0.2, 0.5),
+    "conversation": RankingWeights(0.3, 0.5, 0.2),
+    "cold_start": RankingWeights(0.3, 0.0, 0.7),
+    "relevance_only": RankingWeights(1.0, 0.0, 0.0),
+}
+"""Named weight presets. ``balanced`` (equal weights, Park et al. 2023) is the default."""
+
+
+def resolve_weights(
+    weights: RankingWeights | str | Mapping[str, float] | None,
+    default: RankingWeights,
+) -> RankingWeights:
+    """Turn a preset name, a mapping or ``None`` into :class:`RankingWeights`.
+
+    Args:
+        weights: A :class:`RankingWeights`, a preset name from :data:`PRESETS`, a mapping
+            with any of the keys ``relevance``/``recency``/``importance`` (missing keys
+            weigh 0), or ``None`` for ``default``.
+        default: Returned when ``weights`` is ``None``.
+
+    Raises:
+        ValidationError: unknown preset name or mapping key, or invalid weight values.
+    """
+    if weights is None:
+        return default
+    if isinstance(weights, RankingWeights):
+        return weights
+    if isinstance(weights, str):
+        try:
+            return PRESETS[weights]
+        except KeyError:
+            known = ", ".join(sorted(PRESETS))
+            raise ValidationError(f"unknown weight preset {weights!r}; known presets: {known}") from None
+    if isinstance(weights, Mapping):
+        unknown = set(weights) - {"relevance", "recency", "importance"}
+        if unknown:
+            raise ValidationError(f"unknown weight keys: {sorted(unknown)}")
+        return RankingWeights(
+            relevance=weights.get("relevance", 0.0),
+            recency=weights.get("recency", 0.0),
+            importance=weights.get("importance", 0.0),
+        )
+    raise ValidationError(
+        f"weights must be a RankingWeights, preset name or mapping, got {type(weights).__name__}"
+    )
+
+
+def relevance_signal(cosine: NDArray[np.floating]) -> FloatArray:
+    """Map cosine similarities (shape ``[n]``, range [-1, 1]) to relevance in [0, 1]: ``max(0, cos)``."""
+    return np.clip(np.asarray(cosine, dtype=np.float64), 0.0, 1.0)
+
+
+def recency_signal(
+    age_seconds: NDArray[np.floating], decay_per_day: float = DEFAULT_DECAY_PER_DAY
+) -> FloatArray:
+    """Exponential recency ``decay_per_day ** age_days`` in (0, 1].
+
+    Args:
+        age_seconds: Shape ``[n]``, ``now - created_at`` in seconds; negative ages
+            (episodes dated in the future) count as 0.
+        decay_per_day: Factor per day of age, in (0, 1].
+
+    Raises:
+        ValidationError: ``decay_per_day`` outside (0, 1].
+    """
+    if not 0.0 < decay_per_day <= 1.0:
+        raise ValidationError(f"decay_per_day must be in (0, 1], got {decay_per_day!r}")
+    age_days = np.clip(np.asarray(age_seconds, dtype=np.float64), 0.0, None) / SECONDS_PER_DAY
+    # decay ** age == exp(age * ln(decay)), about twice as fast as np.power on large arrays.
+    return np.exp(age_days * math.log(decay_per_day))
+
+
+def half_life_strength(
+    age_seconds: NDArray[np.floating] | float, half_life_days: NDArray[np.floating] | float
+) -> NDArray[np.float64]:
+    """``0.5 ** (max(age, 0) / half_life)``, element-wise, in [0, 1]; an infinite half-life gives 1.
+
+    The recency signal under a forgetting policy (Ebbinghaus-style half-life decay; the
+    importance bands that choose the half-life are in :mod:`memlane.lifecycle.forgetting`).
+
+    Args:
+        age_seconds: Ages in seconds (negative = dated after ``now``, counted as 0).
+        half_life_days: Half-lives in days, > 0; ``inf`` for never-forget episodes.
+
+    Returns:
+        float64 array of the broadcast shape.
+    """
+    age_days = np.maximum(np.asarray(age_seconds, dtype=np.float64), 0.0) / SECONDS_PER_DAY
+    half = np.asarray(half_life_days, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.power(0.5, age_days / half)
+    return np.asarray(np.where(np.isinf(half), 1.0, out), dtype=np.float64)
+
+
+def importance_signal(importance: NDArray[np.floating]) -> FloatArray:
+    """Map ratings (shape ``[n]``, [1, 10], NaN = unrated) to ``rating / 10``; unrated -> 0.5."""
+    values = np.asarray(importance, dtype=np.float64)
+    return np.where(np.isnan(values), UNRATED_IMPORTANCE_SIGNAL, values / 10.0)
+
+
+def keyword_signal(scores: NDArray[np.floating]) -> FloatArray:
+    """Map keyword scores (shape ``[n]``, >= 0, NaN = no match) to [0, 1] (NaN kept).
+
+    Each score is divided by the largest one (per-query max normalisation), because full-text
+    scores have no fixed scale: BM25 grows with the corpus' IDF, ``ts_rank_cd`` differs again.
+    The best keyword match of a recall gets 1. All-zero or all-NaN input maps to 0 / NaN.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    matched = ~np.isnan(values)
+    if not matched.any():
+        return values.copy()
+    top = float(np.max(values[matched]))
+    if top <= 0.0:
+        return np.where(matched, 0.0, np.nan)
+    return np.clip(values / top, 0.0, 1.0)
+
+
+def competition_ranks(values: NDArray[np.floating]) -> FloatArray:
+    """1-based competition ranks of ``values`` (shape ``[n]``), higher value = better rank.
+
+    Ties share the best rank ("1224" ranking), so the result does not depend on input order.
+    NaN (absent from the list) gets rank ``inf``.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    ranks = np.full(len(x), np.inf)
+    present = ~np.isnan(x)
+    if present.any():
+        v = x[present]
+        ordered = np.sort(v)[::-1]
+        # rank = 1 + number of strictly greater values
+        ranks[present] = 1.0 + np.searchsorted(-ordered, -v, side="left")
+    return ranks
+
+
+def fuse_rrf(
+    dense: NDArray[np.floating], keyword: NDArray[np.floating], *, k: float, dense_weight: float
+) -> FloatArray:
+    """Weighted reciprocal rank fusion normalised to [0, 1] (Cormack, Clarke & Büttcher 2009).
+
+    Args:
+        dense: Shape ``[n]``, dense signal, NaN where the candidate is not in the dense list.
+        keyword: Shape ``[n]``, keyword signal, NaN where it matched no term.
+        k: Rank offset, > 0.
+        dense_weight: Weight of the dense list in [0, 1]; the keyword list weighs ``1 - dense_weight``.
+
+    Returns:
+        ``(w_d / (k + rank_d) + w_k / (k + rank_k)) / ((w_d + w_k) / (k + 1))``, shape ``[n]``,
+        in [0, 1]; 1 only for a candidate ranked first in both lists.
+    """
+    w_dense, w_kw = dense_weight, 1.0 - dense_weight
+    fused = w_dense / (k + competition_ranks(dense)) + w_kw / (k + competition_ranks(keyword))
+    return np.clip(fused * (k + 1.0) / (w_dense + w_kw), 0.0, 1.0)
+
+
+def fuse_noisy_or(
+    dense: NDArray[np.floating], keyword: NDArray[np.floating], *, keyword_weight: float
+) -> FloatArray:
+    """Noisy-OR of dense and keyword evidence: ``1 - (1 - dense) * (1 - lam * keyword)``.
+
+    The probabilistic sum of two signals treated as independent evidence of relevance (as
+    in Pearl 1988, *Probabilistic Reasoning in Intelligent Systems*, ch. 4.3.2), with the
+    keyword evidence discounted by ``lam``. A missing (NaN) signal counts as 0, so without a
+    keyword match the result equals ``dense``.
+
+    Args:
+        dense: Shape ``[n]``, dense signal in [0, 1] (NaN = none).
+        keyword: Shape ``[n]``, keyword signal in [0, 1] (NaN = no match).
+        keyword_weight: ``lam`` in [0, 1].
+
+    Returns:
+        Shape ``[n]``, in [0, 1], >= both ``dense`` and ``lam * keyword``.
+    """
+    d = np.nan_to_num(np.asarray(dense, dtype=np.float64), nan=0.0)
+    kw = np.nan_to_num(np.asarray(keyword, dtype=np.float64), nan=0.0)
+    return np.clip(1.0 - (1.0 - d) * (1.0 - keyword_weight * kw), 0.0, 1.0)
+
+
+def fuse_convex(
+    dense: NDArray[np.floating], keyword: NDArray[np.floating], *, dense_weight: float
+) -> FloatArray:
+    """Convex score fusion ``w_d * dense + (1 - w_d) * keyword`` in [0, 1]; NaN counts as 0.
+
+    After Bruch, Gai & Ingber 2023 (*An Analysis of Fusion Functions for Hybrid Retrieval*).
+    Both inputs are shape ``[n]`` signals in [0, 1].
+    """
+    d = np.nan_to_num(np.asarray(dense, dtype=np.float64), nan=0.0)
+    kw = np.nan_to_num(np.asarray(keyword, dtype=np.float64), nan=0.0)
+    return np.clip(dense_weight * d + (1.0 - dense_weight) * kw, 0.0, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RankedCandidate:
+    """Position of a candidate in the input arrays plus its score breakdown."""
+
+    index: int
+    breakdown: ScoreBreakdown
+
+
+def rank(
+    *,
+    cosine: NDArray[np.floating] | None,
+    created_at_seconds: NDArray[np.floating],
+    importance: NDArray[np.floating],
+    now_seconds: float,
+    weights: RankingWeights,
+    decay_per_day: float,
+    limit: int,
+    keyword: NDArray[np.floating] | None = None,
+    retrieval: str | None = None,
+    hybrid: HybridSettings | None = None,
+    in_window: NDArray[np.bool_] | None = None,
+    min_relevance: float = 0.0,
+    fallback: bool = False,
+    half_life_days: NDArray[np.floating] | None = None,
+) -> list[RankedCandidate]:
+    """Score every candidate and return the best ``limit``, best first.
+
+    Args:
+        cosine: Shape ``[n]``, cosine similarity of each candidate to the query, NaN where
+            the candidate has none (no vector, or not among the dense candidates); ``None``
+            when the embeddings were not used.
+        created_at_seconds: Shape ``[n]``, candidates' ``created_at`` as Unix seconds.
+        importance: Shape ``[n]``, ratings in [1, 10] with NaN for unrated.
+        now_seconds: The recall's ``now`` as Unix seconds.
+        weights: Signal weights (normalised to sum 1 here).
+        decay_per_day: Recency decay factor per day, in (0, 1].
+        limit: Maximum number of results, >= 1.
+        keyword: Shape ``[n]``, the store's keyword scores (>= 0, NaN = no match), or ``None``
+            when keywords were not used.
+        retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``: which signals make relevance.
+            Default: ``"hybrid"`` if both arrays are given, else the one given.
+        hybrid: Fusion and time-boost parameters (default :class:`HybridSettings`).
+        in_window: Shape ``[n]``, whether each candidate lies in the query's time window, or
+            ``None`` when the query named no time.
+        min_relevance: Candidates whose final relevance is below this (in [0, 1]) are dropped.
+        fallback: Recorded in every breakdown: the embedder failed and recall fell back to keywords.
+        half_life_days: Shape ``[n]``, each candidate's forgetting half-life in days (``inf`` =
+            never forgotten), or ``None``. When given, recency is ``0.5 ** (age_days /
+            half_life)`` (Ebbinghaus-style half-life decay, :mod:`memlane.lifecycle.forgetting`) instead
+            of ``decay_per_day ** age_days``.
+
+    Returns:
+        Up to ``limit`` candidates ordered by score descending; ties go to the newer
+        episode, then to the lower input index (stable).
+
+    Raises:
+        ValidationError: arrays of different lengths, no relevance signal for ``retrieval``,
+            an unknown ``retrieval``, ``min_relevance`` outside [0, 1], or ``decay_per_day``
+            out of range.
+    """
+    n = len(created_at_seconds)
+    arrays = {
+        "cosine": cosine,
+        "importance": importance,
+        "keyword": keyword,
+        "in_window": in_window,
+        "half_life_days": half_life_days,
+    }
+    if any(a is not None and len(a) != n for a in arrays.values()):
+        raise ValidationError(
+            "cosine, keyword, in_window, created_at_seconds and importance must have equal length"
+        )
+    if retrieval is None:
+        retrieval = (
+            "hybrid"
+            if cosine is not None and keyword is not None
+            else "keyword"
+            if cosine is None
+            else "dense"
+        )
+    if retrieval not in RETRIEVAL_MODES:
+        raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {retrieval!r}")
+    if (retrieval != "keyword" and cosine is None) or (retrieval != "dense" and keyword is None):
+        raise ValidationError(f"retrieval {retrieval!r} needs the matching cosine/keyword arrays")
+    if not 0.0 <= min_relevance <= 1.0:
+        raise ValidationError(f"min_relevance must be in [0, 1], got {min_relevance!r}")
+    if n == 0:
+        return []
+    settings = hybrid or HybridSettings()
+    created = np.asarray(created_at_seconds, dtype=np.float64)
+    dense = None if cosine is None else relevance_signal(cosine)  # NaN stays NaN
+    kw = None if keyword is None else keyword_signal(keyword)
+    if retrieval == "dense":
+        assert dense is not None
+        rel = np.nan_to_num(dense, nan=0.0)
+    elif retrieval == "keyword":
+        assert kw is not None
+        rel = np.nan_to_num(kw, nan=0.0)
+    else:
+        assert dense is not None and kw is not None
+        if settings.fusion == "noisy_or":
+            rel = fuse_noisy_or(dense, kw, keyword_weight=settings.keyword_weight)
+        elif settings.fusion == "rrf":
+            rel = fuse_rrf(dense, kw, k=settings.rrf_k, dense_weight=settings.dense_weight)
+        else:
+            rel = fuse_convex(dense, kw, dense_weight=settings.dense_weight)
+    window = None if in_window is None else np.asarray(in_window, dtype=bool)
+    if window is not None:
+        rel = 1.0 - (1.0 - rel) * (1.0 - settings.temporal_boost * window.astype(np.float64))
+    if half_life_days is None:
+        rec = recency_signal(now_seconds - created, decay_per_day)
+    else:
+        rec = half_life_strength(now_seconds - created, half_life_days)
+    imp = importance_signal(importance)
+    w_rel, w_rec, w_imp = weights.normalized()
+    score = np.clip(w_rel * rel + w_rec * rec + w_imp * imp, 0.0, 1.0)
+    pool = np.flatnonzero(rel >= min_relevance) if min_relevance > 0.0 else np.arange(n)
+    k = min(limit, len(pool))
+    if k == 0:
+        return []
+    if k < len(pool):
+        # Keep every candidate tied with the k-th score so tie-breaking stays exact.
+        kth = np.partition(score[pool], len(pool) - k)[len(pool) - k]
+        pool = pool[score[pool] >= kth]
+    # lexsort: last key is primary. Sort by -score, then -created, then index.
+    order = pool[np.lexsort((pool, -created[pool], -score[pool]))][:k]
+
+    def optional(values: FloatArray | None, i: int) -> float | None:
+        if values is None or math.isnan(values[i]):
+            return None
+        return float(values[i])
+
+    return [
+        RankedCandidate(
+            index=int(i),
+            breakdown=ScoreBreakdown(
+                relevance=float(rel[i]),
+                recency=float(rec[i]),
+                importance=float(imp[i]),
+                score=float(score[i]),
+                dense=optional(dense, i),
+                keyword=optional(kw, i),
+                retrieval=retrieval,
+                fallback=fallback,
+                in_window=None if window is None else bool(window[i]),
+            ),
+        )
+        for i in order
+    ]
