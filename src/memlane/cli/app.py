@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
+from memlane import __version__
 from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
 from memlane.config_file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
@@ -400,7 +401,7 @@ def _json_mode(ctx: click.Context) -> bool:
     hidden=True,
     help="For tests: 'hashing' (deterministic fake) or 'failing' (raises if called) instead of the model.",
 )
-@click.version_option(package_name="memlane", prog_name="memlane")
+@click.version_option(version=__version__, prog_name="memlane")
 @click.pass_context
 def cli(
     ctx: click.Context,
