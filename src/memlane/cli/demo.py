@@ -19,11 +19,12 @@ from typing import Any
 import click
 from rich.markup import escape
 from rich.rule import Rule
+from rich.text import Text
 
 from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
-from memlane.cli.output import FORMULA, echo_json, format_weights, hits_table
+from memlane.cli.output import echo_json, format_weights, hits_table, ranking_formula, ranking_terms
 from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
@@ -180,6 +181,8 @@ def demo(ctx: click.Context, state: CliState, demo_db: str | None) -> None:
             for item in RECALLS
         ]
         default_weights = memory.config.ranking_weights
+        terms = ranking_terms(memory.config)
+        formula = ranking_formula(memory.config)
         model_id = memory.embedder.model_id
 
     if state.json_output:
@@ -188,7 +191,7 @@ def demo(ctx: click.Context, state: CliState, demo_db: str | None) -> None:
             "now": DEMO_NOW.isoformat(),
             "episodes": len(items),
             "embedding_model": model_id,
-            "formula": FORMULA,
+            "formula": formula,
             "recalls": [
                 {
                     "title": item.title,
@@ -221,11 +224,13 @@ def demo(ctx: click.Context, state: CliState, demo_db: str | None) -> None:
         else:
             weights = resolve_weights(item.preset, default_weights)
             title = f'"{escape(item.query)}" · weights {format_weights(weights, item.preset or "balanced")}'
-        out.print(hits_table(hits, title=title, width=out.width))
+        out.print(hits_table(hits, title=title, width=out.width, show_ids=False))
         out.print(f"[italic]{escape(item.note)}[/]")
         out.print(f"[dim]$ {escape(_replay_command(state, path, item))}[/]", soft_wrap=True)
     out.print()
-    out.print(f"[bold]How hits are ranked:[/] {escape(FORMULA)}.")
+    out.print("[bold]How hits are ranked[/] (every signal in [0, 1]):")
+    for name, definition in terms:
+        out.print(Text(f"  {name:<10} = {definition}"))
     out.print(
         f"Try your own: memlane --db {escape(shlex.quote(str(path)))} recall "
         '"what food does the user eat?" --now 2025-03-15T12:00:00Z',

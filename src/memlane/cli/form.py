@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json
+from memlane.cli.output import echo_json, truncate_words
 from memlane.errors import FormationError
 from memlane.formation import OpenAICompatibleLLM, form_episodes
 from memlane.formation.llm import ResponseFormat
@@ -15,7 +15,6 @@ from memlane.models import Episode
 
 __all__ = ["form"]
 
-_CONTENT_WIDTH = 70
 _RAW_WIDTH = 500
 """Characters of each raw model reply shown in an error message."""
 
@@ -24,10 +23,10 @@ def _episodes_table(episodes: list[Episode], session_id: str) -> Table:
     table = Table(title=f"{len(episodes)} episodes formed from session {escape(session_id)}")
     table.add_column("event_type")
     table.add_column("importance", justify="right")
-    table.add_column("content")
+    table.add_column("content", overflow="fold")
     table.add_column("method")
     for ep in episodes:
-        content = ep.content if len(ep.content) <= _CONTENT_WIDTH else ep.content[: _CONTENT_WIDTH - 1] + "…"
+        content = truncate_words(ep.content)
         formation = ep.metadata.get("formation", {})
         method = str(formation.get("method", ""))
         if "llm_error" in formation:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 import click
-from rich import box
-from rich.table import Table
+from rich.markup import escape
 from rich.text import Text
 
 from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json
+from memlane.cli.output import compact_table, echo_json, minute
 from memlane.cli.params import ISO_DATETIME
 from memlane.errors import EpisodeNotFoundError, ValidationError
 
@@ -23,9 +22,10 @@ __all__ = ["compact", "forget", "history"]
 def history(state: CliState, episode_id: str) -> None:
     """Show the supersede chain through EPISODE_ID, oldest first.
 
-    Each row shows when the fact was true (valid_from .. valid_until; open = still true),
-    when memlane recorded and retired it, and why it was superseded. Nothing in the chain
-    is ever deleted by superseding.
+    Each row shows the episode's id, content and why it was superseded, when the fact was
+    true (valid_from → valid_until; open = still true) and when memlane recorded and
+    retired it (times in UTC, to the minute; --json gives them exactly). Nothing in the
+    chain is ever deleted by superseding.
     """
     memory = state.memory(must_exist=True)
     try:
@@ -35,18 +35,21 @@ def history(state: CliState, episode_id: str) -> None:
     if state.json_output:
         echo_json([ep.to_dict() for ep in chain])
         return
-    table = Table(box=box.SIMPLE, title=f"history of {episode_id} — {len(chain)} episode(s)")
-    for column in ("id", "content", "valid", "recorded", "retired", "reason"):
-        table.add_column(column, overflow="fold")
+    table = compact_table(f"history of {escape(episode_id)} — {len(chain)} episode(s), oldest first")
+    table.add_column("episode", overflow="fold")
+    table.add_column("valid from → until", no_wrap=True)
+    table.add_column("recorded → retired", no_wrap=True)
     for ep in chain:
-        until = "open" if ep.valid_until is None else ep.valid_until.isoformat()
+        cell = Text(ep.id, style="bold")
+        cell.append("\n" + ep.content, style="")
+        if ep.supersede_reason:
+            cell.append(f"\nreason: {ep.supersede_reason}", style="dim")
+        until = "open" if ep.valid_until is None else minute(ep.valid_until)
+        retired = "—" if ep.invalidated_at is None else minute(ep.invalidated_at)
         table.add_row(
-            Text(ep.id),
-            Text(ep.content),
-            Text(f"{ep.valid_from.isoformat()} .. {until}"),
-            Text(ep.recorded_at.isoformat()),
-            Text("—" if ep.invalidated_at is None else ep.invalidated_at.isoformat()),
-            Text(ep.supersede_reason or "—"),
+            cell,
+            f"{minute(ep.valid_from)}\n→ {until}",
+            f"{minute(ep.recorded_at)}\n→ {retired}",
         )
     state.out.print(table)
 

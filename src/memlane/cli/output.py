@@ -1,6 +1,12 @@
 """Rendering: rich tables for people, JSON documents for machines.
 
 JSON is written with :func:`click.echo` (never through rich, which would wrap long lines).
+
+Tables are laid out for an 80-column terminal and wrap rather than cut: every column that
+holds text wraps at word boundaries and folds (never truncates with an ellipsis) a word longer
+than the column; ids (episode ids, session ids) sit on a line of their own inside a wide
+column, so they stay whole and can be copied; only short values (numbers, ``YYYY-MM-DD HH:MM``
+times) get fixed columns that never wrap.
 """
 
 from __future__ import annotations
@@ -12,34 +18,112 @@ from datetime import datetime
 from typing import Any
 
 import click
+import numpy as np
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from memlane.config import MemoryConfig
 from memlane.models import Episode, RecallHit
-from memlane.recall import RankingWeights
+from memlane.recall import RankingWeights, importance_signal
 from memlane.stores import StoreStats
 
 __all__ = [
     "FORMULA",
+    "compact_table",
     "echo_json",
     "episode_table",
     "format_weights",
     "hits_table",
+    "minute",
+    "ranking_formula",
+    "ranking_terms",
     "stats_table",
     "stats_to_dict",
+    "truncate_words",
 ]
 
 CONTENT_WIDTH = 160
-"""Content longer than this many characters is cut with an ellipsis in tables."""
+"""Content longer than this many characters is shortened at a word boundary, with an ellipsis, in tables."""
 
-FORMULA = (
-    "score = (w_rel*relevance + w_rec*recency + w_imp*importance) / (w_rel + w_rec + w_imp); "
-    "relevance = max(0, cosine), recency = 0.995^age_days, importance = rating/10 (unrated 0.5)"
-)
-"""One-line explanation of the ranking formula (see :mod:`memlane.ranking`)."""
+
+def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
+    """How a recall with ``config`` ranks, as ``(signal, definition)`` pairs (see :mod:`memlane.ranking`).
+
+    Built from the configuration and the ranking module, so it cannot drift from the code:
+    the fusion named by ``config.retrieval``/``config.fusion`` (noisy-OR by default) with its
+    parameters, the time-window boost, the recency decay (or the forgetting half-life) and
+    the neutral importance of unrated episodes. Each definition fits an 80-column line.
+
+    Args:
+        config: The memory's configuration; default :class:`MemoryConfig` ``()``.
+
+    Returns:
+        Pairs such as ``("recency", "0.995^age_days")``; the first is the score.
+    """
+    config = config or MemoryConfig()
+    hybrid = config.hybrid_settings
+    dense = ("dense", "max(0, cosine of the query and episode embeddings)")
+    keyword = ("keyword", "full-text score / best full-text score of this recall")
+    terms = [("score", "weighted mean of relevance, recency and importance")]
+    if config.retrieval == "dense":
+        terms += [("relevance", "dense"), dense]
+    elif config.retrieval == "keyword":
+        terms += [("relevance", "keyword"), keyword]
+    elif hybrid.fusion == "noisy_or":
+        terms += [
+            ("relevance", f"1 - (1 - dense)*(1 - {hybrid.keyword_weight:g}*keyword)   (hybrid, noisy-OR)"),
+            dense,
+            keyword,
+        ]
+    elif hybrid.fusion == "rrf":
+        w = hybrid.dense_weight
+        k = hybrid.rrf_k
+        terms += [
+            (
+                "relevance",
+                f"({w:g}/({k:g} + rank_dense) + {1 - w:g}/({k:g} + rank_keyword)) * {k + 1:g}   (rrf)",
+            ),
+            dense,
+            keyword,
+        ]
+    else:
+        terms += [
+            (
+                "relevance",
+                f"{hybrid.dense_weight:g}*dense + {1 - hybrid.dense_weight:g}*keyword   (hybrid, convex)",
+            ),
+            dense,
+            keyword,
+        ]
+    if config.temporal:
+        terms.append(
+            (
+                "relevance*",
+                f"1 - (1 - relevance)*(1 - {hybrid.temporal_boost:g}) in a time window the query names",
+            )
+        )
+    if config.forgetting:
+        terms.append(("recency", "0.5^(age_days / half_life)   (forgetting policy)"))
+    else:
+        terms.append(("recency", f"{config.decay_per_day:g}^age_days"))
+    terms.append(("importance", f"rating/10, unrated {_unrated_importance():g}"))
+    return terms
+
+
+def ranking_formula(config: MemoryConfig | None = None) -> str:
+    """:func:`ranking_terms` on one line: ``score = ...; relevance = ...; ...`` (plain text)."""
+    return "; ".join(f"{name} = {definition}" for name, definition in ranking_terms(config))
+
+
+def _unrated_importance() -> float:
+    return float(importance_signal(np.array([np.nan]))[0])
+
+
+FORMULA = ranking_formula()
+"""The ranking formula of the default configuration (:func:`ranking_formula`)."""
 
 
 def echo_json(document: Any) -> None:
@@ -47,16 +131,27 @@ def echo_json(document: Any) -> None:
     click.echo(json.dumps(document, ensure_ascii=False, indent=2))
 
 
-def _truncate(text: str, width: int = CONTENT_WIDTH) -> str:
+def truncate_words(text: str, width: int = CONTENT_WIDTH) -> str:
+    """Flatten whitespace and shorten ``text`` to at most ``width`` characters at a word boundary.
+
+    A single word longer than ``width`` is cut (an ellipsis marks every shortening).
+    """
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1]
+    space = cut.rfind(" ")
+    if space > width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _importance(value: float | None) -> str:
     return "—" if value is None else f"{value:g}"
 
 
-def _minute(value: datetime) -> str:
+def minute(value: datetime) -> str:
+    """``YYYY-MM-DD HH:MM`` (the table format of times; callers say which timezone, UTC)."""
     return value.strftime("%Y-%m-%d %H:%M")
 
 
@@ -92,11 +187,29 @@ def episode_table(episode: Episode) -> Table:
     return table
 
 
+def compact_table(title: str | None = None) -> Table:
+    """A table with a header rule, a blank line between rows, no outer padding and two spaces between columns.
+
+    The narrow gaps leave an 80-column terminal room for a 32-character id beside four
+    numeric columns; the blank lines keep rows of several lines apart.
+    """
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_lines=True,
+    )
+
+
 WIDE_TABLE_COLUMNS = 150
 """From this console width on, event_type, created_at and tags get their own columns."""
 
 
-def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: int = 80) -> Table:
+def hits_table(
+    hits: Sequence[RecallHit], *, title: str | None = None, width: int = 80, show_ids: bool = True
+) -> Table:
     """A table of recall hits.
 
     Ranked hits (with a breakdown) get the columns score, relevance, recency and
@@ -105,16 +218,18 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
     named); a structured lookup (no query) lists episodes newest first with their raw
     importance rating (1-10, ``—`` = unrated) instead. On consoles
     narrower than :data:`WIDE_TABLE_COLUMNS`, event_type, created_at and tags are shown
-    above the content in one ``episode`` column.
+    above the content in one ``episode`` column. The episode's id is the last line of its
+    cell, whole. Content is shortened at a word boundary after :data:`CONTENT_WIDTH` characters.
 
     Args:
         hits: The hits, in rank order.
         title: Table title (rich markup).
         width: Console width in characters.
+        show_ids: Show each episode's id.
     """
     ranked = any(hit.breakdown is not None for hit in hits)
     wide = width >= WIDE_TABLE_COLUMNS
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = compact_table(title)
     table.add_column("#", justify="right", no_wrap=True)
     if ranked:
         for name in ("score", "relevance", "recency", "importance", "dense", "keyword")[: 6 if wide else 4]:
@@ -122,12 +237,12 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
     else:
         table.add_column("importance", justify="right", no_wrap=True)
     if wide:
-        table.add_column("event_type", no_wrap=True, style="cyan")
+        table.add_column("event_type", style="cyan", max_width=24, overflow="fold")
         table.add_column("created_at", no_wrap=True)
-        table.add_column("tags", style="magenta", max_width=32)
-        table.add_column("content", ratio=1, min_width=30)
+        table.add_column("tags", style="magenta", max_width=32, overflow="fold")
+        table.add_column("content", min_width=30, overflow="fold")
     else:
-        table.add_column("episode", ratio=1, min_width=24)
+        table.add_column("episode", overflow="fold")
     for position, hit in enumerate(hits, start=1):
         ep = hit.episode
         signals: list[str]
@@ -143,10 +258,13 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
             ][: 6 if wide else 4]
         else:
             signals = [_importance(ep.importance)]
-        date = ep.created_at.date().isoformat() if ranked else _minute(ep.created_at)
+        date = ep.created_at.date().isoformat() if ranked else minute(ep.created_at)
         tags = ", ".join(ep.tags)
+        content = Text(truncate_words(ep.content))
+        if show_ids:
+            content.append("\n" + ep.id, style="dim")
         if wide:
-            cells: list[str | Text] = [Text(ep.event_type), date, Text(tags), Text(_truncate(ep.content))]
+            cells: list[str | Text] = [Text(ep.event_type), date, Text(tags), content]
         else:
             cell = Text()
             cell.append(ep.event_type, style="cyan")
@@ -154,7 +272,8 @@ def hits_table(hits: Sequence[RecallHit], *, title: str | None = None, width: in
             if tags:
                 cell.append(" · ")
                 cell.append(tags, style="magenta")
-            cell.append("\n" + _truncate(ep.content))
+            cell.append("\n")
+            cell.append_text(content)
             cells = [cell]
         table.add_row(str(position), *signals, *cells)
     return table

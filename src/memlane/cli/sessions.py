@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Any, cast
 
 import click
-from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
-from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json, format_weights, stage_progress
+from memlane.cli.app import CliError, CliState, cli_wording, pass_state
+from memlane.cli.output import compact_table, echo_json, format_weights, minute, stage_progress
 from memlane.cli.params import ISO_DATETIME, WEIGHTS
 from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.recall import PRESETS, RankingWeights, resolve_weights
@@ -133,7 +131,7 @@ def import_sessions(
                     )
                     stored += 1
                 except (ValidationError, DuplicateEpisodeError) as exc:
-                    reject(item.position, str(exc))
+                    reject(item.position, cli_wording(str(exc), ctx, leading=False))
             progress.advance(task)
     if state.json_output:
         echo_json(
@@ -184,18 +182,16 @@ def recent(state: CliState, agent_id: str, user_id: str, limit: int) -> None:
     if not found:
         state.out.print(f"{title}\n[dim]no sessions[/]")
         return
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("session", "started", "ended", "msgs"):
-        table.add_column(name, no_wrap=name != "session", justify="right" if name == "msgs" else "left")
-    table.add_column("opening", ratio=1, min_width=20)
+    table = compact_table(title)
+    table.add_column("session · opening message", overflow="fold")
+    table.add_column("started → ended (UTC)", no_wrap=True)
+    table.add_column("msgs", justify="right", no_wrap=True)
     for s in found:
-        table.add_row(
-            Text(s.session_id, style="cyan"),
-            format_time(s.started_at),
-            format_time(s.ended_at),
-            str(len(s.messages)),
-            Text(_first_user_text(s)),
-        )
+        cell = Text(s.session_id, style="cyan")
+        opening = _first_user_text(s)
+        if opening:
+            cell.append("\n" + opening, style="")
+        table.add_row(cell, f"{minute(s.started_at)}\n→ {minute(s.ended_at)}", str(len(s.messages)))
     state.out.print(table)
 
 
@@ -255,22 +251,17 @@ def search(
     if not found:
         state.out.print(f"{title}\n[dim]no sessions of agent {escape(agent_id)} / user {escape(user_id)}[/]")
         return
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = compact_table(title)
     table.add_column("#", justify="right", no_wrap=True)
     for name in ("score", "relevance", "recency"):
         table.add_column(name, justify="right", no_wrap=True, style="bold" if name == "score" else None)
-    table.add_column("session · time", no_wrap=False, max_width=28, style="cyan")
-    table.add_column("snippet", ratio=1, min_width=30)
+    table.add_column("session · time (UTC) · snippet", overflow="fold")
     for i, s in enumerate(found, start=1):
         b = s.breakdown
-        table.add_row(
-            str(i),
-            f"{b.score:.3f}",
-            f"{b.relevance:.3f}",
-            f"{b.recency:.3f}",
-            Text(f"{s.session_id}\n{format_time(s.created_at)}"),
-            _snippet_text(s),
-        )
+        cell = Text(s.session_id, style="cyan")
+        cell.append(f" · {minute(s.created_at)}\n", style="")
+        cell.append_text(_snippet_text(s))
+        table.add_row(str(i), f"{b.score:.3f}", f"{b.relevance:.3f}", f"{b.recency:.3f}", cell)
     state.out.print(table)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -11,7 +10,7 @@ from typing import BinaryIO
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memlane import EpisodeInput, EpisodicMemory
 from memlane.cli.app import CliState, pass_state
@@ -19,7 +18,7 @@ from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json
 from memlane.errors import DuplicateEpisodeError, ValidationError
 
-__all__ = ["IngestReport", "export", "ingest", "ingest_stream"]
+__all__ = ["IngestReport", "count_episode_lines", "export", "ingest", "ingest_stream"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,50 +75,72 @@ def ingest_stream(
 ) -> IngestReport:
     """Remember every good line of a JSONL stream, in batches of ``batch_size`` (one embedder call each).
 
+    Rejections are reported in line order: a batch's lines are parsed, the batch is stored,
+    and only then are its malformed and refused lines reported, sorted by line number.
+
     Args:
         memory: Where to store the episodes.
         stream: Binary JSONL (see :mod:`memlane.cli.jsonl`); blank lines are skipped.
         batch_size: Episodes per :meth:`EpisodicMemory.remember_episodes` call, >= 1.
-        on_reject: Called with ``(line_number, reason)`` for each refused line.
-        on_progress: Called with the number of bytes consumed after each line.
+        on_reject: Called with ``(line_number, reason)`` for each refused line, in line order.
+        on_progress: Called after each batch with the number of episodes (non-blank lines)
+            handled so far, stored or rejected.
 
     Returns:
-        The :class:`IngestReport` (rejections in the order they were found).
+        The :class:`IngestReport` (rejections in line order).
 
     Raises:
         EmbeddingError, StoreError: a failure not tied to one line; earlier batches stay stored.
     """
     report = IngestReport()
-
-    def reject(line_number: int, reason: str) -> None:
-        report.rejected.append((line_number, reason))
-        if on_reject is not None:
-            on_reject(line_number, reason)
-
     batch: list[tuple[int, EpisodeInput]] = []
-    for line_number, raw in enumerate(stream, start=1):
+    pending: list[tuple[int, str]] = []  # rejections of lines read since the last batch was stored
+    handled = 0
+
+    def hold(line_number: int, reason: str) -> None:
+        pending.append((line_number, reason))
+
+    def flush() -> None:
+        nonlocal batch, pending
+        if batch:
+            _store_batch(memory, batch, report, hold)
+        for line_number, reason in sorted(pending):
+            report.rejected.append((line_number, reason))
+            if on_reject is not None:
+                on_reject(line_number, reason)
+        batch, pending = [], []
         if on_progress is not None:
-            on_progress(len(raw))
+            on_progress(handled)
+
+    for line_number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
+        handled += 1
         try:
             batch.append((line_number, parse_episode_line(raw)))
         except LineError as exc:
-            reject(line_number, str(exc))
+            hold(line_number, str(exc))
         if len(batch) >= batch_size:
-            _store_batch(memory, batch, report, reject)
-            batch = []
-    if batch:
-        _store_batch(memory, batch, report, reject)
+            flush()
+    if batch or pending:
+        flush()
     return report
 
 
-def _stream_size(stream: BinaryIO) -> int | None:
+def count_episode_lines(stream: BinaryIO) -> int | None:
+    """Count the non-blank lines of a seekable stream and rewind it; ``None`` for pipes and stdin.
+
+    Used as the total of ``ingest``'s progress bar, which counts episodes (one per line).
+    """
     try:
-        size = os.fstat(stream.fileno()).st_size
-    except (OSError, ValueError, AttributeError):
+        if not stream.seekable():
+            return None
+        start = stream.tell()
+        count = sum(1 for raw in stream if raw.strip())
+        stream.seek(start)
+    except (OSError, ValueError):
         return None
-    return size or None
+    return count
 
 
 def _print_rejection(console: Console, line_number: int, reason: str) -> None:
@@ -145,35 +166,37 @@ def ingest(ctx: click.Context, state: CliState, file: BinaryIO, batch_size: int)
     as written by 'memlane export' (lines without them go to --tenant/--session).
 
     Bad lines (invalid JSON, missing or unknown fields, invalid values, ids that already
-    exist) are reported on stderr with their line numbers and skipped; good lines are
-    stored. Exit code 0 if every line was stored, 1 if some were rejected.
+    exist) are reported on stderr with their line numbers, in line order, and skipped;
+    good lines are stored. On a terminal, a progress bar counts episodes (lines) stored
+    or rejected. Exit code 0 if every line was stored, 1 if some were rejected.
     """
     memory = state.memory()
     console = state.err
     progress = Progress(
         TextColumn("ingesting"),
         BarColumn(),
-        DownloadColumn(),
+        MofNCompleteColumn(),
+        TextColumn("episodes"),
         TimeRemainingColumn(),
         console=console,
         disable=state.json_output or not console.is_terminal,
         transient=True,
     )
     with progress:
-        task = progress.add_task("ingest", total=_stream_size(file))
+        task = progress.add_task("ingest", total=count_episode_lines(file))
         report = ingest_stream(
             memory,
             file,
             batch_size=batch_size,
             on_reject=lambda n, reason: _print_rejection(progress.console, n, reason),
-            on_progress=lambda n: progress.advance(task, n),
+            on_progress=lambda done: progress.update(task, completed=done),
         )
     if state.json_output:
         echo_json(
             {
                 "stored": report.stored,
                 "rejected": len(report.rejected),
-                "errors": [{"line": n, "error": reason} for n, reason in sorted(report.rejected)],
+                "errors": [{"line": n, "error": reason} for n, reason in report.rejected],
             }
         )
     else:

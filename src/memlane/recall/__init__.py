@@ -11,12 +11,23 @@
 from __future__ import annotations
 
 from memlane.recall.ranking import (
+    DEFAULT_DECAY_PER_DAY,
     PRESETS,
     RETRIEVAL_MODES,
     HybridSettings,
     RankingWeights,
+    importance_signal,
     rank,
     resolve_weights,
 )
 
-__all__ = ["PRESETS", "RETRIEVAL_MODES", "HybridSettings", "RankingWeights", "rank", "resolve_weights"]
+__all__ = [
+    "DEFAULT_DECAY_PER_DAY",
+    "PRESETS",
+    "RETRIEVAL_MODES",
+    "HybridSettings",
+    "RankingWeights",
+    "importance_signal",
+    "rank",
+    "resolve_weights",
+]
