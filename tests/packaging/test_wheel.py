@@ -249,7 +249,14 @@ def test_extras_install_what_they_name(venv: Path, dists: Dists, tmp_path: Path)
     with (ROOT / "pyproject.toml").open("rb") as fh:
         extras = tomllib.load(fh)["project"]["optional-dependencies"]
     assert set(extras) == set(EXTRA_MODULES)
-    _pip(venv, "install", "-c", str(CONSTRAINTS), f"{dists.wheel}[mcp,openai,langgraph]", cwd=tmp_path)
+    _pip(
+        venv,
+        "install",
+        "-c",
+        str(CONSTRAINTS),
+        f"{dists.wheel}[{','.join(sorted(EXTRA_MODULES))}]",
+        cwd=tmp_path,
+    )
     modules = sorted({m for names in EXTRA_MODULES.values() for m in names})
     _run([str(venv / "bin" / "python"), "-c", "import " + ", ".join(modules)], cwd=tmp_path)
     for command in ("serve", "mcp"):
