@@ -51,12 +51,15 @@ class ToolCall:
         arguments: The arguments exactly as given (``function.arguments``): JSON text,
             never parsed or reformatted.
         type: The tool type; always ``"function"``.
+        arguments_unparsed: ``True`` when ``arguments`` is not valid JSON text (a model's
+            malformed or truncated call); it is kept verbatim anyway.
     """
 
     id: str
     name: str
     arguments: str
     type: str = "function"
+    arguments_unparsed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The OpenAI form ``{"id", "type", "function": {"name", "arguments"}}``."""
