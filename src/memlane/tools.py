@@ -372,7 +372,7 @@ class MemoryTools:
                     "error": {
                         "type": "UnknownTool",
                         "message": f"unknown tool {name!r}; available: {', '.join(self.names)}",
-                        "tool": name if isinstance(name, str) else None,
+                        "tool": safe_text(name) if isinstance(name, str) else None,
                     },
                 }
             args = check_arguments(parse_arguments(arguments), self._arguments[spec.name])

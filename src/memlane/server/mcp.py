@@ -218,7 +218,7 @@ def _guard_reply(line: str, tools: MemoryTools) -> tuple[bool, JSONRPCResponse |
     if (
         message["method"] == "tools/call"
         and isinstance(params, dict)
-        and where.startswith("message.params.arguments")
+        and where.startswith(("message.params.arguments", "message.params.name"))
     ):
         result = to_call_tool_result(tools.handle_tool_call(str(params.get("name")), params.get("arguments")))
         body = result.model_dump(by_alias=True, exclude_none=True, mode="json")
