@@ -814,7 +814,7 @@ class EpisodicMemory:
             keyword = self.store.keyword_candidates(flt, keyword_terms(query), top_n)
         candidates = merge_candidates(dense, keyword)
         in_window = None
-        window = parse_time_window(query, at) if self.config.temporal else None
+        window = parse_time_window(query, at if now is None else now) if self.config.temporal else None
         if window is not None:
             created = candidates.created_at_seconds
             in_window = (created >= window.start.timestamp()) & (created < window.end.timestamp())
