@@ -908,7 +908,7 @@ class EpisodicMemory:
 
     # -- retention ---------------------------------------------------------------------
 
-    def prune(self, now: datetime | None = None) -> int:
+    def prune(self, now: datetime | None = None, *, dry_run: bool = False) -> int:
         """Delete every episode older than ``retention_days`` (table-wide, all tenants).
 
         Never-forget episodes (importance in a never-forget band of
@@ -916,18 +916,22 @@ class EpisodicMemory:
 
         Args:
             now: Reference time (timezone-aware); default the clock.
+            dry_run: Only count what would be deleted; change nothing.
 
         Returns:
-            Number of episodes deleted (0 when ``retention_days`` is ``None``).
+            Number of episodes deleted, or that would be with ``dry_run`` (0 when
+            ``retention_days`` is ``None``).
         """
         self._check_open()
         if self.config.retention_days is None:
             return 0
         at = self.clock.now() if now is None else ensure_utc(now, "now")
-        return self.store.delete_created_before(
-            at - timedelta(days=self.config.retention_days),
-            keep_importance_from=self.config.policy.never_forget_from,
-        )
+        cutoff = at - timedelta(days=self.config.retention_days)
+        keep_from = self.config.policy.never_forget_from
+        if dry_run:  # everything minus what retention keeps
+            kept = self.store.stats(EpisodeFilter(retained_after=cutoff, never_forget_from=keep_from))
+            return self.store.stats(EpisodeFilter()).episodes - kept.episodes
+        return self.store.delete_created_before(cutoff, keep_importance_from=keep_from)
 
     # -- forgetting --------------------------------------------------------------------
 

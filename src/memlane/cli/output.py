@@ -167,6 +167,9 @@ def stats_to_dict(stats: StoreStats, *, scope: str) -> dict[str, Any]:
         "db": stats.location,
         "scope": scope,
         "episodes": stats.episodes,
+        "active": stats.active,
+        "archived": stats.archived,
+        "superseded": stats.superseded,
         "with_vectors": stats.with_vectors,
         "tenants": stats.tenants,
         "sessions": stats.sessions,
@@ -191,6 +194,9 @@ def stats_table(stats: StoreStats, *, scope: str) -> Table:
     table.add_row("schema version", str(stats.schema_version))
     table.add_row("embedding model", "—" if model is None else f"{model[0]} ({model[1]} dims)")
     table.add_row("episodes", f"{stats.episodes} ({stats.with_vectors} with vectors)")
+    table.add_row("  active", str(stats.active))
+    table.add_row("  archived", str(stats.archived))
+    table.add_row("  superseded", str(stats.superseded))
     table.add_row("tenants", str(stats.tenants))
     table.add_row("sessions", str(stats.sessions))
     table.add_row("oldest", data["oldest"] or "—")

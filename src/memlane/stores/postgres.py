@@ -963,15 +963,17 @@ class PostgresStore:
         """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""
         where, params = self._where(flt)
         with self._transaction("stats") as cur:
-            total, vectors, tenants, sessions, oldest, newest = cur.execute(
+            total, vectors, tenants, sessions, oldest, newest, superseded, archived = cur.execute(
                 sql.SQL(
                     "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
-                    "count(DISTINCT (tenant_id, session_id)), min(created_at), max(created_at) "
-                    "FROM {t}{where}"
+                    "count(DISTINCT (tenant_id, session_id)), min(created_at), max(created_at), "
+                    "count(*) FILTER (WHERE superseded_by IS NOT NULL OR invalidated_at IS NOT NULL), "
+                    "count(*) FILTER (WHERE archived_at IS NOT NULL AND superseded_by IS NULL "
+                    "AND invalidated_at IS NULL) FROM {t}{where}"
                 ).format(t=self._t, where=where),
                 params,
                 prepare=False,
-            ).fetchone() or (0, 0, 0, 0, None, None)
+            ).fetchone() or (0, 0, 0, 0, None, None, 0, 0)
             types = dict(
                 cur.execute(
                     sql.SQL(
@@ -993,6 +995,8 @@ class PostgresStore:
             embedding_model=self.embedding_model,
             schema_version=version,
             location=self.location,
+            superseded=int(superseded),
+            archived=int(archived),
         )
 
     # -- vector search -----------------------------------------------------------------

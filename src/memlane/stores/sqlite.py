@@ -697,10 +697,12 @@ class SQLiteStore:
         where, params = _where(flt)
         with self._translate("stats"):
             conn = self._conn()
-            total, vectors, tenants, sessions, oldest, newest = conn.execute(
+            total, vectors, tenants, sessions, oldest, newest, superseded, archived = conn.execute(
                 "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
-                "count(DISTINCT tenant_id || char(0) || session_id), min(created_at_us), max(created_at_us) "
-                f"FROM episodes{where}",
+                "count(DISTINCT tenant_id || char(0) || session_id), min(created_at_us), max(created_at_us), "
+                "count(*) FILTER (WHERE superseded_by IS NOT NULL OR invalidated_at_us IS NOT NULL), "
+                "count(*) FILTER (WHERE archived_at_us IS NOT NULL AND superseded_by IS NULL "
+                f"AND invalidated_at_us IS NULL) FROM episodes{where}",
                 params,
             ).fetchone()
             types = dict(
@@ -720,6 +722,8 @@ class SQLiteStore:
             embedding_model=self.embedding_model,
             schema_version=self.schema_version,
             location=self.path,
+            superseded=superseded,
+            archived=archived,
         )
 
     # -- vector search ---------------------------------------------------------------
