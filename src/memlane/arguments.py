@@ -106,6 +106,8 @@ def parse_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> Mappin
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"arguments are not valid JSON: {exc.msg} at column {exc.colno}") from None
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            raise ValidationError(f"arguments are not valid JSON: {safe_text(str(exc))[:200]}") from None
         except RecursionError:
             raise ValidationError("arguments are not valid JSON: nested too deeply") from None
     if not isinstance(raw, Mapping):
