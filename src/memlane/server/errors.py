@@ -9,6 +9,7 @@ Every error response has the same body::
 =====================================  ======  ===================================================
 Error                                  Status  Meaning for the client
 =====================================  ======  ===================================================
+body that cannot be parsed at all      400     e.g. a 20,000-digit number (FastAPI's own answer)
 missing or unknown API key             401     send ``Authorization: Bearer <key>`` / ``X-API-Key``
 unknown id, or another tenant's id     404     never reveals whether the id exists elsewhere
 request body over the size limit       413     send less
