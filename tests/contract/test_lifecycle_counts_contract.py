@@ -18,8 +18,8 @@ DAY = timedelta(days=1)
 def test_prune_dry_run_counts_what_prune_deletes_and_changes_nothing(
     make_memory: MemoryFactory, store: Store
 ) -> None:
-    a = make_memory(tenant_id="a", retention_days=30)
-    b = make_memory(tenant_id="b", retention_days=30)
+    a = make_memory(tenant_id="a", retention_days=30, prune_probability=0.0)  # no random prune on write
+    b = make_memory(tenant_id="b", retention_days=30, prune_probability=0.0)
     a.remember_episode("note", "old", created_at=T0 - 100 * DAY)
     a.remember_episode("note", "old but vital", created_at=T0 - 100 * DAY, importance=9)
     a.remember_episode("note", "old unrated", created_at=T0 - 31 * DAY)
