@@ -145,7 +145,7 @@ def create_mcp_server(
     Args:
         memory: The memory the tools use; its tenant, session and scope apply to every call.
             The caller keeps ownership (close it after the server stops).
-        max_limit: Largest ``limit`` a recall returns (larger requests are reduced), >= the
+        max_limit: Largest ``limit`` a recall may ask for (larger requests are refused), >= the
             memory's ``default_limit``.
         name: Server name reported to clients.
 
