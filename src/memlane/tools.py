@@ -24,9 +24,11 @@ configuration has an ``episodic_memory:`` section, and an empty list otherwise. 
 Results are JSON-serialisable dicts. Success: ``{"ok": true, ...}``; failure: ``{"ok": false,
 "error": {"type": ..., "message": ...}}`` — :meth:`MemoryTools.handle_tool_call` never
 raises for a bad call or a failing store, so one bad tool call cannot kill the agent loop.
-Error ``type`` is ``UnknownTool``, ``InvalidArguments`` (malformed JSON, wrong types, missing
-or unknown arguments), the memlane error class name (``ValidationError``, ``EmbeddingError``,
-``StoreError``, ...) or ``InternalError`` (a bug: logged with its traceback, no details returned).
+Error ``type`` is ``UnknownTool``, the memlane error class name (``ValidationError`` for
+every bad argument: malformed JSON, wrong types, missing or unknown arguments, bad values —
+checked by :mod:`memlane.arguments`, the policy shared with Python, HTTP and MCP;
+``EmbeddingError``, ``StoreError``, ...) or ``InternalError`` (a bug: logged with its
+traceback, no details returned).
 
 Tenant and session never come from the model: they are fixed by the :class:`EpisodicMemory`
 the tools are bound to.
@@ -34,16 +36,16 @@ the tools are bound to.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from memlane.arguments import REMEMBER_ARGUMENTS, check_arguments, parse_arguments, recall_arguments
 from memlane.errors import MemlaneError
 from memlane.recall import PRESETS
+from memlane.validation import MAX_LIMIT, safe_text
 
 if TYPE_CHECKING:
     from memlane import EpisodicMemory
@@ -154,13 +156,15 @@ def tool_definitions(
 
     Args:
         default_limit: Results a recall returns when the model gives no ``limit``, >= 1.
-        max_limit: Largest ``limit`` advertised (and applied), >= ``default_limit``.
+        max_limit: Largest ``limit`` advertised (and accepted), ``default_limit``..10,000.
 
     Raises:
         ValueError: limits out of range.
     """
-    if default_limit < 1 or max_limit < default_limit:
-        raise ValueError(f"need 1 <= default_limit <= max_limit, got {default_limit} and {max_limit}")
+    if default_limit < 1 or max_limit < default_limit or max_limit > MAX_LIMIT:
+        raise ValueError(
+            f"need 1 <= default_limit <= max_limit <= {MAX_LIMIT}, got {default_limit} and {max_limit}"
+        )
     presets = "; ".join(f"'{name}': {_PRESET_HELP.get(name, 'named weights')}" for name in PRESETS)
     remember = ToolDefinition(
         name=REMEMBER_EPISODE,
@@ -193,8 +197,6 @@ def tool_definitions(
                 ),
                 "importance": {
                     "type": "number",
-                    "minimum": 1,
-                    "maximum": 10,
                     "description": (
                         "How much this matters for future work, 1-10: 1-3 passing detail; 4-6 useful "
                         "context; 7-8 a clear preference, decision or lesson; 9-10 critical (hard "
@@ -234,8 +236,8 @@ def tool_definitions(
                     "minimum": 1,
                     "maximum": max_limit,
                     "description": (
-                        f"Maximum number of episodes to return, 1-{max_limit} (default {default_limit}). "
-                        f"Larger values are reduced to {max_limit}."
+                        f"Maximum number of episodes to return, an integer 1-{max_limit} "
+                        f"(default {default_limit}); larger values are refused."
                     ),
                 },
                 "preset": {
@@ -291,25 +293,20 @@ def tools_for(
 # -- dispatch ---------------------------------------------------------------------------
 
 
-class _InvalidArgumentsError(Exception):
-    """The model's arguments do not fit the schema (reported as ``InvalidArguments``)."""
-
-
 def tool_error(exc: BaseException, *, tool: str | None = None) -> dict[str, Any]:
     """Map an exception to the structured tool-call error result (the one place that does it).
 
     * :class:`memlane.errors.MemlaneError` -> its class name and message (e.g.
       ``ValidationError: content must be a non-empty string``), so the model can correct itself.
-    * Malformed arguments -> ``InvalidArguments`` with what is wrong.
+      Bad arguments of every kind are ``ValidationError``. The message is made safe to
+      encode (a lone surrogate is written as a ``\\udc00`` escape).
     * Anything else is a bug: ``InternalError`` with no details (they are logged).
 
     Returns:
         ``{"ok": False, "error": {"type": str, "message": str}}`` (plus ``"tool"`` when given).
     """
-    if isinstance(exc, _InvalidArgumentsError):
-        kind, message = "InvalidArguments", str(exc)
-    elif isinstance(exc, MemlaneError):
-        kind, message = type(exc).__name__, str(exc)
+    if isinstance(exc, MemlaneError):
+        kind, message = type(exc).__name__, safe_text(str(exc))
     else:
         kind, message = "InternalError", "the memory tool failed unexpectedly; the error was logged"
     error: dict[str, Any] = {"type": kind, "message": message}
@@ -318,55 +315,16 @@ def tool_error(exc: BaseException, *, tool: str | None = None) -> dict[str, Any]
     return {"ok": False, "error": error}
 
 
-def _string(args: Mapping[str, Any], key: str) -> str | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _InvalidArgumentsError(f"{key} must be a string, got {_json_type(value)}")
-    return value
-
-
-def _tags(args: Mapping[str, Any]) -> list[str] | None:
-    value = args.get("tags")
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise _InvalidArgumentsError(f"tags must be an array of strings, got {_json_type(value)}")
-    return value
-
-
-def _number(args: Mapping[str, Any], key: str) -> float | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str):  # models sometimes quote numbers: "7"
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise _InvalidArgumentsError(f"{key} must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _InvalidArgumentsError(f"{key} must be a finite number, got {_json_type(value)}")
-    return float(value)
-
-
-def _json_type(value: object) -> str:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
 class MemoryTools:
     """The two memory tools bound to one :class:`memlane.EpisodicMemory` (its tenant, session, scope).
 
     Args:
         memory: Where episodes are remembered and recalled.
-        max_limit: Largest ``limit`` a recall may return, >= the memory's ``default_limit``;
-            larger requests are reduced to it (default 50).
+        max_limit: Largest ``limit`` a recall may ask for, >= the memory's ``default_limit``
+            and <= 10,000; larger requests are refused (default 50).
 
     Raises:
-        ValueError: ``max_limit`` below the memory's ``default_limit``.
+        ValueError: ``max_limit`` out of that range.
     """
 
     def __init__(self, memory: EpisodicMemory, *, max_limit: int = _DEFAULT_MAX_LIMIT) -> None:
@@ -374,6 +332,7 @@ class MemoryTools:
         self.max_limit = max_limit
         self.definitions = tool_definitions(default_limit=memory.config.default_limit, max_limit=max_limit)
         self._specs = {d.name: d for d in self.definitions}
+        self._arguments = {REMEMBER_EPISODE: REMEMBER_ARGUMENTS, RECALL_EPISODES: recall_arguments(max_limit)}
 
     @property
     def names(self) -> list[str]:
@@ -395,6 +354,7 @@ class MemoryTools:
             name: The tool the model called.
             arguments: The model's arguments: a JSON object as a string (OpenAI) or a mapping
                 (Anthropic, MCP). ``null`` values count as absent; an empty string as ``{}``.
+                Checked by :mod:`memlane.arguments` (strict types, unknown arguments refused).
 
         Returns:
             ``remember_episode``: ``{"ok": true, "episode": {...}}`` (the stored episode with its id).
@@ -412,72 +372,28 @@ class MemoryTools:
                     "error": {
                         "type": "UnknownTool",
                         "message": f"unknown tool {name!r}; available: {', '.join(self.names)}",
-                        "tool": name if isinstance(name, str) else None,
+                        "tool": safe_text(name) if isinstance(name, str) else None,
                     },
                 }
-            args = self._parse_arguments(spec, arguments)
+            args = check_arguments(parse_arguments(arguments), self._arguments[spec.name])
             if name == REMEMBER_EPISODE:
                 return self._remember(args)
             return self._recall(args)
         except Exception as exc:
-            if not isinstance(exc, _InvalidArgumentsError | MemlaneError):
+            if not isinstance(exc, MemlaneError):
                 logger.exception("tool %r failed unexpectedly", name)
             return tool_error(exc, tool=name if isinstance(name, str) else None)
 
-    @staticmethod
-    def _parse_arguments(spec: ToolDefinition, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
-        if arguments is None:
-            raw: object = {}
-        elif isinstance(arguments, str | bytes):
-            text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
-            if not text.strip():
-                raw = {}
-            else:
-                try:
-                    raw = json.loads(text)
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    detail = (
-                        f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else exc
-                    )
-                    raise _InvalidArgumentsError(f"arguments are not valid JSON: {detail}") from None
-        else:
-            raw = arguments
-        if not isinstance(raw, Mapping):
-            raise _InvalidArgumentsError(f"arguments must be a JSON object, got {_json_type(raw)}")
-        properties: dict[str, Any] = spec.parameters["properties"]
-        unknown = sorted(str(k) for k in raw if k not in properties)
-        if unknown:
-            raise _InvalidArgumentsError(
-                f"unknown argument(s) {', '.join(unknown)}; {spec.name} takes {', '.join(properties)}"
-            )
-        args = {str(k): v for k, v in raw.items() if v is not None}
-        missing = [k for k in spec.parameters["required"] if k not in args]
-        if missing:
-            raise _InvalidArgumentsError(f"missing required argument(s): {', '.join(missing)}")
-        return args
-
     def _remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        event_type = _string(args, "event_type")
-        content = _string(args, "content")
-        assert event_type is not None and content is not None  # required, checked above
-        episode = self.memory.remember_episode(event_type, content, _tags(args), _number(args, "importance"))
+        episode = self.memory.remember_episode(
+            args["event_type"], args["content"], args.get("tags"), args.get("importance")
+        )
         return {"ok": True, "episode": episode.to_dict()}
 
     def _recall(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        limit: int | None = None
-        raw_limit = _number(args, "limit")
-        if raw_limit is not None:
-            if raw_limit != int(raw_limit) or raw_limit < 1:
-                raise _InvalidArgumentsError(f"limit must be a positive integer, got {args['limit']!r}")
-            limit = min(int(raw_limit), self.max_limit)
-        preset = _string(args, "preset")
-        if preset is not None and preset not in PRESETS:
-            raise _InvalidArgumentsError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
-        query = _string(args, "query")
-        if query is not None and not query.strip():
-            query = None  # a blank query means "no query", as models sometimes send ""
+        query = args.get("query")
         hits = self.memory.recall_episodes(
-            query, _string(args, "event_type"), _tags(args), limit, weights=preset
+            query, args.get("event_type"), args.get("tags"), args.get("limit"), weights=args.get("preset")
         )
         return {
             "ok": True,

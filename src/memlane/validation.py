@@ -1,14 +1,35 @@
 """Validation and normalisation of caller input, shared by every entry point.
 
 Each function either returns the normalised value or raises
-:class:`memlane.errors.ValidationError` with a message naming the argument.
+:class:`memlane.errors.ValidationError` with a message naming the argument (and, inside
+lists and objects, the position: ``tags[2]``, ``metadata.source.url``). This module is the
+one boundary for text: every string memlane stores or searches passes through
+:func:`check_chars` here, whether it comes from Python, a tool call, HTTP or MCP
+(:mod:`memlane.arguments` applies the same functions to tool and request arguments).
+
+The input policy (also in the README, "Input policy"):
+
+* **Rejected**: a NUL character (``\\x00``; PostgreSQL text cannot hold it) or a lone
+  UTF-16 surrogate (U+D800..U+DFFF, which no UTF-8 store, socket or JSON encoder can
+  write) anywhere in any string, including metadata keys and values at any depth; error
+  messages name the field and the code point, never echo the raw character.
+* **Blank** text — only whitespace, zero-width/format characters (U+200B..U+200D, U+2060,
+  U+FEFF, ...), control characters or invisible fillers — is refused where text is
+  required (content, query, labels).
+* **Limits**: labels (event type, tag, tenant/session/agent/user id) <= 200 characters,
+  content and queries <= :data:`MAX_TEXT_CHARS`, metadata nested <= :data:`MAX_JSON_DEPTH`
+  levels, ``limit`` in 1..:data:`MAX_LIMIT`.
+* **Cleaned** (never refused): labels are stripped; tags are stripped, inner whitespace
+  collapsed, lower-cased, deduplicated, blank ones dropped, and a single string is one
+  tag; importance is clamped to [1, 10] (finite numbers only).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,13 +38,21 @@ from memlane.errors import ValidationError
 __all__ = [
     "IMPORTANCE_MAX",
     "IMPORTANCE_MIN",
+    "MAX_JSON_DEPTH",
     "MAX_LABEL_LENGTH",
+    "MAX_LIMIT",
+    "MAX_TEXT_CHARS",
+    "check_chars",
     "check_identifier",
+    "check_json_value",
     "check_limit",
     "check_text",
     "clamp_importance",
+    "is_blank",
+    "json_type_name",
     "normalize_metadata",
     "normalize_tags",
+    "safe_text",
 ]
 
 IMPORTANCE_MIN = 1.0
@@ -31,22 +60,102 @@ IMPORTANCE_MAX = 10.0
 MAX_LABEL_LENGTH = 200
 """Longest event type, tag, tenant id or session id, in characters."""
 
+MAX_LIMIT = 10_000
+"""Largest ``limit`` (or ``top_k``) any read accepts; larger values are refused before any SQL."""
 
-def check_text(value: object, name: str) -> str:
-    """Return ``value`` if it is a string with at least one non-whitespace character.
+MAX_TEXT_CHARS = 100_000
+"""Longest episode content or query, in characters (about 25,000 tokens; split longer documents)."""
+
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of objects and lists accepted in metadata and in session messages."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+_FILLERS = frozenset("\u034f\u115f\u1160\u3164\uffa0")
+"""Invisible characters outside those categories: combining grapheme joiner, Hangul fillers."""
+
+
+def json_type_name(value: object) -> str:
+    """The JSON name of ``value``'s type (``integer``, ``array``, ``object``, ...), else its Python name."""
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        if isinstance(value, kind):
+            return name
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def safe_text(text: str) -> str:
+    """``text`` with any lone surrogate written as a ``\\udc00`` escape, so it can always be encoded.
+
+    Used on every message that leaves memlane (tool results, HTTP error bodies), so an
+    encoder never fails on a caller's bad character.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_chars(value: str, name: str) -> str:
+    """Return ``value`` if it holds no NUL character and no lone surrogate.
+
+    Args:
+        value: A string.
+        name: How to name it in the error (``content``, ``tags[0]``, ``metadata.a.b``).
+
+    Raises:
+        ValidationError: a NUL (``\\x00``) or a lone UTF-16 surrogate (U+D800..U+DFFF); the
+            message names the field, the code point and its position.
+    """
+    if "\x00" in value:
+        raise ValidationError(f"{name} must not contain NUL characters (\\x00)")
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        raise ValidationError(
+            f"{name} contains a lone surrogate (U+{ord(bad.group()):04X}) at character {bad.start()}; "
+            "text must be valid Unicode (encodable as UTF-8)"
+        )
+    return value
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` has no visible character.
+
+    Blank: only whitespace, control characters (Cc), format characters (Cf: zero-width
+    space/joiners U+200B..U+200D, word joiner U+2060, BOM U+FEFF, bidi marks, soft hyphen),
+    separators (Zs, Zl, Zp) and invisible fillers (U+034F, U+115F, U+1160, U+3164, U+FFA0).
+    """
+    return all(
+        ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES for ch in text
+    )
+
+
+def check_text(value: object, name: str, *, max_chars: int | None = MAX_TEXT_CHARS) -> str:
+    """Return ``value`` if it is a string with at least one visible character.
 
     The text is returned unchanged (content keeps its whitespace).
 
+    Args:
+        value: The caller's value.
+        name: The argument name for the error message.
+        max_chars: Longest accepted length in characters, or ``None`` for no limit.
+
     Raises:
-        ValidationError: not a string, empty/blank, or containing a NUL character (which
-            PostgreSQL text cannot store; refused everywhere so backends behave alike).
+        ValidationError: not a string, blank (see :func:`is_blank`), longer than
+            ``max_chars``, or containing a NUL or a lone surrogate (see :func:`check_chars`).
     """
     if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ValidationError(f"{name} must be a non-empty string")
-    if "\x00" in value:
-        raise ValidationError(f"{name} must not contain NUL characters (\\x00)")
+        raise ValidationError(f"{name} must be a string, got {json_type_name(value)}")
+    check_chars(value, name)
+    if not value or is_blank(value):
+        detail = "" if not value else " (it has only whitespace, invisible or control characters)"
+        raise ValidationError(f"{name} must be a non-empty string{detail}")
+    if max_chars is not None and len(value) > max_chars:
+        raise ValidationError(f"{name} is longer than {max_chars:,} characters ({len(value):,})")
     return value
 
 
@@ -56,9 +165,10 @@ def check_identifier(value: object, name: str) -> str:
     Labels are case-sensitive and matched exactly.
 
     Raises:
-        ValidationError: not a string, blank, or longer than 200 characters.
+        ValidationError: not a string, blank, longer than 200 characters, or holding a NUL
+            or a lone surrogate.
     """
-    text = check_text(value, name).strip()
+    text = check_text(value, name, max_chars=None).strip()
     if len(text) > MAX_LABEL_LENGTH:
         raise ValidationError(f"{name} is longer than {MAX_LABEL_LENGTH} characters")
     return text
@@ -68,82 +178,151 @@ def clamp_importance(value: object) -> float | None:
     """Clamp an importance rating to [1, 10]; ``None`` stays ``None`` (unrated).
 
     Args:
-        value: A real number (int, float, numpy scalar) or ``None``.
+        value: A real number (int, float, numpy scalar) or ``None``. Huge finite numbers
+            (``10**400`` too) clamp to 10, huge negative ones to 1.
 
     Returns:
         The rating as a float in [1.0, 10.0], or ``None``.
 
     Raises:
-        ValidationError: a bool, a non-number, NaN or an infinity.
+        ValidationError: a bool, a string (``"8"`` too), another non-number, NaN or an infinity.
     """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"importance must be a number (clamped to 1-10) or None, got {value!r}")
-    number = float(value)
+        raise ValidationError(
+            f"importance must be a number (clamped to 1-10) or null, got {json_type_name(value)}"
+        )
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float range is still a finite number: clamp it
+        if not isinstance(value, numbers.Integral):
+            raise ValidationError(f"importance must be finite, got {json_type_name(value)}") from None
+        number = IMPORTANCE_MAX if int(value) > 0 else IMPORTANCE_MIN
     if not math.isfinite(number):
-        raise ValidationError(f"importance must be finite, got {value!r}")
+        raise ValidationError(f"importance must be finite, got {number!r}")
     return min(IMPORTANCE_MAX, max(IMPORTANCE_MIN, number))
 
 
 def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
-    """Normalise tags: strip, collapse inner whitespace, lower-case, drop empties, dedupe.
+    """Normalise tags: strip, collapse inner whitespace, lower-case, drop blanks, dedupe.
 
     Tags are case-insensitive: ``"Travel "`` and ``"travel"`` are the same tag. Order of
-    first appearance is kept. A single string is taken as one tag.
+    first appearance is kept. A single string is taken as one tag (on every interface).
 
     Raises:
-        ValidationError: a tag that is not a string, or longer than 200 characters.
+        ValidationError: not a list of strings, or a tag longer than 200 characters or
+            holding a NUL or a lone surrogate (the message names it: ``tags[1]``).
     """
     if tags is None:
         return ()
     if isinstance(tags, str):
         tags = [tags]
-    if isinstance(tags, Mapping) or not isinstance(tags, Iterable):
-        raise ValidationError(f"tags must be a list of strings, got {type(tags).__name__}")
+    if isinstance(tags, Mapping | bytes) or not isinstance(tags, Iterable):
+        raise ValidationError(f"tags must be a list of strings, got {json_type_name(tags)}")
     seen: dict[str, None] = {}
-    for tag in tags:
+    for i, tag in enumerate(tags):
         if not isinstance(tag, str):
-            raise ValidationError(f"every tag must be a string, got {tag!r}")
-        if "\x00" in tag:
-            raise ValidationError("tags must not contain NUL characters (\\x00)")
+            raise ValidationError(f"tags[{i}] must be a string, got {json_type_name(tag)}")
+        check_chars(tag, f"tags[{i}]")
         norm = " ".join(tag.split()).lower()
         if len(norm) > MAX_LABEL_LENGTH:
-            raise ValidationError(f"tag longer than {MAX_LABEL_LENGTH} characters: {norm[:40]!r}...")
-        if norm:
+            raise ValidationError(f"tags[{i}] is longer than {MAX_LABEL_LENGTH} characters: {norm[:40]!r}...")
+        if norm and not is_blank(norm):
             seen.setdefault(norm, None)
     return tuple(seen)
 
 
-def normalize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Return a JSON round-tripped copy of ``metadata`` (``None`` -> ``{}``).
+def check_json_value(value: object, where: str, *, depth: int = 0) -> None:
+    """Refuse anything in ``value`` that is not plain, storable JSON.
+
+    Walks objects and lists (at most :data:`MAX_JSON_DEPTH` levels): keys must be strings;
+    every string (keys included) passes :func:`check_chars`; floats must be finite.
+
+    Args:
+        value: The value to check.
+        where: Its name in errors; nested items are named ``where.key`` and ``where[i]``.
+        depth: Nesting level of ``value`` (0 for the top).
 
     Raises:
-        ValidationError: not a mapping with string keys, or not JSON-serialisable
-            (NaN and infinities are refused too).
+        ValidationError: naming the first offending item.
+    """
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{where} must be finite, got {value!r}")
+        return
+    if isinstance(value, str):
+        check_chars(value, where)
+        return
+    if isinstance(value, Mapping | list | tuple):
+        if depth >= MAX_JSON_DEPTH:
+            raise ValidationError(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ValidationError(f"{where} keys must be strings, got {key!r}")
+                check_chars(key, f"{where} key {key[:40]!r}")
+                check_json_value(item, f"{where}.{key}", depth=depth + 1)
+        else:
+            for i, item in enumerate(value):
+                check_json_value(item, f"{where}[{i}]", depth=depth + 1)
+        return
+    raise ValidationError(
+        f"{where} must be JSON (string, number, boolean, null, list or object), got {json_type_name(value)}"
+    )
+
+
+def normalize_metadata(metadata: Mapping[str, Any] | None, name: str = "metadata") -> dict[str, Any]:
+    """Return a JSON copy of ``metadata`` (``None`` -> ``{}``); tuples become lists.
+
+    Raises:
+        ValidationError: not a mapping, or not plain JSON (see :func:`check_json_value`:
+            non-string keys, NaN/infinities, NUL or lone surrogates, nesting deeper than
+            32 levels, other types); the message names the item (``metadata.a.b``).
     """
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
-        raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    try:
-        text = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
-        copy = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from exc
-    if not all(isinstance(k, str) for k in metadata):
-        raise ValidationError("metadata keys must be strings")
-    return dict(copy)
+        raise ValidationError(f"{name} must be an object (a mapping), got {json_type_name(metadata)}")
+    check_json_value(metadata, name)
+    copy: dict[str, Any] = _json_copy(metadata)
+    return copy
 
 
-def check_limit(value: object) -> int:
-    """Return ``value`` if it is a positive int (bools refused).
+def _json_copy(value: Any) -> Any:
+    """A deep copy of checked JSON data (mappings -> dict, tuples -> list)."""
+    if isinstance(value, Mapping):
+        return {key: _json_copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_copy(item) for item in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    return float(value)
+
+
+def check_limit(value: object, name: str = "limit", *, maximum: int = MAX_LIMIT) -> int:
+    """Return ``value`` if it is an integer in ``1..maximum`` (bools, floats and strings refused).
+
+    Args:
+        value: The caller's value.
+        name: The argument name for the error message.
+        maximum: Largest accepted value; never above :data:`MAX_LIMIT`.
 
     Raises:
-        ValidationError: not an int, or < 1.
+        ValidationError: not an int, < 1, or > ``maximum`` (checked before any SQL, so
+            ``2**63`` is a ValidationError on every backend).
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValidationError(f"limit must be a positive integer, got {value!r}")
-    if int(value) < 1:
-        raise ValidationError(f"limit must be >= 1, got {value!r}")
-    return int(value)
+        raise ValidationError(f"{name} must be a positive integer, got {json_type_name(value)}")
+    number = int(value)
+    if number < 1:
+        raise ValidationError(f"{name} must be >= 1, got {number}")
+    top = min(maximum, MAX_LIMIT)
+    if number > top:
+        shown = str(number) if number.bit_length() <= 64 else f"an integer of {number.bit_length()} bits"
+        raise ValidationError(f"{name} must be <= {top}, got {shown}")
+    return number

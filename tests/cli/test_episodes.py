@@ -258,7 +258,9 @@ def test_errors_are_one_line_and_json_in_json_mode(invoke: Invoke, remember: Rem
     machine = invoke("remember", "note", " ", global_opts=["--json"])
     assert machine.exit_code == 2
     assert json.loads(machine.stderr) == {
-        "error": "CONTENT must be a non-empty string",
+        "error": (
+            "CONTENT must be a non-empty string (it has only whitespace, invisible or control characters)"
+        ),
         "type": "ValidationError",
     }
 

@@ -46,9 +46,29 @@ def test_form_without_a_model_stores_turns_and_an_extractive_summary(
     assert formed[0]["metadata"]["formation"]["source_session_id"] == "chat-1"
     assert len(_episodes(invoke)) == 5
 
-    table = invoke("form", "--session", stored_session, "--no-extract")
+    table = invoke("form", "--session", stored_session, "--no-extract", "--replace")
     assert table.exit_code == 0, table.output
     assert "session_summary" in table.stdout and "extractive" in table.stdout
+    assert "deleted 5 episode(s)" in table.stderr
+    assert [ep["event_type"] for ep in _episodes(invoke)] == [SUMMARY_EVENT_TYPE]
+
+
+def test_forming_a_session_twice_stores_nothing_the_second_time(invoke: Invoke, stored_session: str) -> None:
+    first = invoke("form", "--session", stored_session, global_opts=["--json"])
+    assert first.exit_code == 0, first.output
+    ids = [ep["id"] for ep in json.loads(first.stdout)]
+    again = invoke("form", "--session", stored_session, global_opts=["--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == []
+    assert "already formed: 5 episode(s)" in again.stderr and ids[0] in again.stderr
+    assert [ep["id"] for ep in _episodes(invoke)] == ids  # nothing stored twice
+    table = invoke("form", "--session", stored_session)
+    assert table.exit_code == 0 and "--replace" in table.stderr
+    assert len(_episodes(invoke)) == 5
+    replaced = invoke("form", "--session", stored_session, "--replace", global_opts=["--json"])
+    new_ids = [ep["id"] for ep in json.loads(replaced.stdout)]
+    assert len(new_ids) == 5 and not set(new_ids) & set(ids)
+    assert sorted(ep["id"] for ep in _episodes(invoke)) == sorted(new_ids)
 
 
 def test_form_usage_errors(invoke: Invoke, stored_session: str) -> None:

@@ -85,7 +85,10 @@ def test_forget_dry_run_then_archive(invoke: Invoke, tmp_path: Path) -> None:
     assert (report["dry_run"], report["count"], report["action"]) == (True, 1, "archive")
     assert report["episodes"][0]["content"] == "trivial note"
     assert len(json.loads(invoke("recall", global_opts=["--json"]).stdout)) == 2  # nothing changed
-    done = invoke("forget", "--now", now)
+    off = invoke("forget", "--now", now)  # forgetting is off by default: nothing happens without --force
+    assert off.exit_code == 2 and "forgetting is off" in off.stderr
+    assert len(json.loads(invoke("recall", global_opts=["--json"]).stdout)) == 2
+    done = invoke("forget", "--now", now, "--force")
     assert done.exit_code == 0 and "1 episode(s) archived" in done.stdout
     assert [h["content"] for h in json.loads(invoke("recall", global_opts=["--json"]).stdout)] == [
         "vital fact"

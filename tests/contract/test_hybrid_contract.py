@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from memlane import EmbeddingError, EpisodicMemory, ValidationError
 from memlane.embeddings.fake import FailingEmbedder
+from memlane.temporal import parse_time_window
 from tests.conftest import T0, MemoryFactory
 
 HOSTILE_QUERIES = [
@@ -253,3 +255,39 @@ def test_a_named_time_boosts_its_window(make_memory: MemoryFactory) -> None:
     )
     assert [h.episode.id for h in plain] == [later.id, in_2025.id]  # a tie, broken by recency
     assert all(h.breakdown is not None and h.breakdown.in_window is None for h in plain)
+
+
+LA = ZoneInfo("America/Los_Angeles")
+
+
+def test_time_expressions_resolve_in_the_zone_of_now(make_memory: MemoryFactory) -> None:
+    """ "yesterday" at 23:59 in Los Angeles is the Los Angeles day before (January 9), not the UTC one."""
+    memory = make_memory()
+    now = datetime(2025, 1, 10, 23, 59, tzinfo=LA)  # 2025-01-11 07:59 UTC
+    dentist = memory.remember_episode(
+        "note", "dentist appointment", created_at=datetime(2025, 1, 9, 12, 0, tzinfo=LA)
+    )
+    early = memory.remember_episode(  # 2025-01-09 02:00 UTC: still January 8 in Los Angeles
+        "note", "dentist appointment booked", created_at=datetime(2025, 1, 9, 2, 0, tzinfo=UTC)
+    )
+    for retrieval in ("hybrid", "dense", "keyword"):
+        hits = memory.recall_episodes("dentist yesterday", now=now, limit=5, retrieval=retrieval)
+        flags = {h.episode.id: h.breakdown.in_window for h in hits if h.breakdown is not None}
+        assert flags == {dentist.id: True, early.id: False}, retrieval
+    window = parse_time_window("dentist yesterday", now)
+    assert window is not None
+    assert (window.start, window.end) == (
+        datetime(2025, 1, 9, 8, tzinfo=UTC),  # January 9 in Los Angeles (PST, UTC-8)
+        datetime(2025, 1, 10, 8, tzinfo=UTC),
+    )
+    # the same instant given in UTC names the UTC day before
+    utc_window = parse_time_window("dentist yesterday", now.astimezone(UTC))
+    assert utc_window is not None and utc_window.start == datetime(2025, 1, 10, tzinfo=UTC)
+
+
+def test_calendar_windows_follow_daylight_saving_in_the_zone_of_now() -> None:
+    now = datetime(2025, 3, 12, 9, 0, tzinfo=LA)  # the week after the spring-forward Sunday (March 9)
+    window = parse_time_window("what happened last week", now)
+    assert window is not None and window.granularity == "week"
+    assert window.start == datetime(2025, 3, 3, tzinfo=LA).astimezone(UTC)  # PST: 08:00 UTC
+    assert window.end == datetime(2025, 3, 10, tzinfo=LA).astimezone(UTC)  # PDT: 07:00 UTC

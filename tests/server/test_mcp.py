@@ -89,7 +89,7 @@ def test_stdio_server_with_the_sdk_client(tmp_path: Path) -> None:
             bad = await client.call_tool(REMEMBER_EPISODE, {"event_type": "note"})
             assert bad.is_error is True
             error = _payload(bad)["error"]
-            assert error["type"] == "InvalidArguments"
+            assert error["type"] == "ValidationError"
             assert "content" in error["message"]
 
             blank = await client.call_tool(REMEMBER_EPISODE, {"event_type": "note", "content": "  "})
@@ -120,7 +120,13 @@ def test_tenant_and_scope_come_from_the_config_file_and_options(tmp_path: Path) 
             for n in range(4):
                 await acme.call_tool(REMEMBER_EPISODE, {"event_type": "note", "content": f"acme note {n}"})
             assert _payload(await acme.call_tool(RECALL_EPISODES, {"query": "note"}))["count"] == 2  # default
-            assert _payload(await acme.call_tool(RECALL_EPISODES, {"limit": 50}))["count"] == 3  # capped
+            assert _payload(await acme.call_tool(RECALL_EPISODES, {"limit": 3}))["count"] == 3
+            over = _payload(await acme.call_tool(RECALL_EPISODES, {"limit": 50}))  # above max_limit: refused
+            assert over["error"] == {
+                "type": "ValidationError",
+                "message": "limit must be <= 3, got 50",
+                "tool": RECALL_EPISODES,
+            }
 
         other = _stdio(tmp_path, "--config", str(config), "--tenant", "globex", "--scope", "tenant")
         async with Client(other, read_timeout_seconds=60) as globex:
@@ -180,7 +186,7 @@ def test_in_process_server_and_error_mapping(tmp_path: Path) -> None:
         async with Client(create_mcp_server(memory)) as client:
             unknown_arg = await client.call_tool(RECALL_EPISODES, {"limit": "many"})
             assert unknown_arg.is_error is True
-            assert _payload(unknown_arg)["error"]["type"] == "InvalidArguments"
+            assert _payload(unknown_arg)["error"]["type"] == "ValidationError"
             memory.close()
             closed = await client.call_tool(RECALL_EPISODES, {})
             assert _payload(closed)["error"]["type"] == "StoreClosedError"

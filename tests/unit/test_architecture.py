@@ -105,6 +105,7 @@ PUBLIC_API: dict[str, str] = {
     "memlane.evaluation.metrics": "named in the memlane.evaluation docstring",
     "memlane.tools": "agent tool schemas (README: Agent tools); the MCP server serves them",
     "memlane.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
+    "memlane.arguments": "the one argument policy of every interface (README: Input policy)",
 }
 """What the interfaces (cli/, server/, tools.py) may import, besides their own room."""
 

@@ -40,9 +40,10 @@ def test_openai_format() -> None:
     assert params["required"] == ["event_type", "content"]
     assert params["additionalProperties"] is False
     assert set(params["properties"]) == {"event_type", "content", "tags", "importance"}
-    assert params["properties"]["importance"]["minimum"] == 1
-    assert params["properties"]["importance"]["maximum"] == 10
+    # Out-of-range importance is clamped, not refused, so the schema sets no minimum/maximum.
+    assert "minimum" not in params["properties"]["importance"]
     assert "1-10" in params["properties"]["importance"]["description"]
+    assert "clamped" in params["properties"]["importance"]["description"]
     assert recall["function"]["name"] == RECALL_EPISODES
     recall_params = recall["function"]["parameters"]
     assert recall_params["required"] == []
@@ -182,58 +183,87 @@ def test_structured_recall_filters_with_and(tools: MemoryTools) -> None:
     assert _ok(tools.handle_tool_call(RECALL_EPISODES, {"tags": "x"}))["count"] == 2  # one string = one tag
 
 
-def test_lenient_forms_models_send(tools: MemoryTools) -> None:
-    _ok(tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": "7"}))
+def test_nulls_and_empty_arguments_count_as_absent_and_one_string_is_one_tag(tools: MemoryTools) -> None:
+    _ok(tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": 7}))
     _ok(tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "n", "content": "d", "tags": None}))
+    tagged = _ok(tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "n", "content": "e", "tags": "Ops"}))
+    assert tagged["episode"]["tags"] == ["ops"]  # a single string is one tag, as in Python and HTTP
     nulls = '{"query": null, "event_type": null, "tags": null, "limit": null, "preset": null}'
-    assert _ok(tools.handle_tool_call(RECALL_EPISODES, nulls))["count"] == 2  # OpenAI strict mode sends nulls
-    assert _ok(tools.handle_tool_call(RECALL_EPISODES, ""))["count"] == 2
-    assert _ok(tools.handle_tool_call(RECALL_EPISODES, None))["count"] == 2
-    assert _ok(tools.handle_tool_call(RECALL_EPISODES, {"query": "  "}))["ranked"] is False
-    assert _ok(tools.handle_tool_call(RECALL_EPISODES, {"limit": 1.0}))["count"] == 1
+    assert _ok(tools.handle_tool_call(RECALL_EPISODES, nulls))["count"] == 3  # OpenAI strict mode sends nulls
+    assert _ok(tools.handle_tool_call(RECALL_EPISODES, ""))["count"] == 3
+    assert _ok(tools.handle_tool_call(RECALL_EPISODES, None))["count"] == 3
     ranked = _ok(tools.handle_tool_call(RECALL_EPISODES, {"query": "c", "preset": "relevance_only"}))
     assert ranked["episodes"][0]["breakdown"]["score"] == ranked["episodes"][0]["breakdown"]["relevance"]
 
 
-def test_limit_above_the_maximum_is_reduced(tools: MemoryTools) -> None:
-    for n in range(12):
-        _ok(tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "n", "content": f"episode {n}"}))
-    assert _ok(tools.handle_tool_call(RECALL_EPISODES, {"limit": 1000}))["count"] == 10
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({"limit": "5"}, "limit must be a positive integer, got string"),
+        ({"limit": 1.0}, "limit must be a positive integer, got number"),
+        ({"limit": True}, "limit must be a positive integer, got boolean"),
+        ({"limit": 11}, "limit must be <= 10, got 11"),
+        ({"limit": 2**63}, "limit must be <= 10, got 9223372036854775808"),
+        ({"query": "  "}, "query must be a non-empty string"),
+        ({"query": "\u200b"}, "query must be a non-empty string"),
+    ],
+)
+def test_strict_recall_arguments(tools: MemoryTools, arguments: dict[str, Any], fragment: str) -> None:
+    """One policy (memlane.arguments): no coercion, no silent reduction, blank query refused."""
+    assert fragment in _error(tools.handle_tool_call(RECALL_EPISODES, arguments), "ValidationError")
+
+
+@pytest.mark.parametrize(
+    ("importance", "fragment"),
+    [("8", "got string"), (True, "got boolean"), (float("nan"), "finite"), (float("inf"), "finite")],
+)
+def test_strict_importance(tools: MemoryTools, importance: object, fragment: str) -> None:
+    arguments = {"event_type": "n", "content": "c", "importance": importance}
+    assert fragment in _error(tools.handle_tool_call(REMEMBER_EPISODE, arguments), "ValidationError")
+    assert tools.memory.count() == 0
+
+
+def test_importance_outside_1_to_10_is_clamped(tools: MemoryTools) -> None:
+    for value, expected in ((1e308, 10.0), (-5, 1.0), (10**400, 10.0)):
+        stored = _ok(
+            tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": value})
+        )
+        assert stored["episode"]["importance"] == expected
 
 
 @pytest.mark.parametrize(
     ("name", "arguments", "kind", "fragment"),
     [
         ("forget_everything", {}, "UnknownTool", "available: remember_episode, recall_episodes"),
-        (REMEMBER_EPISODE, "{not json", "InvalidArguments", "not valid JSON"),
-        (REMEMBER_EPISODE, "[1, 2]", "InvalidArguments", "must be a JSON object, got array"),
-        (REMEMBER_EPISODE, {"event_type": "n"}, "InvalidArguments", "missing required argument(s): content"),
+        (REMEMBER_EPISODE, "{not json", "ValidationError", "not valid JSON"),
+        (REMEMBER_EPISODE, "[1, 2]", "ValidationError", "must be a JSON object, got array"),
+        (REMEMBER_EPISODE, {"event_type": "n"}, "ValidationError", "missing required argument(s): content"),
         (
             REMEMBER_EPISODE,
             {"event_type": "n", "content": "c", "tenant_id": "x"},
-            "InvalidArguments",
+            "ValidationError",
             "tenant_id",
         ),
         (
             REMEMBER_EPISODE,
             {"event_type": 5, "content": "c"},
-            "InvalidArguments",
+            "ValidationError",
             "event_type must be a string",
         ),
         (
             REMEMBER_EPISODE,
             {"event_type": "n", "content": "c", "tags": [1]},
-            "InvalidArguments",
-            "tags must be",
+            "ValidationError",
+            "tags[0] must be a string, got integer",
         ),
-        (REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": "high"}, "InvalidArguments", ""),
-        (REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": True}, "InvalidArguments", ""),
+        (REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": "high"}, "ValidationError", ""),
+        (REMEMBER_EPISODE, {"event_type": "n", "content": "c", "importance": True}, "ValidationError", ""),
         (REMEMBER_EPISODE, {"event_type": "n", "content": "   "}, "ValidationError", "content"),
         (REMEMBER_EPISODE, {"event_type": "x" * 201, "content": "c"}, "ValidationError", "event_type"),
-        (RECALL_EPISODES, {"limit": 0}, "InvalidArguments", "limit must be a positive integer"),
-        (RECALL_EPISODES, {"limit": 2.5}, "InvalidArguments", "limit must be a positive integer"),
-        (RECALL_EPISODES, {"preset": "fast"}, "InvalidArguments", "preset must be one of"),
-        (RECALL_EPISODES, {"session_id": "other"}, "InvalidArguments", "unknown argument(s) session_id"),
+        (RECALL_EPISODES, {"limit": 0}, "ValidationError", "limit must be >= 1, got 0"),
+        (RECALL_EPISODES, {"limit": 2.5}, "ValidationError", "limit must be a positive integer"),
+        (RECALL_EPISODES, {"preset": "fast"}, "ValidationError", "preset must be one of"),
+        (RECALL_EPISODES, {"session_id": "other"}, "ValidationError", "unknown argument(s) session_id"),
     ],
 )
 def test_bad_calls_come_back_as_structured_errors(

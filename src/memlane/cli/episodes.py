@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 
 from memlane.cli.app import CliError, CliState, pass_state
+from memlane.cli.confirm import confirm_destructive
 from memlane.cli.output import (
     echo_json,
     episode_table,
@@ -20,6 +21,7 @@ from memlane.cli.output import (
 from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS
 from memlane.errors import EpisodeNotFoundError, ValidationError
 from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
+from memlane.stores import EpisodeFilter
 
 __all__ = ["prune", "recall", "remember", "stats"]
 
@@ -228,9 +230,10 @@ def recall(
 def stats(state: CliState) -> None:
     """Summarise the episodes in scope.
 
-    Shows the episode count (and how many have vectors), distinct tenants and sessions,
-    counts per event type, the oldest and newest created_at (UTC), the embedding model
-    the database is bound to, its schema version and its path.
+    Shows the episode count (and how many have vectors) split into active, archived
+    (forgotten or stale) and superseded (replaced by a newer episode), distinct tenants and
+    sessions, counts per event type, the oldest and newest created_at (UTC), the embedding
+    model the database is bound to, its schema version and its path.
     """
     summary = state.memory(must_exist=True).stats()
     if state.json_output:
@@ -249,26 +252,42 @@ def stats(state: CliState) -> None:
 @click.option(
     "--now", type=ISO_DATETIME, default=None, help="Reference time (ISO 8601 with timezone). Default: now."
 )
+@click.option("--dry-run", is_flag=True, help="Only count what would be deleted; change nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (asked only on a terminal).")
 @pass_state
-def prune(state: CliState, retention_days: float | None, now: datetime | None) -> None:
+def prune(
+    state: CliState, retention_days: float | None, now: datetime | None, dry_run: bool, yes: bool
+) -> None:
     """Delete old episodes and print how many were deleted.
 
     Retention is table-wide: it deletes matching episodes of EVERY tenant and session,
     whatever --scope says. Without --retention-days the configured retention applies
-    (none by default, so nothing is deleted).
+    (none by default, so nothing is deleted). Never-forget episodes (importance >= 9)
+    are kept. --dry-run reports the count and deletes nothing; on a terminal the command
+    asks before deleting unless --yes is given.
     """
     memory = state.memory(must_exist=True)
     if retention_days is not None:
         memory = memory.with_context(config=state.config(retention_days=retention_days))
     days = memory.config.retention_days
-    deleted = memory.prune(now=now)
-    cutoff = None
-    if days is not None:
-        cutoff = (now or memory.clock.now()) - timedelta(days=days)
+    at = now or memory.clock.now()
+    cutoff = None if days is None else at - timedelta(days=days)
+    would = memory.prune(now=at, dry_run=True)
+    if not dry_run and would:
+        total = memory.store.stats(EpisodeFilter()).episodes
+        assert cutoff is not None
+        confirm_destructive(
+            f"Delete {would} of {total} episode(s), of ALL tenants, created before {cutoff.isoformat()}?",
+            yes=yes,
+            json_output=state.json_output,
+        )
+    deleted = would if dry_run else memory.prune(now=at)
     if state.json_output:
         echo_json(
             {
-                "deleted": deleted,
+                "deleted": 0 if dry_run else deleted,
+                "would_delete": deleted if dry_run else None,
+                "dry_run": dry_run,
                 "retention_days": days,
                 "cutoff": None if cutoff is None else cutoff.isoformat(),
             }
@@ -276,4 +295,5 @@ def prune(state: CliState, retention_days: float | None, now: datetime | None) -
     elif cutoff is None:
         state.out.print("deleted 0 episodes (no retention configured; pass --retention-days N)")
     else:
-        state.out.print(f"deleted {deleted} episode(s) created before {cutoff.isoformat()} (all tenants)")
+        verb = "would delete" if dry_run else "deleted"
+        state.out.print(f"{verb} {deleted} episode(s) created before {cutoff.isoformat()} (all tenants)")

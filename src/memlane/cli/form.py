@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 from rich.markup import escape
 from rich.table import Table
 
+from memlane import EpisodicMemory
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, truncate_words
 from memlane.errors import FormationError
 from memlane.formation import OpenAICompatibleLLM, form_episodes
 from memlane.formation.llm import ResponseFormat
-from memlane.models import Episode
+from memlane.models import Episode, Scope
 
 __all__ = ["form"]
 
@@ -38,6 +41,22 @@ def _episodes_table(episodes: list[Episode], session_id: str) -> Table:
             escape(method),
         )
     return table
+
+
+def _in_session(memory: EpisodicMemory, session_id: str) -> EpisodicMemory:
+    config = dataclasses.replace(memory.config, scope=Scope.SESSION.value)
+    return memory.with_context(session_id=session_id, config=config)
+
+
+def previous_formation(memory: EpisodicMemory, session_id: str) -> list[Episode]:
+    """The episodes an earlier ``form`` stored from ``session_id`` (its provenance names the session)."""
+    in_session = _in_session(memory, session_id)
+    return [
+        episode
+        for episode in in_session.iter_episodes()
+        if isinstance(episode.metadata.get("formation"), dict)
+        and episode.metadata["formation"].get("source_session_id") == session_id
+    ]
 
 
 @click.command()
@@ -88,6 +107,12 @@ def _episodes_table(episodes: list[Episode], session_id: str) -> Table:
     default=None,
     help="Importance 1-10 of the summary episode (clamped). Default: unrated.",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="If the session was formed before, delete those episodes and store the new ones. "
+    "Without it a second run stores nothing and says so.",
+)
 @pass_state
 def form(
     state: CliState,
@@ -100,6 +125,7 @@ def form(
     no_summary: bool,
     no_extract: bool,
     summary_importance: float | None,
+    replace: bool,
 ) -> None:
     """Form episodes from a stored session and remember them in that session.
 
@@ -108,6 +134,10 @@ def form(
     reply is retried once, then the command fails (exit 2) with the raw reply in the
     message, and nothing is stored. Every episode records its provenance (model, prompt
     version, source session) in metadata.formation.
+
+    Idempotent per session: if episodes formed from this session already exist, nothing
+    is formed or stored (the note on stderr names them; --json prints []), unless
+    --replace is given, which stores the new episodes and then deletes the earlier ones.
     """
     if llm_base_url is not None and llm_model is None:
         raise CliError("--llm-base-url needs --llm-model", json_output=state.json_output)
@@ -117,6 +147,17 @@ def form(
         raise CliError(
             f"no session {session_id!r} for tenant {memory.tenant_id!r}", json_output=state.json_output
         )
+    earlier = previous_formation(memory, session.session_id)
+    if earlier and not replace:
+        click.echo(
+            f"session {session.session_id!r} was already formed: {len(earlier)} episode(s) exist "
+            f"({', '.join(e.id for e in earlier[:5])}{', ...' if len(earlier) > 5 else ''}); nothing "
+            "stored. Pass --replace to replace them.",
+            err=True,
+        )
+        if state.json_output:
+            echo_json([])
+        return
     llm = None
     if llm_model is not None:
         llm = OpenAICompatibleLLM(
@@ -142,6 +183,13 @@ def form(
             shown = [text if len(text) <= _RAW_WIDTH else text[:_RAW_WIDTH] + "…" for text in exc.raw_texts]
             message += f"; raw replies: {shown!r}"
         raise CliError(message, kind=type(exc).__name__, json_output=state.json_output) from exc
+    if earlier:
+        in_session = _in_session(memory, session.session_id)
+        removed = sum(in_session.delete_episode(e.id) for e in earlier)
+        click.echo(
+            f"replaced the earlier formation of session {session.session_id!r}: deleted {removed} episode(s)",
+            err=True,
+        )
     if state.json_output:
         echo_json([ep.to_dict() for ep in episodes])
     else:

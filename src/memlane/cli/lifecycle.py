@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from memlane.cli.app import CliError, CliState, pass_state
+from memlane.cli.confirm import confirm_destructive
 from memlane.cli.output import compact_table, echo_json, minute
 from memlane.cli.params import ISO_DATETIME
 from memlane.errors import EpisodeNotFoundError, ValidationError
@@ -65,15 +66,43 @@ def history(state: CliState, episode_id: str) -> None:
 @click.option(
     "--now", type=ISO_DATETIME, default=None, help="Reference time (ISO 8601 with timezone). Default: now."
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Forget even though forgetting is off in the configuration (forgetting: false, the default).",
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (asked only on a terminal).")
 @pass_state
-def forget(state: CliState, dry_run: bool, threshold: float | None, now: datetime | None) -> None:
+def forget(
+    state: CliState, dry_run: bool, threshold: float | None, now: datetime | None, force: bool, yes: bool
+) -> None:
     """Archive (or delete, if configured) episodes in scope whose strength faded.
 
     Strength = 0.5 ** (age_days / half_life), the half-life set by importance: 9-10 never
     forgotten, 7-8 30 days, 4-6 7 days, 1-3 1 day, unrated 7 days (configurable with
     forgetting_policy). Archived episodes leave recall but stay in the database and exports.
+
+    Forgetting is off by default: unless the configuration says 'forgetting: true', only
+    --dry-run runs, and changing anything needs --force. On a terminal the command asks
+    before archiving or deleting unless --yes is given.
     """
     memory = state.memory(must_exist=True)
+    if not dry_run and not force and not memory.config.forgetting:
+        raise CliError(
+            "forgetting is off in the configuration (forgetting: false, the default); preview with "
+            "--dry-run, or pass --force to forget anyway",
+            kind="ForgettingOff",
+            json_output=state.json_output,
+        )
+    if not dry_run:
+        preview = memory.forget(now=now, dry_run=True, threshold=threshold)
+        if preview.count:
+            verb = {"archive": "Archive", "delete": "Delete"}[preview.action]
+            confirm_destructive(
+                f"{verb} {preview.count} episode(s) with strength < {preview.threshold:g}?",
+                yes=yes,
+                json_output=state.json_output,
+            )
     report = memory.forget(now=now, dry_run=dry_run, threshold=threshold)
     if state.json_output:
         echo_json(report.to_dict())

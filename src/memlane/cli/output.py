@@ -50,7 +50,7 @@ CONTENT_WIDTH = 160
 
 
 def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
-    """How a recall with ``config`` ranks, as ``(signal, definition)`` pairs (see :mod:`memlane.ranking`).
+    """How a recall with ``config`` ranks, as ``(signal, definition)`` pairs (:mod:`memlane.recall.ranking`).
 
     Built from the configuration and the ranking module, so it cannot drift from the code:
     the fusion named by ``config.retrieval``/``config.fusion`` (noisy-OR by default) with its
@@ -286,6 +286,9 @@ def stats_to_dict(stats: StoreStats, *, scope: str) -> dict[str, Any]:
         "db": stats.location,
         "scope": scope,
         "episodes": stats.episodes,
+        "active": stats.active,
+        "archived": stats.archived,
+        "superseded": stats.superseded,
         "with_vectors": stats.with_vectors,
         "tenants": stats.tenants,
         "sessions": stats.sessions,
@@ -310,6 +313,9 @@ def stats_table(stats: StoreStats, *, scope: str) -> Table:
     table.add_row("schema version", str(stats.schema_version))
     table.add_row("embedding model", "—" if model is None else f"{model[0]} ({model[1]} dims)")
     table.add_row("episodes", f"{stats.episodes} ({stats.with_vectors} with vectors)")
+    table.add_row("  active", str(stats.active))
+    table.add_row("  archived", str(stats.archived))
+    table.add_row("  superseded", str(stats.superseded))
     table.add_row("tenants", str(stats.tenants))
     table.add_row("sessions", str(stats.sessions))
     table.add_row("oldest", data["oldest"] or "—")

@@ -127,16 +127,17 @@ def mcp(state: CliState, transport: str, host: str, port: int, path: str, log_le
     the 'mcp' extra.
     """
     _require("mcp", "mcp")
-    from memlane.server.mcp import create_mcp_server
+    from memlane.server.mcp import create_mcp_server, run_stdio
 
     memory = state.memory()
-    server = create_mcp_server(memory, max_limit=state.settings.episodic_or_default.max_limit)
+    max_limit = state.settings.episodic_or_default.max_limit
     logger.info(
         "MCP server for tenant %r, session %r (%s scope)", state.tenant, state.session, state.scope.value
     )
     if transport == "stdio":
-        server.run("stdio")
+        run_stdio(memory, max_limit=max_limit)
         return
+    server = create_mcp_server(memory, max_limit=max_limit)
     _require("server", "uvicorn")
     import uvicorn
 

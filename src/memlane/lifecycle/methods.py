@@ -157,7 +157,7 @@ class LifecycleMethods:
         """
         return supersession.history(self.store, episode_id, self.get_episode, self._in_scope)
 
-    def prune(self: MemoryCore, now: datetime | None = None) -> int:
+    def prune(self: MemoryCore, now: datetime | None = None, *, dry_run: bool = False) -> int:
         """Delete every episode older than ``retention_days`` (table-wide, all tenants).
 
         Never-forget episodes (importance in a never-forget band of
@@ -165,9 +165,11 @@ class LifecycleMethods:
 
         Args:
             now: Reference time (timezone-aware); default the clock.
+            dry_run: Only count what would be deleted; change nothing.
 
         Returns:
-            Number of episodes deleted (0 when ``retention_days`` is ``None``).
+            Number of episodes deleted, or that would be with ``dry_run`` (0 when
+            ``retention_days`` is ``None``).
         """
         self._check_open()
         if self.config.retention_days is None:
@@ -177,6 +179,7 @@ class LifecycleMethods:
             retention_days=self.config.retention_days,
             never_forget_from=self.config.policy.never_forget_from,
             at=self._now(now),
+            dry_run=dry_run,
         )
 
     def forget(

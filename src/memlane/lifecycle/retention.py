@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memlane.stores.base import Store
+from memlane.stores.base import EpisodeFilter, Store
 
 __all__ = ["prune", "retained_after"]
 
@@ -23,7 +23,12 @@ def retained_after(now: datetime, retention_days: float | None) -> datetime | No
 
 
 def prune(
-    store: Store, *, retention_days: float | None, never_forget_from: float | None, at: datetime
+    store: Store,
+    *,
+    retention_days: float | None,
+    never_forget_from: float | None,
+    at: datetime,
+    dry_run: bool = False,
 ) -> int:
     """Delete every episode (table-wide, all tenants) created before ``at - retention_days``.
 
@@ -32,9 +37,10 @@ def prune(
         retention_days: Days episodes are kept, or ``None`` = keep everything (nothing deleted).
         never_forget_from: Episodes with importance >= this are kept; ``None`` = no exemption.
         at: Reference time (UTC).
+        dry_run: Only count what would be deleted (everything minus what retention keeps).
 
     Returns:
-        Number of episodes deleted.
+        Number of episodes deleted, or that would be with ``dry_run``.
 
     Raises:
         StoreError: the store failed.
@@ -42,4 +48,7 @@ def prune(
     cutoff = retained_after(at, retention_days)
     if cutoff is None:
         return 0
+    if dry_run:
+        kept = store.stats(EpisodeFilter(retained_after=cutoff, never_forget_from=never_forget_from))
+        return store.stats(EpisodeFilter()).episodes - kept.episodes
     return store.delete_created_before(cutoff, keep_importance_from=never_forget_from)

@@ -128,4 +128,5 @@ class RecallMethods:
             weights=resolved,
             retrieval=mode,
             min_relevance=float(threshold),
+            local_now=now,
         )

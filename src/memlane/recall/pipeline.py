@@ -96,6 +96,7 @@ def ranked_recall(
     weights: RankingWeights,
     retrieval: str,
     min_relevance: float,
+    local_now: datetime | None = None,
 ) -> list[RecallHit]:
     """Run the stages listed in the module docstring for one validated query.
 
@@ -111,6 +112,8 @@ def ranked_recall(
         weights: Resolved ranking weights.
         retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
         min_relevance: In [0, 1].
+        local_now: The caller's ``now`` in its own zone: time expressions ("yesterday") are
+            resolved in that zone; default ``at`` (UTC).
 
     Returns:
         Up to ``limit`` hits, best first, each with its score breakdown.
@@ -133,7 +136,7 @@ def ranked_recall(
         keyword = store.keyword_candidates(flt, keyword_terms(query), top_n)
     candidates = merge_candidates(dense, keyword)
     in_window = None
-    window = parse_time_window(query, at) if config.temporal else None
+    window = parse_time_window(query, at if local_now is None else local_now) if config.temporal else None
     if window is not None:
         created = candidates.created_at_seconds
         in_window = (created >= window.start.timestamp()) & (created < window.end.timestamp())

@@ -23,7 +23,12 @@ they are about time — a bare number or ordinal ("18th", "10"), and a month nam
 in lower case ("may" is usually the verb) — and durations or questions *about* time that
 name no time ("how long", "when did ..."; the hits' own ``created_at`` answers those).
 Modifiers such as "before"/"after"/"around" are not interpreted: "before August 3, 2023"
-boosts August 3, 2023. Windows are in UTC.
+boosts August 3, 2023.
+
+Time zone: calendar days, weeks, months and years are those of ``now``'s zone ("yesterday"
+at 23:59 in Los Angeles is the Los Angeles day before, 08:00 UTC to 08:00 UTC); pass ``now``
+with the caller's ``tzinfo`` (a ``zoneinfo.ZoneInfo`` handles daylight saving). The window is
+returned in UTC.
 
 Without ``dateparser`` installed, no query has a window (recall still works).
 """
@@ -33,7 +38,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import Any
 
@@ -58,7 +63,7 @@ _GRANULARITIES = ("day", "week", "month", "year")
 
 @dataclass(frozen=True, slots=True)
 class TimeWindow:
-    """A half-open UTC interval ``[start, end)`` named by a query.
+    """A half-open interval ``[start, end)`` named by a query (bounds in UTC).
 
     Attributes:
         start: Inclusive lower bound (UTC).
@@ -125,12 +130,18 @@ def _window(at: datetime, granularity: str) -> tuple[datetime, datetime]:
     return start, start.replace(year=start.year + 1)
 
 
+def _to_utc(local: datetime, zone: tzinfo | None) -> datetime:
+    """A naive wall-clock time in ``zone`` as UTC (a skipped or repeated DST hour: its first reading)."""
+    return local.replace(tzinfo=zone).astimezone(UTC)
+
+
 def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     """Find the time window a query names, relative to ``now``.
 
     Args:
         text: The recall query.
-        now: The recall's reference time (timezone-aware).
+        now: The recall's reference time (timezone-aware); relative expressions and
+            calendar boundaries are resolved in its zone.
 
     Returns:
         The window, or ``None`` when the query names no (anchored) time.
@@ -146,7 +157,9 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     if parsers is None:
         return None
     search_dates, date_data_parser = parsers
-    base = ensure_utc(now, "now").replace(tzinfo=None)
+    ensure_utc(now, "now")  # refuses a naive now
+    zone = now.tzinfo
+    base = now.replace(tzinfo=None)  # dateparser counts back from local wall-clock time
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
     try:
         found = search_dates(text, languages=["en"], settings=settings) or []
@@ -162,7 +175,7 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
         period = parser.get_date_data(phrase).period
         granularity = period if period in _GRANULARITIES else "day"
         start, end = _window(at, granularity)
-        windows.append((start.replace(tzinfo=UTC), end.replace(tzinfo=UTC), granularity, phrase))
+        windows.append((_to_utc(start, zone), _to_utc(end, zone), granularity, phrase))
     if not windows:
         return None
     start = max(w[0] for w in windows)

@@ -9,6 +9,7 @@ Every error response has the same body::
 =====================================  ======  ===================================================
 Error                                  Status  Meaning for the client
 =====================================  ======  ===================================================
+body that cannot be parsed at all      400     e.g. a 20,000-digit number (FastAPI's own answer)
 missing or unknown API key             401     send ``Authorization: Bearer <key>`` / ``X-API-Key``
 unknown id, or another tenant's id     404     never reveals whether the id exists elsewhere
 request body over the size limit       413     send less
@@ -25,11 +26,16 @@ malformed request, bad value           422     :class:`~memlane.errors.Validatio
 
 For 4xx errors the message is memlane's own (it describes the client's input). For 5xx
 errors the message is generic — store and embedder messages can contain file paths or
-hostnames — and the details are logged instead.
+hostnames — and the details are logged instead. A request body refused by the shared
+argument policy (:mod:`memlane.arguments`) gets the policy's message as is, exactly as the
+Python API and the tools word it. Every body is written by :class:`SafeJSONResponse`, which
+never fails to encode (a lone surrogate in a message becomes a ``\\udc00`` escape), so a
+bad character is a 422, never a 500 that drops the connection.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -52,8 +58,16 @@ from memlane.errors import (
     StoreError,
     ValidationError,
 )
+from memlane.validation import safe_text
 
-__all__ = ["STATUS_BY_ERROR", "error_body", "http_error_response", "install_error_handlers", "status_for"]
+__all__ = [
+    "STATUS_BY_ERROR",
+    "SafeJSONResponse",
+    "error_body",
+    "http_error_response",
+    "install_error_handlers",
+    "status_for",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +92,19 @@ _GENERIC_5XX = {
 }
 
 
+class SafeJSONResponse(JSONResponse):
+    """A JSON response that always encodes: text that UTF-8 cannot hold is written ASCII-escaped."""
+
+    def render(self, content: Any) -> bytes:
+        """``content`` as compact UTF-8 JSON, or ASCII JSON (``\\udc00`` escapes) if UTF-8 fails."""
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode(
+                "ascii"
+            )
+
+
 def status_for(exc: MemlaneError) -> int:
     """HTTP status for a memlane error (see :data:`STATUS_BY_ERROR`)."""
     for cls, status in STATUS_BY_ERROR:
@@ -88,7 +115,7 @@ def status_for(exc: MemlaneError) -> int:
 
 def error_body(kind: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON body of every error response: ``{"error": {"type", "message"[, "details"]}}``."""
-    error: dict[str, Any] = {"type": kind, "message": message}
+    error: dict[str, Any] = {"type": kind, "message": safe_text(message)}
     if details is not None:
         error["details"] = details
     return {"error": error}
@@ -104,7 +131,7 @@ def _status_type(status: int) -> str:
 
 def http_error_response(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """A JSON error response for a plain HTTP status (type = the status phrase, e.g. ``NotFound``)."""
-    return JSONResponse(error_body(_status_type(status), message), status_code=status, headers=headers)
+    return SafeJSONResponse(error_body(_status_type(status), message), status_code=status, headers=headers)
 
 
 async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
@@ -115,7 +142,7 @@ async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
         message = _GENERIC_5XX.get(status, _GENERIC_5XX[500])
     else:
         message = str(exc)
-    return JSONResponse(error_body(type(exc).__name__, message), status_code=status)
+    return SafeJSONResponse(error_body(type(exc).__name__, message), status_code=status)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -126,21 +153,25 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    policy = [err.get("ctx", {}).get("error") for err in errors]
+    if errors and all(isinstance(e, ValidationError) for e in policy):  # the shared argument policy
+        return SafeJSONResponse(error_body("ValidationError", str(policy[0])), status_code=422)
     details = [
         {
-            "loc": [str(part) for part in err.get("loc", ())],
-            "msg": str(err.get("msg", "")),
+            "loc": [safe_text(str(part)) for part in err.get("loc", ())],
+            "msg": safe_text(str(err.get("msg", ""))),
             "type": str(err.get("type", "")),
         }
-        for err in exc.errors()
+        for err in errors
     ]
     message = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"
-    return JSONResponse(error_body("ValidationError", message, details), status_code=422)
+    return SafeJSONResponse(error_body("ValidationError", message, details), status_code=422)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("%s %s failed unexpectedly", request.method, request.url.path, exc_info=exc)
-    return JSONResponse(error_body("InternalServerError", _GENERIC_5XX[500]), status_code=500)
+    return SafeJSONResponse(error_body("InternalServerError", _GENERIC_5XX[500]), status_code=500)
 
 
 def install_error_handlers(app: FastAPI) -> None:

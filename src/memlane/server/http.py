@@ -25,6 +25,11 @@ Limits: request bodies over ``server.max_request_bytes`` (default 1 MiB) are ref
 The memory inspector (read-only web pages) is mounted at ``/inspect``: log in with an API
 key; ``admin`` keys may view every tenant (:mod:`memlane.server.inspector`).
 
+Arguments: request bodies are checked by :mod:`memlane.arguments` before anything else (the
+policy shared with Python, tool calls and MCP: strict types, unknown fields refused, the
+same ``ValidationError`` message), so a bad value is a 422 whose message is the Python
+API's own. Responses never fail to encode (:class:`memlane.server.errors.SafeJSONResponse`).
+
 ``GET /health`` needs no key. OpenAPI: ``/openapi.json``, docs at ``/docs`` and ``/redoc``.
 Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in the
 server's thread pool; the memory is opened when the app starts and closed when it stops.
@@ -45,18 +50,20 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from memlane import EpisodicMemory, __version__
+from memlane.arguments import HTTP_REMEMBER_ARGUMENTS, check_arguments, http_recall_arguments
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Episode, RecallHit, Scope
 from memlane.recall import PRESETS
-from memlane.server.errors import http_error_response, install_error_handlers
+from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
 from memlane.server.inspector import install_inspector
+from memlane.validation import MAX_LIMIT, check_limit
 
 __all__ = ["API_PREFIX", "BodySizeLimit", "create_app"]
 
@@ -108,6 +115,12 @@ class RememberRequest(BaseModel):
     metadata: dict[str, Any] | None = Field(default=None, description="A JSON object stored alongside.")
     session_id: SessionId | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _policy(cls, data: Any) -> Any:
+        """The shared argument policy (:mod:`memlane.arguments`) runs first."""
+        return check_arguments(data, HTTP_REMEMBER_ARGUMENTS)
+
 
 class Weights(BaseModel):
     """Custom ranking weights; only their ratios matter. Missing keys weigh 0."""
@@ -117,6 +130,9 @@ class Weights(BaseModel):
     relevance: float = Field(default=0.0, ge=0)
     recency: float = Field(default=0.0, ge=0)
     importance: float = Field(default=0.0, ge=0)
+
+
+_HTTP_RECALL_ARGUMENTS = http_recall_arguments(MAX_LIMIT)
 
 
 class RecallRequest(BaseModel):
@@ -141,6 +157,12 @@ class RecallRequest(BaseModel):
     now: datetime | None = Field(
         default=None, description="Reference time for recency (ISO 8601 with timezone). Default: now."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _policy(cls, data: Any) -> Any:
+        """The shared argument policy (:mod:`memlane.arguments`); ``limit``'s maximum is checked per app."""
+        return check_arguments(data, _HTTP_RECALL_ARGUMENTS)
 
 
 class EpisodeOut(BaseModel):
@@ -266,8 +288,8 @@ class _State:
         return memory
 
     def check_limit(self, limit: int | None) -> None:
-        if limit is not None and limit > self.max_limit:
-            raise ValidationError(f"limit must be <= {self.max_limit}, got {limit}")
+        if limit is not None:
+            check_limit(limit, maximum=self.max_limit)
 
 
 def _state(request: Request) -> _State:
@@ -513,6 +535,7 @@ def create_app(
             'invisible (404). Errors: `{"error": {"type", "message"}}`.'
         ),
         lifespan=lifespan,
+        default_response_class=SafeJSONResponse,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.state.memlane = state

@@ -5,8 +5,16 @@ Install with ``pip install 'memlane[mcp]'`` (the official ``mcp`` SDK, 2.x) and 
 other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
 
 * The tools, their input schemas and their results are exactly those of
-  :mod:`memlane.tools` (one definition for every interface); the SDK's own argument model
-  accepts anything, and :meth:`memlane.tools.MemoryTools.handle_tool_call` validates.
+  :mod:`memlane.tools` (one definition for every interface). The client's arguments reach
+  :meth:`memlane.tools.MemoryTools.handle_tool_call` exactly as sent (the SDK's own argument
+  model, which would drop unknown arguments, is bypassed), so the one argument policy of
+  :mod:`memlane.arguments` applies: unknown arguments, wrong types and bad values are a tool
+  error ``ValidationError``, as in Python, tool calls and HTTP.
+* Text the SDK cannot even decode — a JSON string escape of a lone UTF-16 surrogate such as
+  ``"\\udc00"``, which the SDK's JSON parser refuses, so the request would get no answer at
+  all — is caught by :func:`run_stdio` before the SDK sees it: a ``tools/call`` gets the
+  tool's own ``ValidationError`` result naming the field, any other request a JSON-RPC
+  "invalid params" error.
 * The tenant, session and scope are the server's (from the memory it is built with, i.e.
   the CLI's ``--tenant/--session/--scope`` or the config file), never tool arguments.
 * Errors (the MCP convention, in :func:`to_call_tool_result`): a failed call is a
@@ -22,18 +30,29 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+import re
+import sys
+from collections.abc import AsyncIterator, Callable
+from io import TextIOWrapper
+from typing import Any, cast
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import CallToolResult, ErrorData, JSONRPCError, JSONRPCResponse, TextContent, ToolAnnotations
+from pydantic import Field
 
 from memlane import EpisodicMemory, __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT
+from memlane.errors import ValidationError
 from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, MemoryTools, ToolDefinition
+from memlane.validation import check_json_value
 
-__all__ = ["SERVER_INSTRUCTIONS", "create_mcp_server", "to_call_tool_result"]
+__all__ = ["SERVER_INSTRUCTIONS", "create_mcp_server", "run_stdio", "to_call_tool_result"]
+
+logger = logging.getLogger(__name__)
 
 SERVER_INSTRUCTIONS = (
     "Long-term episodic memory. Call recall_episodes before answering when past preferences, "
@@ -72,30 +91,49 @@ def to_call_tool_result(result: dict[str, Any]) -> CallToolResult:
     )
 
 
+class _PolicyTool(Tool):
+    """An SDK ``Tool`` whose calls hand the client's arguments, as sent, to ``handler``.
+
+    The SDK's ``Tool.run`` validates arguments against a model built from the function
+    signature, which silently drops unknown arguments; memlane's argument policy refuses
+    them, so ``run`` skips that model.
+    """
+
+    handler: Callable[[dict[str, Any]], CallToolResult] | None = Field(default=None, exclude=True)
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        """Run ``handler`` on the raw arguments in a worker thread (it touches the store)."""
+        handler = self.handler
+        assert handler is not None, "built by _tool()"
+        return await anyio.to_thread.run_sync(handler, dict(arguments or {}))
+
+
 def _tool(tools: MemoryTools, definition: ToolDefinition) -> Tool:
     """An SDK ``Tool`` that publishes ``definition``'s schema and dispatches to ``tools``."""
     names = list(definition.parameters["properties"])
 
-    def call(**arguments: Any) -> CallToolResult:
-        present = {k: v for k, v in arguments.items() if v is not None}
-        return to_call_tool_result(tools.handle_tool_call(definition.name, present))
+    def handle(arguments: dict[str, Any]) -> CallToolResult:
+        return to_call_tool_result(tools.handle_tool_call(definition.name, arguments))
 
-    # The SDK builds its argument model from the signature: one optional, untyped keyword
-    # per published property, so every value reaches handle_tool_call, which validates.
+    def call(**arguments: Any) -> CallToolResult:  # only for the SDK's registration
+        return handle(arguments)
+
+    # The SDK builds an argument model from the signature (unused: _PolicyTool.run passes
+    # the raw arguments); the published schema is definition.parameters.
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any) for n in names],
         return_annotation=CallToolResult,
     )
     call.__name__ = definition.name
     fn: Callable[..., CallToolResult] = call
-    tool = Tool.from_function(
+    tool = _PolicyTool.from_function(
         fn,
         name=definition.name,
         description=definition.description,
         annotations=_ANNOTATIONS.get(definition.name),
         structured_output=False,
     )
-    return tool.model_copy(update={"parameters": definition.parameters})
+    return tool.model_copy(update={"parameters": definition.parameters, "handler": handle})
 
 
 def create_mcp_server(
@@ -106,7 +144,7 @@ def create_mcp_server(
     Args:
         memory: The memory the tools use; its tenant, session and scope apply to every call.
             The caller keeps ownership (close it after the server stops).
-        max_limit: Largest ``limit`` a recall returns (larger requests are reduced), >= the
+        max_limit: Largest ``limit`` a recall may ask for (larger requests are refused), >= the
             memory's ``default_limit``.
         name: Server name reported to clients.
 
@@ -117,7 +155,10 @@ def create_mcp_server(
     Raises:
         ValueError: ``max_limit`` below the memory's ``default_limit``.
     """
-    tools = MemoryTools(memory, max_limit=max_limit)
+    return _server(MemoryTools(memory, max_limit=max_limit), name)
+
+
+def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
     # MCPServer() calls logging.basicConfig(); memlane is a library and configures no logging
     # handlers, so the root logger is put back the way the application had it.
     root = logging.getLogger()
@@ -134,3 +175,90 @@ def create_mcp_server(
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+# -- stdio with the surrogate guard ------------------------------------------------------
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _surrogate_problem(message: object) -> tuple[str, ValidationError] | None:
+    """Where the first lone surrogate in a decoded JSON-RPC message is, and the error naming it."""
+    try:
+        check_json_value(message, "message")
+    except ValidationError as exc:
+        text = str(exc)
+        return text.split(" ", 1)[0], exc
+    return None
+
+
+def _guard_reply(line: str, tools: MemoryTools) -> tuple[bool, JSONRPCResponse | JSONRPCError | None]:
+    """Whether memlane handles this stdin line itself (the SDK could not decode it), and its answer.
+
+    Returns:
+        ``(False, None)``: pass the line on to the SDK. ``(True, reply)``: answer ``reply``
+        instead; ``(True, None)``: drop it (a bad notification or response gets no answer).
+    """
+    if _SURROGATE_ESCAPE.search(line) is None:
+        return False, None
+    try:
+        message = json.loads(line)
+    except ValueError:  # not JSON at all: the SDK reports it
+        return False, None
+    problem = _surrogate_problem(message)
+    if problem is None or not isinstance(message, dict):
+        return False, None  # a valid surrogate pair, or something the SDK refuses anyway
+    where, error = problem
+    request_id = message.get("id")
+    if "method" not in message or not isinstance(request_id, str | int) or isinstance(request_id, bool):
+        logger.warning("dropped a JSON-RPC message with a lone surrogate at %s", where)
+        return True, None
+    params = message.get("params")
+    if (
+        message["method"] == "tools/call"
+        and isinstance(params, dict)
+        and where.startswith(("message.params.arguments", "message.params.name"))
+    ):
+        result = to_call_tool_result(tools.handle_tool_call(str(params.get("name")), params.get("arguments")))
+        body = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return True, JSONRPCResponse(jsonrpc="2.0", id=request_id, result=body)
+    return True, JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=ErrorData(code=-32602, message=str(error).replace("message.", "", 1)),
+    )
+
+
+async def _guarded_lines(tools: MemoryTools, replies: list[Any]) -> AsyncIterator[str]:
+    """Lines of stdin for the SDK; lines it could not decode are answered via ``replies[0]``."""
+    stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    async for line in stdin:
+        handled, reply = _guard_reply(line, tools)
+        if not handled:
+            yield line
+        elif reply is not None:
+            await replies[0].send(SessionMessage(reply))
+
+
+async def _serve_stdio(tools: MemoryTools, name: str) -> None:
+    server = _server(tools, name)
+    replies: list[Any] = []
+    lines = cast(Any, _guarded_lines(tools, replies))
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):
+        replies.append(write_stream)
+        lowlevel = server._lowlevel_server  # the SDK runs custom streams only on its low-level server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def run_stdio(memory: EpisodicMemory, *, max_limit: int = DEFAULT_MAX_LIMIT, name: str = "memlane") -> None:
+    """Serve the memory tools over stdio until the client disconnects (what ``memlane mcp`` runs).
+
+    Like ``create_mcp_server(memory, ...).run("stdio")``, plus the surrogate guard (see the
+    module docstring): a request carrying a lone-surrogate escape still gets an answer.
+
+    Args:
+        memory: The memory the tools use (the caller closes it afterwards).
+        max_limit: Largest ``limit`` a recall may ask for (see :func:`create_mcp_server`).
+        name: Server name reported to clients.
+    """
+    anyio.run(_serve_stdio, MemoryTools(memory, max_limit=max_limit), name)

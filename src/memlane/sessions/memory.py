@@ -305,7 +305,7 @@ class SessionMemory:
         self._check_open()
         owner = self._owner(agent_id, user_id)
         query = check_text(query, "query")
-        top_k = check_limit(top_k)
+        top_k = check_limit(top_k, "top_k")
         context_turns = _check_count(context_turns, "context_turns", minimum=0)
         if max_per_session is not None:
             max_per_session = _check_count(max_per_session, "max_per_session", minimum=1)
@@ -482,7 +482,7 @@ class SessionMemory:
                 owner.agent_id,
                 owner.user_id,
                 query,
-                top_k=check_limit(session_top_k),
+                top_k=check_limit(session_top_k, "session_top_k"),
                 now=at,
                 weights=weights,
                 context_turns=context_turns,
@@ -491,7 +491,7 @@ class SessionMemory:
                 candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
         if budget > 0 and include_events:
             hits: list[RecallHit] = self.memory.recall_episodes(
-                query, limit=check_limit(event_limit), now=at, weights=weights
+                query, limit=check_limit(event_limit, "event_limit"), now=at, weights=weights
             )
             candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
         return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=min_relevance)

@@ -6,20 +6,25 @@ Accepted shape (the OpenAI Chat Completions message format):
   ``function`` role is refused).
 * ``content``: a string, ``null``, or a list of content parts (objects with a string
   ``type``; ``text`` parts need a string ``text``; other parts such as ``image_url`` are
-  kept verbatim but carry no text). Required (non-null) for ``system``, ``developer``,
-  ``user`` and ``tool`` messages; an ``assistant`` message needs ``content``,
+  kept verbatim but carry no text). Required (non-null) for ``system``, ``developer`` and
+  ``user`` messages; a ``tool`` message may have ``null`` content (OpenAI clients send it
+  for a tool that returned nothing); an ``assistant`` message needs ``content``,
   ``tool_calls`` or ``refusal``.
 * ``name``: optional string.
 * ``tool_calls`` (``assistant`` only): a list of ``{"id": str, "type": "function",
-  "function": {"name": str, "arguments": str}}``; ``arguments`` is JSON *text* and is
-  kept exactly as given.
+  "function": {"name": str, "arguments": str}}``. ``arguments`` is JSON *text* and is
+  kept exactly as given, even when it is not valid JSON (a model's truncated or malformed
+  call): such a call is stored and flagged
+  :attr:`~memlane.sessions.messages.ToolCall.arguments_unparsed` instead of failing the
+  whole session. ``arguments`` must still be present and a string.
 * ``tool_call_id`` (``tool`` only, required): the id of the call answered.
 * Any other key is kept verbatim if its value is JSON (no NaN or infinities).
 
 No string anywhere in a message may contain a NUL character (PostgreSQL text cannot
-hold it; refused on every backend so they behave alike). Each error is a
-:class:`~memlane.errors.ValidationError` whose message names the field, e.g.
-``messages[3].tool_calls[0].function.arguments must be a string (JSON text), got dict``.
+hold it) or a lone UTF-16 surrogate (no UTF-8 store can); both are refused on every
+backend by :func:`memlane.validation.check_json_value`, as is nesting deeper than 32
+levels. Each error is a :class:`~memlane.errors.ValidationError` whose message names the
+field, e.g. ``messages[3].content contains a lone surrogate (U+D83D) at character 5; ...``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.errors import ValidationError
+from memlane.validation import check_json_value
 
 __all__ = [
     "CONVERSATION_ROLES",
@@ -44,7 +50,7 @@ __all__ = [
     "validate_messages",
 ]
 
-_REQUIRES_CONTENT = frozenset({"system", "developer", "user", "tool"})
+_REQUIRES_CONTENT = frozenset({"system", "developer", "user"})
 
 
 def _type_name(value: object) -> str:
@@ -52,31 +58,8 @@ def _type_name(value: object) -> str:
 
 
 def _check_json(value: object, where: str) -> None:
-    """Refuse non-JSON values, non-string keys, NaN/infinities and NUL characters anywhere in ``value``."""
-    if value is None or isinstance(value, bool | int):
-        return
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValidationError(f"{where} must be finite, got {value!r}")
-        return
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValidationError(f"{where} must not contain NUL characters (\\x00)")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ValidationError(f"{where} keys must be strings, got {key!r}")
-            _check_json(key, f"{where} key {key[:40]!r}")
-            _check_json(item, f"{where}.{key}")
-        return
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _check_json(item, f"{where}[{i}]")
-        return
-    raise ValidationError(
-        f"{where} must be JSON (string, number, boolean, null, list or object), got {_type_name(value)}"
-    )
+    """Refuse non-JSON values, NaN/infinities, NUL and lone surrogates anywhere (shared rules)."""
+    check_json_value(value, where)
 
 
 def _require_str(obj: Mapping[str, Any], key: str, where: str, *, blank_ok: bool = False) -> str:
@@ -124,6 +107,15 @@ def _check_content(content: object, where: str) -> None:
             _require_str(part, "text", at, blank_ok=True)
 
 
+def _unparsed(arguments: str) -> bool:
+    """Whether ``function.arguments`` is not valid JSON text (it is kept verbatim either way)."""
+    try:
+        json.loads(arguments)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
 def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
     if not isinstance(value, list):
         raise ValidationError(f"{where}.tool_calls must be a list, got {_type_name(value)}")
@@ -147,7 +139,15 @@ def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
             raise ValidationError(
                 f"{at}.function.arguments must be a string (JSON text), got {_type_name(arguments)}"
             )
-        calls.append(ToolCall(id=call_id, name=name, arguments=arguments, type="function"))
+        calls.append(
+            ToolCall(
+                id=call_id,
+                name=name,
+                arguments=arguments,
+                type="function",
+                arguments_unparsed=_unparsed(arguments),
+            )
+        )
     return tuple(calls)
 
 
@@ -284,12 +284,15 @@ class ToolCall:
         arguments: The arguments exactly as given (``function.arguments``): JSON text,
             never parsed or reformatted.
         type: The tool type; always ``"function"``.
+        arguments_unparsed: ``True`` when ``arguments`` is not valid JSON text (a model's
+            malformed or truncated call); it is kept verbatim anyway.
     """
 
     id: str
     name: str
     arguments: str
     type: str = "function"
+    arguments_unparsed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The OpenAI form ``{"id", "type", "function": {"name", "arguments"}}``."""

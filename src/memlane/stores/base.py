@@ -211,6 +211,10 @@ class StoreStats:
         embedding_model: ``(model_id, dims)`` the store is bound to, or ``None``.
         schema_version: Applied schema migration number.
         location: Human-readable location (file path or redacted URL).
+        superseded: How many of ``episodes`` were replaced by a newer one (``superseded_by``
+            or ``invalidated_at`` set: :meth:`~memlane.EpisodicMemory.supersede`, a compaction merge).
+        archived: How many were archived (``archived_at`` set: forgetting, stale compaction)
+            and not superseded.
     """
 
     episodes: int
@@ -223,6 +227,13 @@ class StoreStats:
     embedding_model: tuple[str, int] | None = None
     schema_version: int = 0
     location: str = ""
+    superseded: int = 0
+    archived: int = 0
+
+    @property
+    def active(self) -> int:
+        """Episodes neither superseded nor archived: what a plain recall can return."""
+        return self.episodes - self.superseded - self.archived
 
 
 @runtime_checkable

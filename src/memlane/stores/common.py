@@ -259,15 +259,15 @@ def store_stats(
     """A :class:`StoreStats` from the counts row and the per-type counts.
 
     Args:
-        counts: ``(episodes, with_vectors, tenants, sessions, oldest, newest)`` as queried,
-            times encoded as the backend stores them (``None`` when empty).
+        counts: ``(episodes, with_vectors, tenants, sessions, oldest, newest, superseded,
+            archived)`` as queried, times encoded as the backend stores them (``None`` when empty).
         event_types: ``{event_type: count}``.
         codec: Decodes the times.
         embedding_model: The store's binding.
         schema_version: Its schema version.
         location: Its displayable location.
     """
-    total, vectors, tenants, sessions, oldest, newest = counts
+    total, vectors, tenants, sessions, oldest, newest, superseded, archived = counts
     return StoreStats(
         episodes=int(total),
         with_vectors=int(vectors),
@@ -279,6 +279,8 @@ def store_stats(
         embedding_model=embedding_model,
         schema_version=schema_version,
         location=location,
+        superseded=int(superseded or 0),
+        archived=int(archived or 0),
     )
 
 

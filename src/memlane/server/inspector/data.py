@@ -285,7 +285,7 @@ def explain(hits: list[RecallHit], weights: RankingWeights, fusion: str) -> list
     """One :class:`Explanation` per ranked hit (same order).
 
     The score is ``sum(w_i * s_i) / sum(w)`` over relevance, recency and importance
-    (:mod:`memlane.ranking`); each hit's sentences name where its relevance came from, its
+    (:mod:`memlane.recall.ranking`); each hit's sentences name where its relevance came from, its
     largest contribution, and the signal that separates it from the hit ranked above.
     """
     out: list[Explanation] = []

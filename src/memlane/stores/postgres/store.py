@@ -405,12 +405,14 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
             counts = cur.execute(
                 sql.SQL(
                     "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
-                    "count(DISTINCT (tenant_id, session_id)), min(created_at), max(created_at) "
-                    "FROM {t}{where}"
+                    "count(DISTINCT (tenant_id, session_id)), min(created_at), max(created_at), "
+                    "count(*) FILTER (WHERE superseded_by IS NOT NULL OR invalidated_at IS NOT NULL), "
+                    "count(*) FILTER (WHERE archived_at IS NOT NULL AND superseded_by IS NULL "
+                    "AND invalidated_at IS NULL) FROM {t}{where}"
                 ).format(t=self._t, where=where),
                 params,
                 prepare=False,
-            ).fetchone() or (0, 0, 0, 0, None, None)
+            ).fetchone() or (0, 0, 0, 0, None, None, 0, 0)
             types = dict(
                 cur.execute(
                     sql.SQL(

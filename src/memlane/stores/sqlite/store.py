@@ -424,8 +424,10 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
             conn = self._conn()
             counts = conn.execute(
                 "SELECT count(*), count(embedding), count(DISTINCT tenant_id), "
-                "count(DISTINCT tenant_id || char(0) || session_id), min(created_at_us), max(created_at_us) "
-                f"FROM episodes{where}",
+                "count(DISTINCT tenant_id || char(0) || session_id), min(created_at_us), max(created_at_us), "
+                "count(*) FILTER (WHERE superseded_by IS NOT NULL OR invalidated_at_us IS NOT NULL), "
+                "count(*) FILTER (WHERE archived_at_us IS NOT NULL AND superseded_by IS NULL "
+                f"AND invalidated_at_us IS NULL) FROM episodes{where}",
                 params,
             ).fetchone()
             types = dict(
