@@ -196,7 +196,9 @@ def test_json_after_the_subcommand_reports_errors_as_json(invoke: Invoke) -> Non
     result = invoke("remember", "note", " ", "--json")
     assert result.exit_code == 2
     assert json.loads(result.stderr) == {
-        "error": "CONTENT must be a non-empty string (it has only whitespace, invisible or control characters)",
+        "error": (
+            "CONTENT must be a non-empty string (it has only whitespace, invisible or control characters)"
+        ),
         "type": "ValidationError",
     }
 
