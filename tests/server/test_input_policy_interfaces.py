@@ -20,7 +20,7 @@ pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 import httpx
 
 from memlane import EpisodicMemory
-from memlane.config_file import load_config
+from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.errors import MemlaneError
 from memlane.server.http import create_app
