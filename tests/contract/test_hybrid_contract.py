@@ -14,7 +14,7 @@ import pytest
 
 from memlane import EmbeddingError, EpisodicMemory, ValidationError
 from memlane.embeddings.fake import FailingEmbedder
-from memlane.temporal import parse_time_window
+from memlane.recall.temporal import parse_time_window
 from tests.conftest import T0, MemoryFactory
 
 HOSTILE_QUERIES = [

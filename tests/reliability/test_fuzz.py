@@ -168,7 +168,7 @@ def test_fuzz_http_app(backend_db: BackendDB) -> None:
     pytest.importorskip("fastapi", reason="the 'server' extra is not installed")
     from fastapi.testclient import TestClient
 
-    from memlane.config_file import load_config
+    from memlane.config.file import load_config
     from memlane.server.http import create_app
 
     app = create_app(
