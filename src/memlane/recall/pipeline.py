@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import query_terms
 from memlane.clock import ensure_utc
 from memlane.config import MemoryConfig
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall.candidates import merge_candidates
-from memlane.recall.keywords import keyword_terms
 from memlane.recall.ranking import RankingWeights, rank
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
@@ -130,7 +130,7 @@ def ranked_recall(
             dense = store.vector_candidates(flt, vector, top_n=top_n)
     keyword: KeywordCandidates | None = None
     if mode != "dense":
-        keyword = store.keyword_candidates(flt, keyword_terms(query), top_n)
+        keyword = store.keyword_candidates(flt, query_terms(query), top_n)
     candidates = merge_candidates(dense, keyword)
     in_window = None
     window = parse_time_window(query, at) if config.temporal else None

@@ -69,9 +69,15 @@ from memlane.stores.common import (
     paginate,
     store_stats,
 )
+from memlane.stores.common_terms import MATCH_LIMIT, score_matches
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
-from memlane.stores.postgres.fts import keyword_count_statement, keyword_statement
+from memlane.stores.postgres.fts import (
+    TERMS_ARRAY,
+    keyword_count_statement,
+    keyword_statement,
+    scope_stats_statement,
+)
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
     HNSW_MAX_DIMS,
@@ -104,6 +110,8 @@ _COPY_TEMPORAL_TYPES = [
     "bool",
     "int8",
     "timestamptz",
+    "text",
+    "int4",
 ]
 
 
@@ -468,33 +476,40 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
         return VectorCandidates.from_rows(rows, exhaustive=exhaustive)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
-        """The best ``top_n`` episodes passing ``flt`` that match any term (full-text search).
+        """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
 
-        See :mod:`memlane.stores.postgres.fts` (index, quoting of terms, ``ts_rank_cd`` scoring).
+        See :mod:`memlane.stores.postgres.fts` (index, binding of terms) and
+        :func:`memlane.stores.common_terms.score_matches` (scoring).
 
         Raises:
             ValidationError: a term contains a NUL character.
             StoreError: the database failed.
         """
-        terms = [t for t in terms if t]
+        terms = list(dict.fromkeys(t for t in terms if t))
         if not terms:
             return KeywordCandidates.empty()
         reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
-            max_seq = sql.SQL("SELECT coalesce(max(seq), 0) FROM {t}").format(t=self._t)
-            table_rows = int(cur.execute(max_seq).fetchone()[0])  # type: ignore[index]
+            where, params = filters.where(flt)
+            n_rows, avgdl = cur.execute(scope_stats_statement(self._t, where), params).fetchone()  # type: ignore[misc]
+            if not n_rows:
+                return KeywordCandidates.empty()
+            one_where, one_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
+            counted = keyword_count_statement(self._t, one_where)
 
             def count(term: str, cap: int) -> int:
-                statement = keyword_count_statement(self._t)
-                return int(cur.execute(statement, [term, cap]).fetchone()[0])  # type: ignore[index]
+                return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
 
-            terms = self._common_terms.informative(terms, table_rows, count)
-            if not terms:
+            df = self._common_terms.scope_df(terms, int(n_rows), count)
+            if not df:
                 return KeywordCandidates.empty()
-            where, params = filters.where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
-            statement = keyword_statement(self._t, where, len(terms))
-            rows = cur.execute(statement, [*terms, *params, max(1, int(top_n))], prepare=False).fetchall()
-        return KeywordCandidates.from_rows(rows)
+            any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
+            limit = max(MATCH_LIMIT, 5 * int(top_n))
+            found = list(df)
+            rows = cur.execute(
+                keyword_statement(self._t, any_where), [*any_params, found, found, limit], prepare=False
+            ).fetchall()
+        return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))
 
     def explain_vector_candidates(
         self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int, *, analyze: bool = False

@@ -201,8 +201,9 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                     "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, "
                     "importance, created_at_us, metadata, embedding, embedding_model, valid_from_us, "
                     "valid_until_us, recorded_at_us, invalidated_at_us, superseded_by, supersede_reason, "
-                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us, terms, "
+                    "token_count) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 conn.executemany(
