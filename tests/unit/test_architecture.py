@@ -47,6 +47,7 @@ PURE_RECALL = (
     "memlane.recall.keywords",
     "memlane.recall.temporal",
     "memlane.recall.candidates",
+    "memlane.recall.relevance",
 )
 """Recall stages that compute on values only: no store, embedder, interface or I/O."""
 

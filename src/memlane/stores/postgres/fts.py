@@ -15,9 +15,23 @@ computed with the scope's own statistics by :func:`memlane.stores.common_terms.s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
 from psycopg import sql
 
-__all__ = ["TERMS_ARRAY", "keyword_count_statement", "keyword_statement", "scope_stats_statement"]
+import memlane.stores.postgres.filters as filters
+from memlane.stores.base import EpisodeFilter, KeywordCandidates
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
+
+__all__ = [
+    "TERMS_ARRAY",
+    "keyword_count_statement",
+    "keyword_search",
+    "keyword_statement",
+    "scope_stats_statement",
+]
 
 TERMS_ARRAY = "pg_catalog.string_to_array(terms, ' ')"
 """The indexed expression (it must match the GIN index's expression to use it)."""
@@ -55,3 +69,46 @@ def keyword_statement(table: sql.Composable, where: sql.Composable) -> sql.Compo
         + TERMS_ARRAY
         + ") INTERSECT SELECT pg_catalog.unnest(%s::text[]))) DESC, seq DESC LIMIT %s"
     ).format(t=table, where=where)
+
+
+def keyword_search(
+    cur: psycopg.Cursor[Any],
+    table: sql.Composable,
+    flt: EpisodeFilter,
+    terms: Sequence[str],
+    top_n: int,
+    common: CommonTermFilter,
+) -> KeywordCandidates:
+    """The best ``top_n`` rows passing ``flt`` that contain any of ``terms``, by per-scope BM25.
+
+    Args:
+        cur: A cursor inside the store's transaction.
+        table: The schema-qualified episodes table.
+        flt: The recall's filter (the scope of the statistics too).
+        terms: Distinct, non-empty query terms without NUL (:func:`memlane.analysis.query_terms`).
+        top_n: Maximum rows, >= 1.
+        common: Per-scope document frequencies and the common-term drop.
+
+    Raises:
+        psycopg.Error: the database failed (the store translates it).
+    """
+    where, params = filters.where(flt)
+    n_rows, avgdl = cur.execute(scope_stats_statement(table, where), params).fetchone()  # type: ignore[misc]
+    if not n_rows:
+        return KeywordCandidates.empty()
+    one_where, one_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
+    counted = keyword_count_statement(table, one_where)
+
+    def count(term: str, cap: int) -> int:
+        return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
+
+    df = common.scope_df(terms, int(n_rows), count)
+    if not df:
+        return KeywordCandidates.empty()
+    any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
+    limit = max(MATCH_LIMIT, 5 * int(top_n))
+    found = list(df)
+    rows = cur.execute(
+        keyword_statement(table, any_where), [*any_params, found, found, limit], prepare=False
+    ).fetchall()
+    return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))

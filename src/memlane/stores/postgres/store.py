@@ -60,7 +60,7 @@ import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
 from memlane.errors import EmbeddingModelMismatchError, ValidationError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
@@ -69,15 +69,9 @@ from memlane.stores.common import (
     paginate,
     store_stats,
 )
-from memlane.stores.common_terms import MATCH_LIMIT, score_matches
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
-from memlane.stores.postgres.fts import (
-    TERMS_ARRAY,
-    keyword_count_statement,
-    keyword_statement,
-    scope_stats_statement,
-)
+from memlane.stores.postgres.fts import keyword_search
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
     HNSW_MAX_DIMS,
@@ -490,26 +484,36 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
             return KeywordCandidates.empty()
         reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
-            where, params = filters.where(flt)
-            n_rows, avgdl = cur.execute(scope_stats_statement(self._t, where), params).fetchone()  # type: ignore[misc]
-            if not n_rows:
-                return KeywordCandidates.empty()
-            one_where, one_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
-            counted = keyword_count_statement(self._t, one_where)
+            return keyword_search(cur, self._t, flt, terms, top_n, self._common_terms)
 
-            def count(term: str, cap: int) -> int:
-                return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
+    def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
+        """Session, tags and the ``radius`` insertion-order neighbours of each key within ``flt``.
 
-            df = self._common_terms.scope_df(terms, int(n_rows), count)
-            if not df:
-                return KeywordCandidates.empty()
-            any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
-            limit = max(MATCH_LIMIT, 5 * int(top_n))
-            found = list(df)
-            rows = cur.execute(
-                keyword_statement(self._t, any_where), [*any_params, found, found, limit], prepare=False
-            ).fetchall()
-        return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))
+        One query: ``lag``/``lead`` over the rows of the keys' (tenant, session) pairs that pass
+        ``flt`` (index ``ix_memlane_episodes_session_seq``), keeping the requested keys' rows.
+        """
+        if len(keys) == 0:
+            return Neighbours.from_rows([], radius)
+        radius = max(1, int(radius))
+        wanted = [int(k) for k in keys]
+        where, params = filters.where(flt, "TRUE")  # always " WHERE ...", so the next clause can be ANDed
+        sessions = sql.SQL(
+            "(tenant_id, session_id) IN (SELECT tenant_id, session_id FROM {t} "
+            "WHERE seq OPERATOR(pg_catalog.=) ANY(%s::int8[]))"
+        ).format(t=self._t)
+        where = where + sql.SQL(" AND ") + sessions
+        window = sql.SQL(", ").join(
+            [sql.SQL("lag(seq, {k}) OVER w").format(k=sql.Literal(k)) for k in range(radius, 0, -1)]
+            + [sql.SQL("lead(seq, {k}) OVER w").format(k=sql.Literal(k)) for k in range(1, radius + 1)]
+        )
+        statement = sql.SQL(
+            "SELECT * FROM (SELECT seq, session_id, tags, {window} FROM {t}{where} "
+            "WINDOW w AS (PARTITION BY tenant_id, session_id ORDER BY seq)) AS x "
+            "WHERE seq OPERATOR(pg_catalog.=) ANY(%s::int8[]) ORDER BY seq"
+        ).format(window=window, t=self._t, where=where)
+        with self._transaction("neighbours") as cur:
+            rows = cur.execute(statement, [*params, wanted, wanted]).fetchall()
+        return Neighbours.from_rows(rows, radius)
 
     def explain_vector_candidates(
         self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int, *, analyze: bool = False
