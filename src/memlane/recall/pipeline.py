@@ -205,17 +205,26 @@ def conversation_context(
     """
     n = len(keys)
     found = store.neighbours(flt, [int(k) for k in keys], radius=2)
-    index = {int(k): i for i, k in enumerate(keys)}
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+
+    def positions(wanted: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Candidate index of each wanted key, -1 where it is not a candidate."""
+        at = np.clip(np.searchsorted(sorted_keys, wanted), 0, max(n - 1, 0))
+        hit = (sorted_keys[at] == wanted) & (wanted >= 0)
+        return np.where(hit, order[at], -1).astype(np.int64)
+
     adjacent = np.full((n, 4), -1, dtype=np.int64)
     sessions: list[object] = [None] * n
     tags: list[tuple[str, ...]] = [()] * n
-    for row, key in enumerate(found.keys):
-        i = index.get(int(key))
-        if i is None:
-            continue
-        adjacent[i] = [index.get(int(a), -1) for a in found.adjacent[row]]
-        sessions[i] = found.session_ids[row]
-        tags[i] = found.tags[row]
+    if len(found):
+        rows = positions(found.keys)
+        present = rows >= 0
+        adjacent[rows[present]] = positions(found.adjacent[present].ravel()).reshape(-1, 4)
+        for row, i in enumerate(rows.tolist()):
+            if i >= 0:
+                sessions[i] = found.session_ids[row]
+                tags[i] = found.tags[row]
     groups = groups_by_gap(sessions, keys, created_at_seconds, params.group_gap_s)
     return Context(adjacent, groups, entity_signal(tags, named_tag(query, tags)))
 

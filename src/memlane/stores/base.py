@@ -228,11 +228,10 @@ class Neighbours:
     def from_rows(cls, rows: Sequence[Sequence[Any]], radius: int) -> Neighbours:
         """Build from ``(key, session_id, tags, adjacent_1, ..., adjacent_2r)`` rows (``None`` = none)."""
         n = len(rows)
-        adjacent = np.full((n, 2 * radius), -1, dtype=np.int64)
-        for i, row in enumerate(rows):
-            for j, key in enumerate(row[3 : 3 + 2 * radius]):
-                if key is not None:
-                    adjacent[i, j] = int(key)
+        width = 2 * radius
+        adjacent = np.array(
+            [[-1 if key is None else key for key in row[3 : 3 + width]] for row in rows], dtype=np.int64
+        ).reshape(n, width)
         return cls(
             keys=np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=n),
             session_ids=[str(r[1]) for r in rows],

@@ -68,6 +68,34 @@ class CommonTermFilter:
                 out[term] = df
         return out
 
+    def df_from_matches(
+        self,
+        terms: Sequence[str],
+        rows: int,
+        matches: Sequence[Sequence[Any]],
+        truncated: bool,
+        count: Callable[[str, int], int],
+    ) -> dict[str, int]:
+        """:meth:`scope_df` from the matching rows already fetched, counting only when they were cut.
+
+        Args:
+            terms: Distinct query terms.
+            rows: ``N``, rows in the scope.
+            matches: Every row of the scope containing a query term, unless ``truncated``; the
+                second column is the stored ``terms`` string.
+            truncated: The backend hit its match limit: ``df`` is then counted per term.
+            count: As for :meth:`scope_df`.
+        """
+        if truncated:
+            return self.scope_df(terms, rows, count)
+        wanted = set(terms)
+        df: dict[str, int] = dict.fromkeys(terms, 0)
+        for match in matches:
+            for term in wanted.intersection(str(match[1]).split()):
+                df[term] += 1
+        common = rows >= self.MIN_ROWS
+        return {t: d for t, d in df.items() if d > 0 and not (common and d > rows // 2)}
+
     def informative(self, terms: Sequence[str], rows: int, count: Callable[[str, int], int]) -> list[str]:
         """The ``terms`` kept by :meth:`scope_df` (occurring in the scope, not in over half of it)."""
         return list(self.scope_df(terms, rows, count))

@@ -102,13 +102,13 @@ def keyword_search(
     def count(term: str, cap: int) -> int:
         return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
 
-    df = common.scope_df(terms, int(n_rows), count)
-    if not df:
-        return KeywordCandidates.empty()
     any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
     limit = max(MATCH_LIMIT, 5 * int(top_n))
-    found = list(df)
+    wanted = list(terms)
     rows = cur.execute(
-        keyword_statement(table, any_where), [*any_params, found, found, limit], prepare=False
+        keyword_statement(table, any_where), [*any_params, wanted, wanted, limit], prepare=False
     ).fetchall()
+    df = common.df_from_matches(terms, int(n_rows), rows, len(rows) >= limit, count)
+    if not df:
+        return KeywordCandidates.empty()
     return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))

@@ -84,10 +84,6 @@ def keyword_search(
     def count(term: str, cap: int) -> int:
         return int(conn.execute(counted, [fts5_match_expression([term]), *params, cap]).fetchone()[0])
 
-    df = (common or CommonTermFilter()).scope_df(terms, int(n_rows), count)
-    expression = fts5_match_expression(list(df))
-    if not expression:
-        return KeywordCandidates.empty()
     sql = (
         "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM ("
         "SELECT rowid AS fts_seq, bm25(episodes_fts) AS r FROM episodes_fts "
@@ -96,5 +92,8 @@ def keyword_search(
         "ORDER BY f.r, e.seq LIMIT ?"
     )
     limit = max(MATCH_LIMIT, 5 * int(top_n))
-    rows = conn.execute(sql, [expression, *params, limit]).fetchall()
+    rows = conn.execute(sql, [fts5_match_expression(terms), *params, limit]).fetchall()
+    df = (common or CommonTermFilter()).df_from_matches(terms, int(n_rows), rows, len(rows) >= limit, count)
+    if not df:
+        return KeywordCandidates.empty()
     return score_matches(rows, df, int(n_rows), float(avgdl or 0.0), top_n)

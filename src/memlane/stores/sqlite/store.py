@@ -389,7 +389,11 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
         )
         with self._translate("neighbours"):
             rows = self._conn().execute(sql, [*params, wanted, wanted]).fetchall()
-        return Neighbours.from_rows([(r[0], r[1], json.loads(r[2]), *r[3:]) for r in rows], radius)
+        parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
+        for r in rows:
+            if r[2] not in parsed:
+                parsed[r[2]] = tuple(json.loads(r[2]))
+        return Neighbours.from_rows([(r[0], r[1], parsed[r[2]], *r[3:]) for r in rows], radius)
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id``, or ``None``."""
