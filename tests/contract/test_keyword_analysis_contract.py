@@ -16,7 +16,7 @@ from tests.conftest import MemoryFactory
 
 DOCS = {
     "hook": "Don't run the pre-edit hook on C++ files (see docs/setup.md)",
-    "tea": "用户喜欢喝绿茶，每天早上一杯",
+    "tea": "用户喜欢喝绿茶，每天早上一杯",  # noqa: RUF001 - the issue's sentence, full-width comma kept
     "game": "しりとり",
     "deploy": "重跑deploy失败后回滚",
     "party": 'The "launch" party 🎉 was NEAR the harbour',
