@@ -281,7 +281,7 @@ def header_from_row(row: Sequence[Any], codec: RowCodec) -> SessionHeader:
 
 
 def window_from_row(row: Sequence[Any], codec: RowCodec) -> StoredWindow:
-    """The window of a row read as ``seq, turn, first_position, last_position, created_at``, header, ``text``."""
+    """A window row: ``seq, turn, first_position, last_position, created_at``, the header, ``text``."""
     return StoredWindow(
         key=int(row[0]),
         session=header_from_row(row[5:-1], codec),
