@@ -63,7 +63,7 @@ async def main(db: Path) -> None:
         recalled = payload(
             await client.call_tool("recall_episodes", {"query": "where does the user like to sit?"})
         )
-        print("recalled:", json.dumps(recalled, sort_keys=True)[:400])
+        print("recalled:", json.dumps(recalled, sort_keys=True)[:600])
 
 
 if __name__ == "__main__":

@@ -147,26 +147,34 @@ class ScoreBreakdown:
     """Why a hit ranked where it did. Every signal is a float in [0, 1], higher is better.
 
     Attributes:
-        relevance: How well the episode matches the query, as used in ``score``. Depends on
-            ``retrieval``: ``"dense"`` -> ``dense``; ``"keyword"`` -> ``keyword``; ``"hybrid"``
-            -> the fusion of both (by default the noisy-OR ``1 - (1 - dense) * (1 - 0.6 *
-            keyword)``). Episodes inside a time window the query named are lifted towards 1.
+        relevance: How well the episode matches the query; it decides the order (relevance
+            first). Base relevance depends on ``retrieval``: ``"dense"`` -> ``dense``;
+            ``"keyword"`` -> ``keyword``; ``"hybrid"`` -> ``0.4 * dense + 0.6 * keyword``. It is
+            then blended with the episode's session neighbours (conversation context) and lifted
+            when the query names the episode's tag or a time window it lies in
+            (:mod:`memlane.recall.relevance`).
         recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``); with
             ``MemoryConfig(forgetting=True)``, ``0.5 ** (age_days / half_life)`` with the
             half-life of the episode's importance band (1 for never-forget episodes; see
             :mod:`memlane.lifecycle.forgetting`).
         importance: ``importance / 10``, or 0.5 for unrated episodes.
-        score: Weighted mean ``(w_rel*relevance + w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)``.
-        dense: ``max(0, cosine(query, content))`` of the embeddings, or ``None`` when not
+        score: ``(relevance + 0.1 * (w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)) / 1.1``:
+            recency and importance only reorder hits whose relevance differs by less than 0.1
+            times their share of the weights (relevance-first; :mod:`memlane.recall.ranking`).
+        dense: ``clip((cosine - 0.1) / 0.6, 0, 1)`` of the embeddings, or ``None`` when not
             computed (keyword-only recall, or the episode has no vector).
-        keyword: Keyword (full-text) match strength, the backend's score divided by the best
-            one of this recall, or ``None`` when the episode matched no query term or keywords
-            were not used.
+        keyword: Keyword match strength from per-scope BM25, ``(bm25 / best) * (1 - exp(-best /
+            4))``, or ``None`` when the episode matched no query term or keywords were not used.
         retrieval: The mode that produced ``relevance``: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
         fallback: ``True`` when the embedder failed at query time and recall fell back to
             keyword-only relevance (``retrieval == "keyword"``).
         in_window: Whether ``created_at`` lies in the time window the query named ("last
             May"), or ``None`` when it named none (see :mod:`memlane.recall.temporal`).
+        own_relevance: ``relevance`` without the neighbours' contribution (the episode's own
+            evidence); ``min_relevance`` filters on it.
+        decided_by: ``"relevance"`` when this hit's relevance exceeds the next hit's by more
+            than recency and importance could make up, else ``"tie_break"`` (recency and
+            importance decided the order against the next hit).
 
     See :mod:`memlane.recall.ranking` for the formulas and their sources.
     """
@@ -180,6 +188,8 @@ class ScoreBreakdown:
     retrieval: str = "dense"
     fallback: bool = False
     in_window: bool | None = None
+    own_relevance: float | None = None
+    decided_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return every field as a plain, JSON-serialisable dict."""
@@ -193,6 +203,8 @@ class ScoreBreakdown:
             "retrieval": self.retrieval,
             "fallback": self.fallback,
             "in_window": self.in_window,
+            "own_relevance": self.own_relevance,
+            "decided_by": self.decided_by,
         }
 
 

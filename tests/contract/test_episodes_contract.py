@@ -260,11 +260,14 @@ def test_ranked_breakdown_follows_the_formula(memory: EpisodicMemory, embedder: 
     (hit,) = memory.recall_episodes("window seat please")
     b = hit.breakdown
     assert b is not None and hit.episode.id == ep.id
-    assert b.relevance == pytest.approx(1.0, abs=1e-6)  # identical text -> cosine 1
+    assert b.dense == pytest.approx(1.0, abs=1e-6)  # identical text -> cosine 1 -> calibrated 1
+    assert b.keyword is not None and 0.0 < b.keyword < 1.0
+    assert b.own_relevance == pytest.approx(0.4 * b.dense + 0.6 * b.keyword)
+    assert b.relevance == pytest.approx(b.own_relevance)  # a lone episode: no context
     assert b.recency == pytest.approx(0.995**30, rel=1e-9)
     assert b.recency == pytest.approx(0.8604, abs=1e-4)
     assert b.importance == pytest.approx(0.8)
-    assert b.score == pytest.approx((b.relevance + b.recency + b.importance) / 3)
+    assert b.score == pytest.approx((b.relevance + 0.1 * (b.recency + b.importance) / 3) / 1.1)
 
 
 def test_unrated_importance_is_neutral(memory: EpisodicMemory) -> None:
@@ -273,13 +276,14 @@ def test_unrated_importance_is_neutral(memory: EpisodicMemory) -> None:
     assert hit.breakdown is not None and hit.breakdown.importance == 0.5
 
 
-def test_ranking_orders_by_weighted_mean(memory: EpisodicMemory) -> None:
+def test_ranking_is_relevance_first(memory: EpisodicMemory) -> None:
     relevant_old = memory.remember_episode("note", "window seat", created_at=T0 - timedelta(days=365))
     recent_important = memory.remember_episode("note", "dinner reservation", importance=10)
     by_relevance = memory.recall_episodes("window seat", weights="relevance_only", limit=2)
     assert by_relevance[0].episode.id == relevant_old.id
+    # Weights only break near-ties: importance never lifts a clearly less relevant episode.
     by_importance = memory.recall_episodes("window seat", weights={"importance": 1.0}, limit=2)
-    assert by_importance[0].episode.id == recent_important.id
+    assert [h.episode.id for h in by_importance] == [relevant_old.id, recent_important.id]
     scores = [h.score for h in memory.recall_episodes("window seat", limit=2)]
     assert scores == sorted(scores, reverse=True)
 

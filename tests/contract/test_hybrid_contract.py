@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memlane import EmbeddingError, EpisodicMemory, ValidationError
+from memlane import PRESETS, EmbeddingError, EpisodicMemory, ValidationError
 from memlane.embeddings.fake import FailingEmbedder
 from memlane.recall.temporal import parse_time_window
 from tests.conftest import T0, MemoryFactory
@@ -66,8 +66,10 @@ def test_keyword_recall_never_embeds(
     assert [h.episode.id for h in hits] == [seats["window"]]
     b = hits[0].breakdown
     assert b is not None
-    assert (b.retrieval, b.fallback, b.dense, b.keyword) == ("keyword", False, None, 1.0)
-    assert b.relevance == 1.0  # the best keyword match of this recall
+    assert (b.retrieval, b.fallback, b.dense) == ("keyword", False, None)
+    # The best match gets the absolute saturation of its own per-scope BM25, never 1 by fiat.
+    assert b.keyword is not None and 0.0 < b.keyword < 1.0
+    assert b.relevance == pytest.approx(b.keyword) == b.own_relevance
 
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
@@ -130,9 +132,10 @@ def test_hybrid_breakdown_shows_both_parts(memory: EpisodicMemory) -> None:
     b = hit.breakdown
     assert hit.episode.id == ep.id and b is not None
     assert b.retrieval == "hybrid" and not b.fallback and b.in_window is None
-    assert b.dense is not None and b.keyword == 1.0
-    assert b.relevance == pytest.approx(1 - (1 - b.dense) * (1 - 0.6 * b.keyword))
-    assert b.score == pytest.approx((b.relevance + b.recency + b.importance) / 3)
+    assert b.dense is not None and b.keyword is not None and 0.0 < b.keyword < 1.0
+    assert b.own_relevance == pytest.approx(0.4 * b.dense + 0.6 * b.keyword)  # convex base relevance
+    assert b.score == pytest.approx((b.relevance + 0.1 * (b.recency + b.importance) / 3) / 1.1)
+    assert b.decided_by == "relevance"
 
 
 # -- graceful degradation -------------------------------------------------------------------
@@ -150,7 +153,8 @@ def test_episode_stored_without_vector_when_the_embedder_fails(
     assert healthy.get_episode(ep.id) == ep
     (hit,) = healthy.recall_episodes("passport renewal")  # hybrid finds it through keywords
     assert hit.episode.id == ep.id
-    assert hit.breakdown is not None and hit.breakdown.dense is None and hit.breakdown.keyword == 1.0
+    assert hit.breakdown is not None and hit.breakdown.dense is None
+    assert hit.breakdown.keyword is not None and hit.breakdown.keyword > 0.0
     assert healthy.recall_episodes("passport renewal", retrieval="dense") == []
 
 
@@ -191,7 +195,7 @@ def test_min_relevance_drops_weak_hits_per_call_and_in_config(make_memory: Memor
     assert len(all_hits) == 2
     strong = memory.recall_episodes("quarterly revenue report", limit=10, min_relevance=0.5)
     assert [h.episode.id for h in strong] == [exact.id]
-    assert all(h.breakdown is not None and h.breakdown.relevance >= 0.5 for h in strong)
+    assert all(h.breakdown is not None and h.breakdown.own_relevance >= 0.5 for h in strong)
     configured = make_memory(min_relevance=0.5)
     assert [h.episode.id for h in configured.recall_episodes("quarterly revenue report", limit=10)] == [
         exact.id
@@ -210,29 +214,42 @@ def test_min_relevance_drops_weak_hits_per_call_and_in_config(make_memory: Memor
 @pytest.mark.parametrize(
     ("preset", "first"),
     [
-        ("relevance_only", "relevant_old"),
-        ("specific_question", "relevant_old"),
-        ("balanced", "recent"),
+        ("relevance_only", "recent"),  # equal relevance: the newer one
+        ("specific_question", "important"),
+        ("balanced", "important"),
         ("conversation", "recent"),
         ("agent_context", "important"),
         ("cold_start", "important"),
     ],
 )
-def test_presets_change_the_order(memory: EpisodicMemory, preset: str, first: str) -> None:
-    # dense retrieval keeps relevance a pure cosine, identical on every backend.
+def test_presets_change_the_order_of_equally_relevant_hits(
+    memory: EpisodicMemory, preset: str, first: str
+) -> None:
+    # Same content, so the same relevance on every backend; the preset decides within the tie band.
     ids = {
-        "relevant_old": memory.remember_episode(
-            "note", "window seat aisle preference", importance=1, created_at=T0 - timedelta(days=300)
-        ).id,
-        "recent": memory.remember_episode("note", "window seat", importance=1).id,
         "important": memory.remember_episode(
-            "note", "dinner reservation", importance=10, created_at=T0 - timedelta(days=300)
+            "note", "window seat preference", importance=10, created_at=T0 - timedelta(days=300)
+        ).id,
+        "recent": memory.remember_episode("note", "window seat preference", importance=1).id,
+        "unrated": memory.remember_episode(
+            "note", "window seat preference", created_at=T0 - timedelta(days=150)
         ).id,
     }
-    hits = memory.recall_episodes("window seat aisle preference", limit=3, weights=preset, retrieval="dense")
+    hits = memory.recall_episodes("window seat preference", limit=3, weights=preset, retrieval="dense")
     assert hits[0].episode.id == ids[first]
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_clearly_more_relevant_hit_is_never_buried(memory: EpisodicMemory) -> None:
+    old = memory.remember_episode(
+        "note", "the user's passport expires in March", importance=1, created_at=T0 - timedelta(days=400)
+    )
+    for i in range(3):
+        memory.remember_episode("note", f"lunch order number {i}", importance=10)
+    for preset in PRESETS:
+        hits = memory.recall_episodes("when does the passport expire?", limit=2, weights=preset)
+        assert hits[0].episode.id == old.id, preset
 
 
 # -- time windows ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlane import EpisodeInput, EpisodicMemory
+from memlane.analysis import query_terms
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.sqlite import SQLiteStore
@@ -23,7 +24,10 @@ def test_common_terms_are_dropped_and_rare_ones_kept(tmp_path: Path) -> None:
         return int(conn.execute(sql, (f'"{term}"', cap)).fetchone()[0])
 
     common = CommonTermFilter()
-    assert common.informative(["episode", "topic", "zebra", "nothing"], rows, count) == ["zebra", "nothing"]
+    terms = query_terms("episode topic zebra nothing")  # analysed like the index: "episod", "topic", ...
+    # Common terms are dropped; so is a term no row of the scope carries (it could match nothing).
+    assert common.informative(terms, rows, count) == ["zebra"]
+    assert common.scope_df(terms, rows, count) == {"zebra": 1}
     # A query made only of common words finds no keyword candidates; a rare word still ranks first.
     hits = memory.recall_episodes("episode about zebra", retrieval="keyword", limit=3)
     assert [h.episode.content.strip() for h in hits][:1] == ["episode about topic 7 zebra"]

@@ -37,18 +37,21 @@ SHIMS = {
 }
 """Deprecated aliases of moved modules (tests/unit/test_deprecated_paths.py); nothing inside imports them."""
 
-STORE_MAY_IMPORT = ("memlane.models", "memlane.errors")
-"""Besides ``memlane.stores.*``: stores sit under everything but the value types and errors."""
+STORE_MAY_IMPORT = ("memlane.models", "memlane.errors", "memlane.analysis")
+"""Besides ``memlane.stores.*``: stores sit under everything but the value types and errors, and
+the one text analysis (pure) that the write path and every query share, so both backends
+index and match keywords identically."""
 
 PURE_RECALL = (
     "memlane.recall.ranking",
     "memlane.recall.keywords",
     "memlane.recall.temporal",
     "memlane.recall.candidates",
+    "memlane.recall.relevance",
 )
 """Recall stages that compute on values only: no store, embedder, interface or I/O."""
 
-PURE_MAY_IMPORT = {"memlane.errors", "memlane.models", "memlane.clock", *PURE_RECALL}
+PURE_MAY_IMPORT = {"memlane.errors", "memlane.models", "memlane.clock", "memlane.analysis", *PURE_RECALL}
 PURE_EXCEPTIONS = {
     ("memlane.recall.candidates", "memlane.stores.base"): (
         "KeywordCandidates/VectorCandidates, the value types a store hands over; no store is called"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from datetime import UTC, datetime
 
@@ -160,14 +161,18 @@ def _rank(**kwargs: object) -> list[tuple[int, float]]:
 def test_rank_modes_threshold_and_window() -> None:
     cos = np.array([0.2, 0.5, NAN])
     kw = np.array([NAN, 1.0, 4.0])
-    assert _rank(cosine=cos) == [(1, 0.5), (0, 0.2), (2, 0.0)]
+    dense = [(c - 0.1) / 0.6 for c in (0.2, 0.5)]  # calibrated cosine
+    ranked = _rank(cosine=cos)
+    assert [i for i, _ in ranked] == [1, 0, 2]
+    assert [r for _, r in ranked] == pytest.approx([dense[1], dense[0], 0.0])
     assert [i for i, _ in _rank(cosine=None, keyword=kw)] == [2, 1, 0]
+    sat = 1 - math.exp(-4.0 / 4.0)  # the best BM25 (4.0) gets its absolute saturation
     hybrid = _rank(cosine=cos, keyword=kw)
-    assert dict(hybrid)[2] == pytest.approx(0.6)  # keyword only: 1 - 1 * (1 - 0.6 * 1)
-    assert dict(hybrid)[1] == pytest.approx(1 - 0.5 * (1 - 0.6 * 0.25))
-    assert [i for i, _ in _rank(cosine=cos, keyword=kw, min_relevance=0.55)] == [2, 1]
+    assert dict(hybrid)[2] == pytest.approx(0.6 * sat)  # keyword only: 0.4 * 0 + 0.6 * kw
+    assert dict(hybrid)[1] == pytest.approx(0.4 * dense[1] + 0.6 * 0.25 * sat)
+    assert [i for i, _ in _rank(cosine=cos, keyword=kw, min_relevance=0.3)] == [2, 1]
     boosted = _rank(cosine=cos, in_window=np.array([True, False, False]))
-    assert boosted[0] == (0, pytest.approx(1 - 0.8 * 0.5))
+    assert dict(boosted)[0] == pytest.approx(1 - (1 - dense[0]) * (1 - 0.3))
     rrf = _rank(cosine=cos, keyword=kw, hybrid=HybridSettings(fusion="rrf"))
     assert rrf[0][1] <= 1.0
     (one,) = rank(

@@ -54,7 +54,8 @@ def test_rank_orders_by_weighted_mean_with_breakdown() -> None:
     )
     expected = []
     for i, (c, age, imp) in enumerate([(0.9, 300, 0.5), (0.2, 0, 1.0), (0.5, 10, 0.6)]):
-        expected.append(((c + 0.995**age + imp) / 3, i))
+        rel = min(1.0, max(0.0, (c - 0.1) / 0.6))  # calibrated dense relevance
+        expected.append(((rel + 0.1 * (0.995**age + imp) / 3) / 1.1, i))  # relevance-first score
     expected.sort(reverse=True)
     assert [r.index for r in ranked] == [i for _, i in expected]
     for r, (score, _) in zip(ranked, expected, strict=True):
@@ -81,7 +82,7 @@ def test_rank_limit_and_empty() -> None:
         == []
     )  # type: ignore[arg-type]
     out = rank(
-        cosine=np.linspace(0, 1, 50),
+        cosine=np.linspace(0, 0.7, 50),  # inside the calibrated range: 50 distinct relevances
         created_at_seconds=np.zeros(50),
         importance=np.full(50, np.nan),
         limit=5,
@@ -133,7 +134,9 @@ def test_rank_invariants(
     # Nothing left out scores higher than the last one kept.
     kept = {r.index for r in ranked}
     w = RankingWeights(w1, w2, w3).normalized()
-    all_scores = w[0] * np.clip(cos, 0, 1) + w[1] * 0.995**age + w[2] * np.where(np.isnan(imp), 0.5, imp / 10)
+    rel = np.clip((cos - 0.1) / 0.6, 0, 1)
+    mix = w[1] * 0.995**age + w[2] * np.where(np.isnan(imp), 0.5, imp / 10)
+    all_scores = (rel + 0.1 * mix) / 1.1
     if len(kept) < len(rows):
         assert max(all_scores[i] for i in range(len(rows)) if i not in kept) <= min(scores) + 1e-9
 
@@ -152,3 +155,71 @@ def test_weights_validation_and_presets() -> None:
     for bad_arg in ("unknown", {"relevance": 1, "x": 2}, 3):
         with pytest.raises(ValidationError):
             resolve_weights(bad_arg, default)  # type: ignore[arg-type]
+
+
+def _order(cosine: list[float], age_days: list[float], importance: list[float], weights: str) -> list[int]:
+    now = 1000 * DAY
+    ranked = rank(
+        cosine=np.array(cosine),
+        created_at_seconds=now - np.array(age_days) * DAY,
+        importance=np.array(importance),
+        now_seconds=now,
+        weights=PRESETS[weights],
+        decay_per_day=0.995,
+        limit=len(cosine),
+    )
+    return [r.index for r in ranked]
+
+
+@pytest.mark.parametrize("preset", ["balanced", "conversation", "specific_question", "agent_context"])
+def test_equally_relevant_newer_first(preset: str) -> None:
+    assert _order([0.5, 0.5], [90, 7], [math.nan, math.nan], preset) == [1, 0]
+
+
+@pytest.mark.parametrize("preset", ["balanced", "cold_start", "agent_context"])
+def test_equally_relevant_and_old_more_important_first(preset: str) -> None:
+    assert _order([0.5, 0.5], [30, 30], [2.0, 9.0], preset) == [1, 0]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_a_clearly_better_match_is_never_buried_by_recency_or_importance(preset: str) -> None:
+    # 0.62 vs 0.5 cosine: calibrated relevance 0.87 vs 0.67, more than the 0.1 tie band apart.
+    assert _order([0.5, 0.62], [0, 400], [10.0, 1.0], preset)[0] == 1
+
+
+def test_presets_keep_their_meaning_within_the_band() -> None:
+    cos = [0.5, 0.5, 0.5, 0.5, 0.57]  # the last is 0.117 more relevant: always first
+    ages = [90.0, 7.0, 7.0, 7.0, 200.0]
+    imps = [math.nan, math.nan, 9.0, 2.0, math.nan]
+    assert _order(cos, ages, imps, "balanced") == [4, 2, 1, 3, 0]
+    assert _order(cos, ages, imps, "relevance_only") == [4, 1, 2, 3, 0]  # ties: newer, then input order
+    assert _order(cos, ages, imps, "cold_start")[:2] == [4, 2]
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0.1, 0.7), st.floats(0, 3000), st.one_of(st.just(math.nan), st.floats(1, 10))),
+        min_size=2,
+        max_size=30,
+    ),
+    st.sampled_from(sorted(PRESETS)),
+)
+def test_relevance_first_property(rows: list[tuple[float, float, float]], preset: str) -> None:
+    """An episode more relevant by more than the tie band always ranks above; decided_by says so."""
+    cos, age, imp = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
+    ranked = rank(
+        cosine=cos,
+        created_at_seconds=-age * DAY,
+        importance=imp,
+        now_seconds=0.0,
+        weights=PRESETS[preset],
+        decay_per_day=0.995,
+        limit=len(rows),
+    )
+    rel = [r.breakdown.relevance for r in ranked]
+    for a in range(len(rel)):
+        for b in range(a + 1, len(rel)):
+            assert rel[b] <= rel[a] + 0.1 + 1e-9
+    for r in ranked:
+        assert r.breakdown.decided_by in {"relevance", "tie_break"}
+        assert r.breakdown.own_relevance == pytest.approx(r.breakdown.relevance)  # no context: lone

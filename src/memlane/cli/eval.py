@@ -67,10 +67,12 @@ def _positions(text: str | None) -> list[int] | None:
 )
 @click.option(
     "--out-dir",
+    "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("benchmarks/results"),
-    show_default=True,
-    help="Where locomo.json and locomo.md are written.",
+    default=None,
+    help="Where locomo.json and locomo.md are written. Default: benchmarks/results for a full run, "
+    "locomo-partial/ for a partial one (--conversations, --configuration, --preset), so a partial run "
+    "never overwrites the committed results.",
 )
 @click.option(
     "--workdir",
@@ -85,7 +87,7 @@ def locomo(
     names: tuple[str, ...],
     conversations: str | None,
     unit: str,
-    out_dir: Path,
+    out_dir: Path | None,
     workdir: Path | None,
 ) -> None:
     """Remember every LoCoMo turn, ask every category 1-4 question, compare recall configurations.
@@ -102,6 +104,9 @@ def locomo(
             "LoCoMo data not found: pass PATH to locomo10.json "
             "(default ../shared/datasets/locomo/locomo10.json)"
         )
+    partial = bool(conversations or names or presets)
+    if out_dir is None:
+        out_dir = Path("locomo-partial") if partial else Path("benchmarks/results")
     if unit == "session":
         from memlane.cli.sessions import run_session_eval
 

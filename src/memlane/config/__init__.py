@@ -43,11 +43,11 @@ class MemoryConfig:
         retrieval: How ranked recalls find candidates: ``"hybrid"`` (default: embeddings and
             the keyword index, fused), ``"dense"`` (embeddings only) or ``"keyword"``
             (full-text index only; never calls the embedder).
-        fusion: How hybrid retrieval fuses the two signals: ``"noisy_or"`` (default),
-            ``"rrf"`` (reciprocal rank fusion) or ``"convex"`` (weighted sum); see
-            :mod:`memlane.recall.ranking`.
-        min_relevance: Ranked hits whose relevance is below this, in [0, 1], are dropped
-            (default 0: keep all).
+        fusion: How hybrid retrieval fuses the two calibrated signals into base relevance:
+            ``"convex"`` (default, ``0.4 * dense + 0.6 * keyword``), ``"noisy_or"`` or ``"rrf"``
+            (reciprocal rank fusion); see :mod:`memlane.recall.relevance`.
+        min_relevance: Ranked hits whose own relevance (without the neighbours' context) is
+            below this, in [0, 1], are dropped (default 0: keep all).
         temporal: Whether time expressions in a query ("last May") boost episodes created in
             that window (default ``True``; see :mod:`memlane.recall.temporal`).
         embedding_fallback: When the embedder fails (``EmbeddingError``), store episodes
@@ -91,7 +91,7 @@ class MemoryConfig:
     decay_per_day: float = DEFAULT_DECAY_PER_DAY
     weights: RankingWeights | str | Mapping[str, float] = field(default="balanced")
     retrieval: str = "hybrid"
-    fusion: str = "noisy_or"
+    fusion: str = "convex"
     min_relevance: float = 0.0
     temporal: bool = True
     embedding_fallback: bool = True

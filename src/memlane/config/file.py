@@ -14,7 +14,7 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       default_limit: 5
       retention_days: null
       retrieval: hybrid        # hybrid | dense | keyword
-      fusion: noisy_or         # noisy_or | rrf | convex (hybrid only)
+      fusion: convex           # convex | noisy_or | rrf (hybrid only)
       min_relevance: 0.0       # drop ranked hits below this relevance
       temporal: true           # "last May" in a query boosts episodes from that window
       embedding_fallback: true # embedder down -> store without vector / recall by keywords

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,6 +144,9 @@ class QuestionScore:
         recall_at_10: :func:`recall_at_k` at ``k = 10``, in ``[0, 1]``.
         ndcg_at_10: :func:`ndcg_at_k` at ``k = 10``, in ``[0, 1]``.
         hit_at_10: :func:`hit_at_k` at ``k = 10``: 1.0 if any evidence is in the top 10.
+        session_hit_at_5: 1.0 if an evidence session is among the first 5 distinct sessions
+            of the ranking (0 when no ``session_of`` was given).
+        session_hit_at_10: The same among the first 10 distinct sessions.
     """
 
     category: int
@@ -151,24 +154,54 @@ class QuestionScore:
     recall_at_10: float
     ndcg_at_10: float
     hit_at_10: float
+    session_hit_at_5: float = 0.0
+    session_hit_at_10: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("recall_at_5", "recall_at_10", "ndcg_at_10", "hit_at_10"):
+        for name in (
+            "recall_at_5",
+            "recall_at_10",
+            "ndcg_at_10",
+            "hit_at_10",
+            "session_hit_at_5",
+            "session_hit_at_10",
+        ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {value!r}")
 
     @classmethod
     def from_ranking(
-        cls, category: int, ranked_ids: Sequence[str], relevant: Collection[str]
+        cls,
+        category: int,
+        ranked_ids: Sequence[str],
+        relevant: Collection[str],
+        session_of: Callable[[str], str] | None = None,
     ) -> QuestionScore:
-        """Score one ranking against its evidence (``relevant`` must not be empty)."""
+        """Score one ranking against its evidence (``relevant`` must not be empty).
+
+        Args:
+            category: The question's category.
+            ranked_ids: Retrieved ids, best first (turn metrics use the first 10).
+            relevant: Evidence ids.
+            session_of: Maps an id to its session, for the session-level hits (the first k
+                distinct sessions of the whole ranking, k = 5 and 10); ``None`` = 0.
+        """
+        sessions: list[str] = []
+        if session_of is not None:
+            for rid in ranked_ids:
+                sid = session_of(rid)
+                if sid not in sessions:
+                    sessions.append(sid)
+        wanted = {session_of(r) for r in relevant} if session_of is not None else set()
         return cls(
             category=category,
             recall_at_5=recall_at_k(ranked_ids, relevant, 5),
             recall_at_10=recall_at_k(ranked_ids, relevant, 10),
             ndcg_at_10=ndcg_at_k(ranked_ids, relevant, 10),
             hit_at_10=hit_at_k(ranked_ids, relevant, 10),
+            session_hit_at_5=1.0 if wanted & set(sessions[:5]) else 0.0,
+            session_hit_at_10=1.0 if wanted & set(sessions[:10]) else 0.0,
         )
 
 
@@ -182,6 +215,8 @@ class MetricSummary:
         recall_at_10: Mean recall@10, in ``[0, 1]``.
         ndcg_at_10: Mean nDCG@10, in ``[0, 1]``.
         hit_at_10: Fraction of questions with any evidence in the top 10, in ``[0, 1]``.
+        session_hit_at_5: Fraction with an evidence session among the first 5 distinct sessions.
+        session_hit_at_10: The same for 10.
     """
 
     count: int
@@ -189,6 +224,8 @@ class MetricSummary:
     recall_at_10: float
     ndcg_at_10: float
     hit_at_10: float
+    session_hit_at_5: float = 0.0
+    session_hit_at_10: float = 0.0
 
     @classmethod
     def of(cls, scores: Sequence[QuestionScore]) -> MetricSummary:
@@ -202,6 +239,8 @@ class MetricSummary:
             recall_at_10=math.fsum(s.recall_at_10 for s in scores) / n,
             ndcg_at_10=math.fsum(s.ndcg_at_10 for s in scores) / n,
             hit_at_10=math.fsum(s.hit_at_10 for s in scores) / n,
+            session_hit_at_5=math.fsum(s.session_hit_at_5 for s in scores) / n,
+            session_hit_at_10=math.fsum(s.session_hit_at_10 for s in scores) / n,
         )
 
 

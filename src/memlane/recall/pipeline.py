@@ -20,24 +20,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import query_terms
 from memlane.clock import ensure_utc
 from memlane.config import MemoryConfig
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall.candidates import merge_candidates
-from memlane.recall.keywords import keyword_terms
 from memlane.recall.ranking import RankingWeights, rank
+from memlane.recall.relevance import DEFAULT_PARAMS, RelevanceParams, entity_signal, groups_by_gap, named_tag
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
 
-__all__ = ["QueryEmbedder", "ranked_recall", "record_retrievals", "scoped_recall_filter", "time_slice"]
+__all__ = [
+    "Context",
+    "QueryEmbedder",
+    "conversation_context",
+    "ranked_recall",
+    "record_retrievals",
+    "scoped_recall_filter",
+    "time_slice",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -133,8 +142,11 @@ def ranked_recall(
             dense = store.vector_candidates(flt, vector, top_n=top_n)
     keyword: KeywordCandidates | None = None
     if mode != "dense":
-        keyword = store.keyword_candidates(flt, keyword_terms(query), top_n)
+        keyword = store.keyword_candidates(flt, query_terms(query), top_n)
     candidates = merge_candidates(dense, keyword)
+    if len(candidates) == 0:
+        return []
+    context = conversation_context(store, flt, query, candidates.keys, candidates.created_at_seconds)
     in_window = None
     window = parse_time_window(query, at if local_now is None else local_now) if config.temporal else None
     if window is not None:
@@ -155,6 +167,10 @@ def ranked_recall(
         min_relevance=min_relevance,
         fallback=fallback,
         half_life_days=config.policy.half_lives(candidates.importance) if config.forgetting else None,
+        adjacent=context.adjacent,
+        groups=context.groups,
+        entity=context.entity,
+        pool_size=top_n,
     )
     keys = [int(candidates.keys[r.index]) for r in ranked]
     episodes = store.fetch(keys)
@@ -166,6 +182,54 @@ def ranked_recall(
     if config.track_retrievals and hits:
         record_retrievals(store, [key for key in keys if key in episodes], at)
     return hits
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Context signals of the candidates (parallel to them): see :mod:`memlane.recall.relevance`."""
+
+    adjacent: NDArray[np.int64]
+    groups: NDArray[np.int64]
+    entity: NDArray[np.float64]
+
+
+def conversation_context(
+    store: Store,
+    flt: EpisodeFilter,
+    query: str,
+    keys: NDArray[np.int64],
+    created_at_seconds: NDArray[np.float64],
+    params: RelevanceParams = DEFAULT_PARAMS,
+) -> Context:
+    """Neighbours (as candidate indices), groups and the entity signal of ``keys``.
+
+    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2, within ``flt``). A
+    neighbour that is not itself a candidate counts as absent.
+    """
+    n = len(keys)
+    found = store.neighbours(flt, [int(k) for k in keys], radius=2)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+
+    def positions(wanted: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Candidate index of each wanted key, -1 where it is not a candidate."""
+        at = np.clip(np.searchsorted(sorted_keys, wanted), 0, max(n - 1, 0))
+        hit = (sorted_keys[at] == wanted) & (wanted >= 0)
+        return np.where(hit, order[at], -1).astype(np.int64)
+
+    adjacent = np.full((n, 4), -1, dtype=np.int64)
+    sessions: list[object] = [None] * n
+    tags: list[tuple[str, ...]] = [()] * n
+    if len(found):
+        rows = positions(found.keys)
+        present = rows >= 0
+        adjacent[rows[present]] = positions(found.adjacent[present].ravel()).reshape(-1, 4)
+        for row, i in enumerate(rows.tolist()):
+            if i >= 0:
+                sessions[i] = found.session_ids[row]
+                tags[i] = found.tags[row]
+    groups = groups_by_gap(sessions, keys, created_at_seconds, params.group_gap_s)
+    return Context(adjacent, groups, entity_signal(tags, named_tag(query, tags)))
 
 
 def record_retrievals(store: Store, keys: list[int], at: datetime) -> None:

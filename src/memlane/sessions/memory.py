@@ -35,6 +35,7 @@ from memlane.sessions.context import (
     latest_user_index,
     snippet_item,
 )
+from memlane.sessions.keywords import window_keyword_scores
 from memlane.sessions.messages import message_text, validate_message, validate_messages
 from memlane.sessions.models import SYSTEM_ROLES, Message, SessionEpisode, SessionSnippet
 from memlane.sessions.tokens import TokenCounter, resolve_token_counter
@@ -319,8 +320,16 @@ class SessionMemory:
         candidates = self.store.window_candidates(
             owner, vector, top_n=max(top_k * 20, 200), created_after=self._retention_cutoff(at)
         )
+        keyword = window_keyword_scores(
+            query,
+            candidates.keys,
+            candidates.cosine,
+            max(top_k * 20, 200),
+            lambda keys: {k: w.text for k, w in self.store.fetch_windows(keys).items()},
+        )
         ranked = rank(
             cosine=candidates.cosine,
+            keyword=keyword,
             created_at_seconds=candidates.created_at_seconds,
             importance=candidates.importance,
             now_seconds=at.timestamp(),

@@ -17,7 +17,15 @@ from numpy.typing import NDArray
 
 from memlane.models import Episode
 
-__all__ = ["EpisodeFilter", "KeywordCandidates", "Store", "StoreStats", "Supersession", "VectorCandidates"]
+__all__ = [
+    "EpisodeFilter",
+    "KeywordCandidates",
+    "Neighbours",
+    "Store",
+    "StoreStats",
+    "Supersession",
+    "VectorCandidates",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +205,45 @@ class KeywordCandidates:
 
 
 @dataclass(frozen=True, slots=True)
+class Neighbours:
+    """Candidates with their session and their nearest episodes by insertion order in that session.
+
+    Parallel rows of length ``n`` (one per requested key that passes the filter).
+
+    Attributes:
+        keys: int64 ``[n]`` the requested row keys.
+        session_ids: ``[n]`` each row's ``session_id`` (its tenant is the filter's or the row's).
+        tags: ``[n]`` each row's tags.
+        adjacent: int64 ``[n, 2 * radius]`` row keys of the episodes ``radius .. 1`` before and
+            ``1 .. radius`` after each row, by insertion order, within the same tenant and
+            session and passing the same filter; -1 where there is none.
+    """
+
+    keys: NDArray[np.int64]
+    session_ids: list[str]
+    tags: list[tuple[str, ...]]
+    adjacent: NDArray[np.int64]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Sequence[Any]], radius: int) -> Neighbours:
+        """Build from ``(key, session_id, tags, adjacent_1, ..., adjacent_2r)`` rows (``None`` = none)."""
+        n = len(rows)
+        width = 2 * radius
+        adjacent = np.array(
+            [[-1 if key is None else key for key in row[3 : 3 + width]] for row in rows], dtype=np.int64
+        ).reshape(n, width)
+        return cls(
+            keys=np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=n),
+            session_ids=[str(r[1]) for r in rows],
+            tags=[tuple(r[2]) for r in rows],
+            adjacent=adjacent,
+        )
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True, slots=True)
 class StoreStats:
     """Summary of what a store holds.
 
@@ -302,6 +349,19 @@ class Store(Protocol):
                 only). The store quotes each term on its own and ORs them, so no term is ever
                 read as full-text query syntax. Empty -> no candidates.
             top_n: Maximum rows, >= 1, best keyword score first.
+        """
+        ...
+
+    def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
+        """Return the session, tags and insertion-order neighbours of candidate rows.
+
+        One query (a window function over the candidates' sessions within ``flt``); its cost
+        grows with the number of rows of the sessions the candidates belong to.
+
+        Args:
+            flt: The recall's filter; neighbours that fail it are skipped (never returned).
+            keys: Row keys from the ``*_candidates`` methods.
+            radius: How many neighbours on each side (>= 1).
         """
         ...
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import index_terms, keyword_text, terms_column
 from memlane.errors import EmbeddingModelMismatchError, EpisodeNotFoundError, ValidationError
 from memlane.models import Episode
 from memlane.stores.base import StoreStats, Supersession
@@ -85,10 +86,14 @@ class RowCodec:
     def episode_row(self, ep: Episode, vector: Any) -> tuple[Any, ...]:
         """The values to insert, in column order.
 
-        ``id .. metadata, embedding, embedding_model, valid_from .. last_retrieved_at``;
-        ``vector`` is the encoded embedding or ``None``; ``embedding_model`` is stored only with one.
+        ``id .. metadata, embedding, embedding_model, valid_from .. last_retrieved_at, terms,
+        token_count``; ``vector`` is the encoded embedding or ``None``; ``embedding_model`` is
+        stored only with one. ``terms``/``token_count`` are the analysed keyword text
+        (:func:`memlane.analysis.index_terms` of :func:`memlane.analysis.keyword_text`), the same
+        on every backend.
         """
         time_in = self.time_in  # hot path (bulk inserts): local names, inline None checks
+        terms, token_count = index_terms(keyword_text(ep.content, ep.metadata))
         return (
             ep.id,
             ep.tenant_id,
@@ -111,6 +116,8 @@ class RowCodec:
             self.flag_in(ep.session_scoped),
             int(ep.retrieve_count),
             None if ep.last_retrieved_at is None else time_in(ep.last_retrieved_at),
+            terms_column(terms),
+            token_count,
         )
 
     def episode(self, row: Sequence[Any]) -> Episode:

@@ -154,6 +154,7 @@ class StoredWindow:
         first: Session position of its first message.
         last: Session position of its last message (inclusive).
         created_at: Its time (UTC).
+        text: The text that was embedded (what session search matches keywords against).
     """
 
     key: int
@@ -162,6 +163,7 @@ class StoredWindow:
     first: int
     last: int
     created_at: datetime
+    text: str = ""
 
 
 @runtime_checkable
@@ -279,14 +281,15 @@ def header_from_row(row: Sequence[Any], codec: RowCodec) -> SessionHeader:
 
 
 def window_from_row(row: Sequence[Any], codec: RowCodec) -> StoredWindow:
-    """The window of a row read as ``seq, turn, first_position, last_position, created_at`` + the header."""
+    """A window row: ``seq, turn, first_position, last_position, created_at``, the header, ``text``."""
     return StoredWindow(
         key=int(row[0]),
-        session=header_from_row(row[5:], codec),
+        session=header_from_row(row[5:-1], codec),
         turn=int(row[1]),
         first=int(row[2]),
         last=int(row[3]),
         created_at=codec.time_out(row[4]),
+        text=str(row[-1]),
     )
 
 

@@ -155,7 +155,7 @@ class PostgresConnection:
             "COPY {schema}.memlane_episodes (id, tenant_id, session_id, event_type, content, tags, "
             "importance, created_at, metadata, embedding, embedding_model, valid_from, valid_until, "
             "recorded_at, invalidated_at, superseded_by, supersede_reason, archived_at, session_scoped, "
-            "retrieve_count, last_retrieved_at) "
+            "retrieve_count, last_retrieved_at, terms, token_count) "
             "FROM STDIN (FORMAT BINARY)"
         ).format(**fmt)
 

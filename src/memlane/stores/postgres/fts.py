@@ -1,68 +1,114 @@
-"""Keyword search for the PostgreSQL store: full-text search over a generated ``tsvector``.
+"""Keyword search for the PostgreSQL store: the analysed ``terms`` under a GIN index, BM25 per scope.
 
-The index is the stored generated column ``content_tsv`` =
-``to_tsvector('english', content)`` with a GIN index (schema migration 2 in
-:mod:`memlane.stores.postgres.migrations`); PostgreSQL keeps it in step with every insert,
-delete and retention prune.
+The ``terms`` column holds the episode's analysed keyword text, space-joined
+(:mod:`memlane.analysis`, computed by memlane at write time exactly as for SQLite); the index
+is a GIN index over ``string_to_array(terms, ' ')`` (schema migration 8 in
+:mod:`memlane.stores.postgres.migrations`). No text search parser or dictionary runs, so
+PostgreSQL matches exactly the rows SQLite's FTS5 index of the same column matches.
 
-Query safety: every term from :func:`memlane.recall.keywords.keyword_terms` is a *bound parameter*
-of its own ``plainto_tsquery('english', %s)`` (which reads its input as plain words, never
-as ``tsquery`` operators), and the per-term queries are ORed with the ``||`` operator. So no
-user text reaches a query parser that gives ``&``, ``|``, ``!``, ``<->``, ``:*`` or quotes a
-meaning. A term that is an English stop word yields an empty query and is ignored.
+Query safety: the query terms are one bound ``text[]`` parameter, compared as array elements
+(``&&`` any overlap, ``@>`` containment); no user text reaches a query parser.
 
-Scoring: ``ts_rank_cd(content_tsv, query, 1)``, PostgreSQL's cover density ranking
-(Clarke, Cormack & Tudhope 2000, *Relevance ranking for one to three term queries*),
-divided by ``1 + log(document length)``. It is not BM25, so its scale differs from the
-SQLite store's; :mod:`memlane.recall.ranking` only uses it through a per-query normalisation or
-its rank order, so the fused relevance means the same on both backends.
+Scoring: the index only finds the scope's rows that contain a query term; their BM25 is
+computed with the scope's own statistics by :func:`memlane.stores.common_terms.score_matches`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
 from psycopg import sql
 
-__all__ = ["TS_CONFIG", "keyword_count_statement", "keyword_statement"]
+import memlane.stores.postgres.filters as filters
+from memlane.stores.base import EpisodeFilter, KeywordCandidates
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
 
-TS_CONFIG = "pg_catalog.english"
-"""The text search configuration of the generated ``content_tsv`` column and of queries."""
+__all__ = [
+    "TERMS_ARRAY",
+    "keyword_count_statement",
+    "keyword_search",
+    "keyword_statement",
+    "scope_stats_statement",
+]
+
+TERMS_ARRAY = "pg_catalog.string_to_array(terms, ' ')"
+"""The indexed expression (it must match the GIN index's expression to use it)."""
 
 
-def keyword_statement(table: sql.Composable, where: sql.Composable, n_terms: int) -> sql.Composed:
-    """The keyword search statement for ``n_terms`` (>= 1) terms.
+def scope_stats_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
+    """``count(*), avg(token_count)`` over the scope; parameters: the WHERE clause's values."""
+    return sql.SQL("SELECT count(*), coalesce(avg(token_count), 0)::float8 FROM {t}{where}").format(
+        t=table, where=where
+    )
+
+
+def keyword_count_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
+    """Count (up to a cap) the scope's rows containing one term.
+
+    ``where`` must end with ``TERMS_ARRAY @> %s::text[]``. Parameters: the WHERE clause's values
+    (the one-term array last), then the cap.
+    """
+    return sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {t}{where} LIMIT %s) AS capped").format(
+        t=table, where=where
+    )
+
+
+def keyword_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
+    """The scope's rows containing any query term, for scoring.
+
+    ``where`` must end with ``TERMS_ARRAY && %s::text[]``. Parameters: the WHERE clause's values
+    (the terms array last), the terms array again, then the row limit. Returns ``seq, terms,
+    token_count, created_at_seconds, importance``, rows with the most distinct query terms
+    first (then the newest).
+    """
+    return sql.SQL(
+        "SELECT seq, terms, token_count, extract(epoch FROM created_at)::float8, importance "
+        "FROM {t}{where} ORDER BY pg_catalog.cardinality(ARRAY(SELECT pg_catalog.unnest("
+        + TERMS_ARRAY
+        + ") INTERSECT SELECT pg_catalog.unnest(%s::text[]))) DESC, seq DESC LIMIT %s"
+    ).format(t=table, where=where)
+
+
+def keyword_search(
+    cur: psycopg.Cursor[Any],
+    table: sql.Composable,
+    flt: EpisodeFilter,
+    terms: Sequence[str],
+    top_n: int,
+    common: CommonTermFilter,
+) -> KeywordCandidates:
+    """The best ``top_n`` rows passing ``flt`` that contain any of ``terms``, by per-scope BM25.
 
     Args:
+        cur: A cursor inside the store's transaction.
         table: The schema-qualified episodes table.
-        where: The store's WHERE clause, which must end with the condition
-            ``content_tsv @@ kw.q`` (pass it as an extra clause to the store's ``_where``).
-        n_terms: Number of term placeholders to generate.
+        flt: The recall's filter (the scope of the statistics too).
+        terms: Distinct, non-empty query terms without NUL (:func:`memlane.analysis.query_terms`).
+        top_n: Maximum rows, >= 1.
+        common: Per-scope document frequencies and the common-term drop.
 
-    Returns:
-        A statement whose parameters are: the ``n_terms`` terms, then the WHERE clause's
-        values, then ``top_n``. It returns ``seq, score, created_at_seconds, importance``,
-        best score first (ties: lower ``seq``).
+    Raises:
+        psycopg.Error: the database failed (the store translates it).
     """
-    if n_terms < 1:
-        raise ValueError("n_terms must be >= 1")
-    one = sql.SQL("pg_catalog.plainto_tsquery({cfg}::pg_catalog.regconfig, %s)").format(
-        cfg=sql.Literal(TS_CONFIG)
-    )
-    query = sql.SQL(" OPERATOR(pg_catalog.||) ").join([one] * n_terms)
-    return sql.SQL(
-        "SELECT seq, pg_catalog.ts_rank_cd(content_tsv, kw.q, 1)::float8 AS score, "
-        "extract(epoch FROM created_at)::float8, importance "
-        "FROM {t}, (SELECT {query} AS q) AS kw{where} "
-        "ORDER BY score DESC, seq LIMIT %s"
-    ).format(t=table, query=query, where=where)
+    where, params = filters.where(flt)
+    n_rows, avgdl = cur.execute(scope_stats_statement(table, where), params).fetchone()  # type: ignore[misc]
+    if not n_rows:
+        return KeywordCandidates.empty()
+    one_where, one_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
+    counted = keyword_count_statement(table, one_where)
 
+    def count(term: str, cap: int) -> int:
+        return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
 
-def keyword_count_statement(table: sql.Composable) -> sql.Composed:
-    """Count (up to a cap) the rows whose ``content_tsv`` matches one term.
-
-    Parameters: the term, then the cap. Used to find terms that occur in more than half of the
-    rows (:class:`memlane.stores.common_terms.CommonTermFilter`).
-    """
-    return sql.SQL(
-        "SELECT count(*) FROM (SELECT 1 FROM {t} WHERE content_tsv OPERATOR(pg_catalog.@@) "
-        "pg_catalog.plainto_tsquery({cfg}::pg_catalog.regconfig, %s) LIMIT %s) AS capped"
-    ).format(t=table, cfg=sql.Literal(TS_CONFIG))
+    any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
+    limit = max(MATCH_LIMIT, 5 * int(top_n))
+    wanted = list(terms)
+    rows = cur.execute(
+        keyword_statement(table, any_where), [*any_params, wanted, wanted, limit], prepare=False
+    ).fetchall()
+    df = common.df_from_matches(terms, int(n_rows), rows, len(rows) >= limit, count)
+    if not df:
+        return KeywordCandidates.empty()
+    return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from memlane.analysis import index_terms, keyword_text, terms_column
 from memlane.errors import SchemaVersionError, StoreError
 
 __all__ = [
@@ -76,7 +78,28 @@ BOOTSTRAP = sql.SQL(
 )
 """Created before the first migration; holds one row per applied migration number."""
 
-MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
+Step = sql.SQL | Callable[[psycopg.Connection[Any], sql.Identifier], None]
+"""A migration step: an SQL template, or a Python function run on the migrating connection."""
+
+
+def backfill_terms(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+    """Migration 8: fill ``terms``/``token_count`` of every existing row (:mod:`memlane.analysis`)."""
+    table = sql.SQL("{schema}.memlane_episodes").format(schema=schema)
+    rows = conn.execute(
+        sql.SQL("SELECT seq, content, metadata FROM {t} ORDER BY seq").format(t=table)
+    ).fetchall()
+    updates = []
+    for seq, content, metadata in rows:
+        terms, count = index_terms(keyword_text(content, metadata if isinstance(metadata, dict) else {}))
+        updates.append((terms_column(terms), count, seq))
+    if updates:
+        with conn.cursor() as cur:
+            cur.executemany(
+                sql.SQL("UPDATE {t} SET terms = %s, token_count = %s WHERE seq = %s").format(t=table), updates
+            )
+
+
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: episodes (tags inline as text[]), their indexes, and store metadata.
     (
         sql.SQL(
@@ -253,6 +276,27 @@ MIGRATIONS: tuple[tuple[sql.SQL, ...], ...] = (
             "ADD COLUMN retrieve_count bigint NOT NULL DEFAULT 0, ADD COLUMN last_retrieved_at timestamptz"
         ),
     ),
+    # 8: one text analysis for every backend (memlane.analysis): the analysed keyword text of each
+    # episode (content + metadata["caption"]) as space-joined ``terms`` and its BM25 length
+    # ``token_count``, computed by memlane at write time (existing rows backfilled here), searched
+    # as ``string_to_array(terms, ' ')`` under a GIN index, which matches exactly what SQLite's FTS5
+    # ``ascii`` index of the same column matches. The ``english`` tsvector of migration 2 is dropped.
+    (
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes ADD COLUMN terms text NOT NULL DEFAULT '', "
+            "ADD COLUMN token_count integer NOT NULL DEFAULT 0"
+        ),
+        backfill_terms,
+        sql.SQL("ALTER TABLE {schema}.memlane_episodes DROP COLUMN IF EXISTS content_tsv"),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_terms ON {schema}.memlane_episodes "
+            "USING gin (pg_catalog.string_to_array(terms, ' '))"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_session_seq ON {schema}.memlane_episodes "
+            "(tenant_id, session_id, seq)"
+        ),
+    ),
 )
 
 
@@ -370,7 +414,10 @@ def migrate(conn: psycopg.Connection[Any], schema: str, location: str) -> None:
             )
         for number in range(version, len(MIGRATIONS)):
             for statement in MIGRATIONS[number]:
-                conn.execute(statement.format(schema=schema_id, ext=ext))
+                if isinstance(statement, sql.SQL):
+                    conn.execute(statement.format(schema=schema_id, ext=ext))
+                else:
+                    statement(conn, schema_id)
             conn.execute(
                 sql.SQL("INSERT INTO {schema}.memlane_schema_migrations (version) VALUES (%s)").format(
                     schema=schema_id

@@ -229,7 +229,7 @@ class PostgresSessionStore(SessionStoreBase):
         with self._store.transaction("fetch_windows") as cur:
             rows = cur.execute(
                 sql.SQL(
-                    "SELECT w.seq, w.turn, w.first_position, w.last_position, w.created_at, {cols} "
+                    "SELECT w.seq, w.turn, w.first_position, w.last_position, w.created_at, {cols}, w.text "
                     "FROM {w} w JOIN {s} s ON s.seq = w.session_seq WHERE w.seq = ANY(%s::bigint[])"
                 ).format(cols=_S_HEADER, w=self._windows, s=self._sessions),
                 ([int(k) for k in keys],),

@@ -60,7 +60,7 @@ import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
 from memlane.errors import EmbeddingModelMismatchError, ValidationError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
@@ -71,7 +71,7 @@ from memlane.stores.common import (
 )
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
-from memlane.stores.postgres.fts import keyword_count_statement, keyword_statement
+from memlane.stores.postgres.fts import keyword_search
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
     HNSW_MAX_DIMS,
@@ -104,6 +104,8 @@ _COPY_TEMPORAL_TYPES = [
     "bool",
     "int8",
     "timestamptz",
+    "text",
+    "int4",
 ]
 
 
@@ -470,33 +472,50 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
         return VectorCandidates.from_rows(rows, exhaustive=exhaustive)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
-        """The best ``top_n`` episodes passing ``flt`` that match any term (full-text search).
+        """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
 
-        See :mod:`memlane.stores.postgres.fts` (index, quoting of terms, ``ts_rank_cd`` scoring).
+        See :mod:`memlane.stores.postgres.fts` (index, binding of terms) and
+        :func:`memlane.stores.common_terms.score_matches` (scoring).
 
         Raises:
             ValidationError: a term contains a NUL character.
             StoreError: the database failed.
         """
-        terms = [t for t in terms if t]
+        terms = list(dict.fromkeys(t for t in terms if t))
         if not terms:
             return KeywordCandidates.empty()
         reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
-            max_seq = sql.SQL("SELECT coalesce(max(seq), 0) FROM {t}").format(t=self._t)
-            table_rows = int(cur.execute(max_seq).fetchone()[0])  # type: ignore[index]
+            return keyword_search(cur, self._t, flt, terms, top_n, self._common_terms)
 
-            def count(term: str, cap: int) -> int:
-                statement = keyword_count_statement(self._t)
-                return int(cur.execute(statement, [term, cap]).fetchone()[0])  # type: ignore[index]
+    def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
+        """Session, tags and the ``radius`` insertion-order neighbours of each key within ``flt``.
 
-            terms = self._common_terms.informative(terms, table_rows, count)
-            if not terms:
-                return KeywordCandidates.empty()
-            where, params = filters.where(flt, "content_tsv OPERATOR(pg_catalog.@@) kw.q")
-            statement = keyword_statement(self._t, where, len(terms))
-            rows = cur.execute(statement, [*terms, *params, max(1, int(top_n))], prepare=False).fetchall()
-        return KeywordCandidates.from_rows(rows)
+        One query: ``lag``/``lead`` over the rows of the keys' (tenant, session) pairs that pass
+        ``flt`` (index ``ix_memlane_episodes_session_seq``), keeping the requested keys' rows.
+        """
+        if len(keys) == 0:
+            return Neighbours.from_rows([], radius)
+        radius = max(1, int(radius))
+        wanted = [int(k) for k in keys]
+        where, params = filters.where(flt, "TRUE")  # always " WHERE ...", so the next clause can be ANDed
+        sessions = sql.SQL(
+            "(tenant_id, session_id) IN (SELECT tenant_id, session_id FROM {t} "
+            "WHERE seq OPERATOR(pg_catalog.=) ANY(%s::int8[]))"
+        ).format(t=self._t)
+        where = where + sql.SQL(" AND ") + sessions
+        window = sql.SQL(", ").join(
+            [sql.SQL("lag(seq, {k}) OVER w").format(k=sql.Literal(k)) for k in range(radius, 0, -1)]
+            + [sql.SQL("lead(seq, {k}) OVER w").format(k=sql.Literal(k)) for k in range(1, radius + 1)]
+        )
+        statement = sql.SQL(
+            "SELECT * FROM (SELECT seq, session_id, tags, {window} FROM {t}{where} "
+            "WINDOW w AS (PARTITION BY tenant_id, session_id ORDER BY seq)) AS x "
+            "WHERE seq OPERATOR(pg_catalog.=) ANY(%s::int8[]) ORDER BY seq"
+        ).format(window=window, t=self._t, where=where)
+        with self._transaction("neighbours") as cur:
+            rows = cur.execute(statement, [*params, wanted, wanted]).fetchall()
+        return Neighbours.from_rows(rows, radius)
 
     def explain_vector_candidates(
         self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int, *, analyze: bool = False

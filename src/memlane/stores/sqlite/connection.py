@@ -114,7 +114,10 @@ class SQLiteConnection:
                     raise StoreError(f"{self.path} is an SQLite database but not a memlane store")
             for number in range(version, len(MIGRATIONS)):
                 for statement in MIGRATIONS[number]:
-                    conn.execute(statement)
+                    if isinstance(statement, str):
+                        conn.execute(statement)
+                    else:
+                        statement(conn)
                 conn.execute(f"PRAGMA user_version = {number + 1:d}")
                 logger.info("migrated %s to schema version %d", self.path, number + 1)
 

@@ -1,19 +1,20 @@
-"""Keyword search for the SQLite store: FTS5 over ``episodes.content`` ranked by BM25.
+"""Keyword search for the SQLite store: FTS5 over the analysed ``episodes.terms``, BM25 per scope.
 
-The index is the external-content FTS5 table ``episodes_fts`` (schema migration 2 in
-:mod:`memlane.stores.sqlite.migrations`), kept in step with ``episodes`` by triggers, so
-explicit deletes and retention pruning remove an episode from it in the same transaction.
+The index is the external-content FTS5 table ``episodes_fts`` over ``terms`` (schema migration
+8 in :mod:`memlane.stores.sqlite.migrations`) with the ``ascii`` tokenizer, which only splits
+at the spaces memlane put between the terms (:mod:`memlane.analysis`), kept in step with
+``episodes`` by triggers, so explicit deletes and retention pruning remove an episode from it
+in the same transaction.
 
-Query safety: the MATCH expression is built only from :func:`memlane.recall.keywords.keyword_terms`
+Query safety: the MATCH expression is built only from :func:`memlane.analysis.query_terms`
 output, each term wrapped in double quotes (an FTS5 string: no operator, column filter,
 prefix ``*`` or ``NEAR`` inside it means anything) and the terms joined with ``OR``. The
 expression is then passed as a bound parameter, never spliced into SQL.
 
-Scoring: FTS5's built-in ``bm25()`` (Robertson & Zaragoza 2009, *The Probabilistic Relevance
-Framework: BM25 and Beyond*, with k1 = 1.2 and b = 0.75), which FTS5 returns negated (lower
-is better); the store reports ``-bm25()`` so higher is better. Its corpus statistics (number
-of rows, document frequencies, average length) are those of the whole table, as in any
-FTS5 index.
+Scoring: the index only finds the scope's rows that contain a query term; their BM25 is
+computed with the scope's own statistics by :func:`memlane.stores.common_terms.score_matches`
+(``N`` and ``avgdl`` from one filtered aggregate, ``df`` from one capped filtered count per
+term), so another tenant's rows never change a tenant's scores.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane.stores.base import KeywordCandidates
-from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
 
 __all__ = ["fts5_match_expression", "keyword_search"]
 
@@ -32,7 +33,7 @@ def fts5_match_expression(terms: Sequence[str]) -> str:
     """Build an FTS5 MATCH expression that ORs ``terms``, each as a quoted string.
 
     Args:
-        terms: Plain terms (see :func:`memlane.recall.keywords.keyword_terms`); any ``"`` inside a
+        terms: Plain terms (see :func:`memlane.analysis.query_terms`); any ``"`` inside a
             term is doubled, FTS5's escape, so even arbitrary strings stay literal.
 
     Returns:
@@ -49,17 +50,17 @@ def keyword_search(
     top_n: int,
     common: CommonTermFilter | None = None,
 ) -> KeywordCandidates:
-    """Run one filtered FTS5 query.
+    """Run one filtered keyword search with per-scope BM25.
 
     Args:
         conn: An open connection to a migrated memlane database.
         where: The store's WHERE clause over ``episodes`` (``" WHERE ..."`` or ``""``), built
-            from fixed column names with ``?`` placeholders.
+            from fixed column names with ``?`` placeholders; it defines the scope.
         params: Its bound values.
-        terms: Plain keyword terms; empty -> no candidates.
+        terms: Distinct query terms (:func:`memlane.analysis.query_terms`); empty -> no candidates.
         top_n: Maximum rows, >= 1.
-        common: Drops terms in more than half of the rows first
-            (:class:`memlane.stores.common_terms.CommonTermFilter`); ``None`` keeps every term.
+        common: Computes the per-scope document frequencies and drops terms in over half of
+            the scope (:class:`memlane.stores.common_terms.CommonTermFilter`); default one.
 
     Returns:
         Up to ``top_n`` candidates, best BM25 first (ties: lower ``seq`` first).
@@ -67,25 +68,32 @@ def keyword_search(
     Raises:
         sqlite3.Error: the database failed (the store translates it).
     """
-    if common is not None:
-        table_rows = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
-
-        def count(term: str, cap: int) -> int:
-            sql = "SELECT count(*) FROM (SELECT 1 FROM episodes_fts WHERE episodes_fts MATCH ? LIMIT ?)"
-            return int(conn.execute(sql, (fts5_match_expression([term]), cap)).fetchone()[0])
-
-        terms = common.informative(terms, table_rows, count)
-    expression = fts5_match_expression(terms)
-    if not expression:
+    terms = [t for t in terms if t]
+    if not terms:
+        return KeywordCandidates.empty()
+    n_rows, avgdl = conn.execute(f"SELECT count(*), avg(token_count) FROM episodes{where}", params).fetchone()
+    if not n_rows:
         return KeywordCandidates.empty()
     # The filter applies to the joined episode row. Its column names are unambiguous: the
-    # FTS subquery only exposes ``fts_seq`` and ``score``.
+    # FTS subquery only exposes ``fts_seq`` (and ``r``).
+    counted = (
+        "SELECT count(*) FROM (SELECT 1 FROM (SELECT rowid AS fts_seq FROM episodes_fts "
+        f"WHERE episodes_fts MATCH ?) AS f JOIN episodes AS e ON e.seq = f.fts_seq{where} LIMIT ?)"
+    )
+
+    def count(term: str, cap: int) -> int:
+        return int(conn.execute(counted, [fts5_match_expression([term]), *params, cap]).fetchone()[0])
+
     sql = (
-        "SELECT e.seq, f.score, e.created_at_us / 1e6, e.importance FROM ("
-        "SELECT rowid AS fts_seq, -bm25(episodes_fts) AS score FROM episodes_fts "
+        "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM ("
+        "SELECT rowid AS fts_seq, bm25(episodes_fts) AS r FROM episodes_fts "
         "WHERE episodes_fts MATCH ?"
         f") AS f JOIN episodes AS e ON e.seq = f.fts_seq{where} "
-        "ORDER BY f.score DESC, e.seq LIMIT ?"
+        "ORDER BY f.r, e.seq LIMIT ?"
     )
-    rows = conn.execute(sql, [expression, *params, int(top_n)]).fetchall()
-    return KeywordCandidates.from_rows(rows)
+    limit = max(MATCH_LIMIT, 5 * int(top_n))
+    rows = conn.execute(sql, [fts5_match_expression(terms), *params, limit]).fetchall()
+    df = (common or CommonTermFilter()).df_from_matches(terms, int(n_rows), rows, len(rows) >= limit, count)
+    if not df:
+        return KeywordCandidates.empty()
+    return score_matches(rows, df, int(n_rows), float(avgdl or 0.0), top_n)

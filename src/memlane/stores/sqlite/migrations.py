@@ -7,9 +7,34 @@ never edited once released.
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS"]
+import json
+import sqlite3
+from collections.abc import Callable
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+from memlane.analysis import index_terms, keyword_text, terms_column
+
+__all__ = ["MIGRATIONS", "Step", "backfill_terms"]
+
+Step = str | Callable[[sqlite3.Connection], None]
+"""A migration step: an SQL statement, or a Python function run on the migrating connection."""
+
+
+def backfill_terms(conn: sqlite3.Connection) -> None:
+    """Migration 8: fill ``terms``/``token_count`` of every existing row (:mod:`memlane.analysis`)."""
+    cursor = conn.execute("SELECT seq, content, metadata FROM episodes ORDER BY seq")
+    while batch := cursor.fetchmany(1000):
+        rows = []
+        for seq, content, metadata in batch:
+            try:
+                meta = json.loads(metadata) if metadata else {}
+            except ValueError:
+                meta = {}
+            terms, count = index_terms(keyword_text(content, meta if isinstance(meta, dict) else {}))
+            rows.append((terms_column(terms), count, seq))
+        conn.executemany("UPDATE episodes SET terms = ?, token_count = ? WHERE seq = ?", rows)
+
+
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: episodes, their tags, and store metadata.
     (
         """
@@ -168,5 +193,45 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         "ALTER TABLE episodes ADD COLUMN retrieve_count INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE episodes ADD COLUMN last_retrieved_at_us INTEGER",
+    ),
+    # 8: one text analysis for every backend (memlane.analysis): the analysed keyword text of each
+    # episode (content + metadata["caption"]) as space-joined ``terms`` and its BM25 length
+    # ``token_count``, computed by memlane at write time (existing rows backfilled here); the FTS5
+    # index now covers ``terms`` with the ``ascii`` tokenizer, which only splits at the spaces
+    # (terms hold letters, digits and marks only), so it matches exactly what PostgreSQL matches.
+    (
+        "DROP TRIGGER IF EXISTS episodes_fts_insert",
+        "DROP TRIGGER IF EXISTS episodes_fts_delete",
+        "DROP TRIGGER IF EXISTS episodes_fts_update",
+        "DROP TABLE IF EXISTS episodes_fts",
+        "ALTER TABLE episodes ADD COLUMN terms TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE episodes ADD COLUMN token_count INTEGER NOT NULL DEFAULT 0",
+        backfill_terms,
+        """
+        CREATE VIRTUAL TABLE episodes_fts USING fts5(
+            terms,
+            content='episodes',
+            content_rowid='seq',
+            tokenize='ascii'
+        )
+        """,
+        """
+        CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+            INSERT INTO episodes_fts (rowid, terms) VALUES (new.seq, new.terms);
+        END
+        """,
+        """
+        CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+            INSERT INTO episodes_fts (episodes_fts, rowid, terms) VALUES ('delete', old.seq, old.terms);
+        END
+        """,
+        """
+        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF terms ON episodes BEGIN
+            INSERT INTO episodes_fts (episodes_fts, rowid, terms) VALUES ('delete', old.seq, old.terms);
+            INSERT INTO episodes_fts (rowid, terms) VALUES (new.seq, new.terms);
+        END
+        """,
+        "INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild')",
+        "CREATE INDEX ix_episodes_session_seq ON episodes (tenant_id, session_id, seq)",
     ),
 )

@@ -239,8 +239,8 @@ class SQLiteSessionStore(SessionStoreBase):
             conn = self._store.connection()
             for chunk, marks in in_chunks([int(k) for k in keys]):
                 for row in conn.execute(
-                    f"SELECT w.seq, w.turn, w.first_position, w.last_position, w.created_at_us, {columns} "
-                    "FROM session_windows w JOIN sessions s ON s.seq = w.session_seq "
+                    f"SELECT w.seq, w.turn, w.first_position, w.last_position, w.created_at_us, {columns}, "
+                    "w.text FROM session_windows w JOIN sessions s ON s.seq = w.session_seq "
                     f"WHERE w.seq IN ({marks})",
                     chunk,
                 ):

@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -41,7 +42,7 @@ from numpy.typing import NDArray
 import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError, StoreError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, StoreStats, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
@@ -201,8 +202,9 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                     "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, "
                     "importance, created_at_us, metadata, embedding, embedding_model, valid_from_us, "
                     "valid_until_us, recorded_at_us, invalidated_at_us, superseded_by, supersede_reason, "
-                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us, terms, "
+                    "token_count) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 conn.executemany(
@@ -361,6 +363,37 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
         sql = f"SELECT {_COLUMNS} FROM episodes{where} ORDER BY created_at_us DESC, seq DESC LIMIT ?"
         with self._translate("list_recent"):
             return [CODEC.episode(r) for r in self._conn().execute(sql, [*params, limit])]
+
+    def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
+        """Session, tags and the ``radius`` insertion-order neighbours of each key within ``flt``.
+
+        One query: ``lag``/``lead`` over the rows of the keys' (tenant, session) pairs that pass
+        ``flt`` (index ``ix_episodes_session_seq``), keeping the requested keys' rows.
+        """
+        if len(keys) == 0:
+            return Neighbours.from_rows([], radius)
+        radius = max(1, int(radius))
+        where, params = filters.where(flt)
+        joiner = " AND " if where else " WHERE "
+        window = ", ".join(
+            [f"lag(seq, {k}) OVER w" for k in range(radius, 0, -1)]
+            + [f"lead(seq, {k}) OVER w" for k in range(1, radius + 1)]
+        )
+        wanted = json.dumps([int(k) for k in keys])
+        sql = (
+            f"SELECT * FROM (SELECT seq, session_id, tags, {window} FROM episodes{where}{joiner}"
+            "(tenant_id, session_id) IN (SELECT tenant_id, session_id FROM episodes "
+            "WHERE seq IN (SELECT value FROM json_each(?))) "
+            "WINDOW w AS (PARTITION BY tenant_id, session_id ORDER BY seq)) "
+            "WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq"
+        )
+        with self._translate("neighbours"):
+            rows = self._conn().execute(sql, [*params, wanted, wanted]).fetchall()
+        parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
+        for r in rows:
+            if r[2] not in parsed:
+                parsed[r[2]] = tuple(json.loads(r[2]))
+        return Neighbours.from_rows([(r[0], r[1], parsed[r[2]], *r[3:]) for r in rows], radius)
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id``, or ``None``."""

@@ -1,0 +1,221 @@
+"""Relevance of recall candidates: calibrated signals, conversation context and boosts (pure).
+
+Every function works on parallel arrays over the candidates of one recall. The constants are
+hand-set round values chosen on LoCoMo conversations 0-4 only, one knob at a time (nothing is
+fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/locomo.md``).
+
+1. **Dense** ``d = clip((cos - 0.1) / (0.7 - 0.1), 0, 1)``: an absolute calibration for
+   MiniLM-class sentence embedders (unrelated short texts sit near 0-0.2, paraphrases above 0.7).
+2. **Keyword** ``kw = (bm25 / best) * (1 - exp(-best / 4))``: BM25 with per-scope statistics
+   (:mod:`memlane.stores.common_terms`); the recall's best match gets the absolute saturation of
+   its own BM25 (never 1), the others keep their ratio to it, so every value is at most
+   ``1 - exp(-bm25 / 4)``: a word most of the scope carries (IDF near 0) adds almost nothing.
+3. **Base relevance** ``r0 = 0.4 * d + 0.6 * kw`` (convex fusion of calibrated signals, after
+   Bruch, Gai & Ingber 2023); ``noisy_or`` and ``rrf`` remain available.
+4. **Context** (a conversation's answer is often in the turn next to the one that matches)::
+
+       rc = (r0 + 0.5 * nb1 + 0.2 * nb2 + 0.35 * gbest) / (1 + 0.5 * [nb1] + 0.2 * [nb2] + 0.35)
+
+   ``nb1``/``nb2``: the larger ``r0`` of the episode's +-1 / +-2 neighbours by insertion order in
+   the same memlane session (:meth:`memlane.stores.base.Store.neighbours`) and the same *group*
+   (a run of the session without a pause over 1 hour between consecutive candidates);
+   ``gbest``: the best ``r0`` of the group. A neighbour that is absent (edge of a group, not a
+   candidate) is left out of the mean, so a lone episode has ``rc = r0``.
+5. **Boosts** ``rel = 1 - (1 - rc) * (1 - 0.2 * entity) * (1 - 0.3 * in_window)``: ``entity`` = 1
+   when the query names exactly one of the candidates' tags (every word of the tag occurs in the
+   query) and the episode carries it; ``in_window`` = 1 inside the time window the query names.
+6. **Own relevance** ``own = 1 - (1 - r0) * (1 - 0.2 * entity) * (1 - 0.3 * in_window)``: the
+   episode's own evidence; ``min_relevance`` filters on it, so an episode surfaced only by its
+   neighbour is dropped once a threshold is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.analysis import runs, tag_words
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "RelevanceParams",
+    "base_relevance",
+    "contextual_relevance",
+    "dense_relevance",
+    "entity_signal",
+    "groups_by_gap",
+    "keyword_relevance",
+    "named_tag",
+]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceParams:
+    """The constants of relevance (module docstring); defaults chosen on LoCoMo conversations 0-4.
+
+    Attributes:
+        dense_floor: Cosine that means "unrelated" (0.1).
+        dense_ceil: Cosine that means "the same thing said differently" (0.7).
+        keyword_scale: ``s`` of the keyword saturation, in BM25 units (4).
+        neighbour_weight: Weight of the best +-1 neighbour (0.5).
+        neighbour2_weight: Weight of the best +-2 neighbour (0.2).
+        group_weight: Weight of the group's best episode (0.35).
+        group_gap_s: A pause longer than this (seconds) starts a new group (3600).
+        entity_boost: Boost of episodes carrying the one tag the query names (0.2).
+        time_boost: Boost of episodes inside the time window the query names (0.3).
+    """
+
+    dense_floor: float = 0.1
+    dense_ceil: float = 0.7
+    keyword_scale: float = 4.0
+    neighbour_weight: float = 0.5
+    neighbour2_weight: float = 0.2
+    group_weight: float = 0.35
+    group_gap_s: float = 3600.0
+    entity_boost: float = 0.2
+    time_boost: float = 0.3
+
+
+DEFAULT_PARAMS = RelevanceParams()
+"""The defaults."""
+
+
+def dense_relevance(cosine: NDArray[np.floating], params: RelevanceParams = DEFAULT_PARAMS) -> FloatArray:
+    """``clip((cos - floor) / (ceil - floor), 0, 1)`` of ``[n]`` cosines; NaN (no vector) -> 0."""
+    cos = np.nan_to_num(np.asarray(cosine, dtype=np.float64), nan=-1.0)
+    span = max(params.dense_ceil - params.dense_floor, 1e-9)
+    return np.clip((cos - params.dense_floor) / span, 0.0, 1.0)
+
+
+def keyword_relevance(bm25: NDArray[np.floating], params: RelevanceParams = DEFAULT_PARAMS) -> FloatArray:
+    """``(bm25 / best) * (1 - exp(-best / s))`` of ``[n]`` per-scope BM25 scores (NaN = no match -> 0).
+
+    In [0, 1); never more than the episode's own absolute saturation ``1 - exp(-bm25 / s)``.
+    """
+    values = np.nan_to_num(np.asarray(bm25, dtype=np.float64), nan=0.0)
+    values = np.maximum(values, 0.0)
+    best = float(values.max()) if len(values) else 0.0
+    if best <= 0.0:
+        return np.zeros_like(values)
+    return np.asarray(values / best * (1.0 - np.exp(-best / params.keyword_scale)), dtype=np.float64)
+
+
+def base_relevance(dense: FloatArray | None, keyword: FloatArray | None, dense_weight: float) -> FloatArray:
+    """``w * dense + (1 - w) * keyword`` (a missing signal counts as 0; one signal alone is itself)."""
+    if dense is None and keyword is None:
+        raise ValueError("base_relevance needs at least one signal")
+    if keyword is None:
+        assert dense is not None
+        return dense
+    if dense is None:
+        return keyword
+    return np.clip(dense_weight * dense + (1.0 - dense_weight) * keyword, 0.0, 1.0)
+
+
+def groups_by_gap(
+    session_keys: Sequence[object], order: IntArray, created_at_s: FloatArray, max_gap_s: float
+) -> IntArray:
+    """Group number of every candidate: runs of a session in insertion order without a pause > ``max_gap_s``.
+
+    Args:
+        session_keys: ``[n]`` the (tenant, session) of each candidate (``None``: a group of its own).
+        order: ``[n]`` insertion-order keys (row keys grow with insertion).
+        created_at_s: ``[n]`` created_at in seconds.
+        max_gap_s: A pause longer than this between consecutive candidates of a session starts a group.
+
+    Returns:
+        int64 ``[n]`` group numbers (equal = same group).
+    """
+    n = len(order)
+    groups = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return groups
+    idx = sorted(range(n), key=lambda i: (str(session_keys[i]), int(order[i])))
+    current = 0
+    for pos, i in enumerate(idx):
+        if pos > 0:
+            j = idx[pos - 1]
+            same = session_keys[i] is not None and session_keys[i] == session_keys[j]
+            if not same or abs(float(created_at_s[i]) - float(created_at_s[j])) > max_gap_s:
+                current += 1
+        groups[i] = current
+    return groups
+
+
+def named_tag(query: str, candidate_tags: Iterable[Sequence[str]]) -> str | None:
+    """The one tag of the candidates whose every word occurs in the query, or ``None`` (none or several).
+
+    Words are case-folded letter/digit runs, unstemmed (:func:`memlane.analysis.tag_words`).
+    """
+    words = {run for _, run in runs(query)}
+    named: set[str] = set()
+    seen: set[str] = set()
+    for tags in candidate_tags:
+        for tag in tags:
+            if tag in seen:
+                continue
+            seen.add(tag)
+            parts = tag_words(tag)
+            if parts and parts <= words:
+                named.add(tag)
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def entity_signal(candidate_tags: Sequence[Sequence[str]], tag: str | None) -> FloatArray:
+    """``[n]`` 1.0 where the candidate carries ``tag`` (all 0 when ``tag`` is ``None``)."""
+    if tag is None:
+        return np.zeros(len(candidate_tags))
+    return np.fromiter(
+        (1.0 if tag in t else 0.0 for t in candidate_tags), dtype=np.float64, count=len(candidate_tags)
+    )
+
+
+def contextual_relevance(
+    base: FloatArray,
+    adjacent: IntArray,
+    groups: IntArray,
+    entity: FloatArray,
+    in_window: FloatArray,
+    params: RelevanceParams = DEFAULT_PARAMS,
+) -> tuple[FloatArray, FloatArray]:
+    """Relevance with context and boosts, and the episode's own relevance (module docstring, steps 4-6).
+
+    Args:
+        base: ``[n]`` base relevance ``r0`` in [0, 1].
+        adjacent: int64 ``[n, 4]`` candidate index of the -2, -1, +1, +2 neighbour (-1 = absent);
+            a neighbour in another group counts as absent.
+        groups: ``[n]`` group numbers (:func:`groups_by_gap`).
+        entity: ``[n]`` 0/1 (:func:`entity_signal`).
+        in_window: ``[n]`` 0/1.
+        params: Constants.
+
+    Returns:
+        ``(relevance, own)``, both ``[n]`` in [0, 1].
+    """
+    n = len(base)
+    if n == 0:
+        return base.copy(), base.copy()
+    padded = np.append(base, 0.0)
+    adj = np.asarray(adjacent, dtype=np.int64).reshape(n, 4)
+    same = adj >= 0
+    safe = np.where(same, adj, n)
+    same &= groups[np.where(same, adj, 0)] == groups[:, None]
+    vals = np.where(same, padded[safe], 0.0)
+    nb1 = np.maximum(vals[:, 1], vals[:, 2])
+    nb2 = np.maximum(vals[:, 0], vals[:, 3])
+    has1 = same[:, 1] | same[:, 2]
+    has2 = same[:, 0] | same[:, 3]
+    best = np.full(int(groups.max()) + 1, 0.0)
+    np.maximum.at(best, groups, base)
+    gbest = best[groups]
+    ctx = (
+        base + params.neighbour_weight * nb1 + params.neighbour2_weight * nb2 + params.group_weight * gbest
+    ) / (1.0 + params.neighbour_weight * has1 + params.neighbour2_weight * has2 + params.group_weight)
+    boost = (1.0 - params.entity_boost * entity) * (1.0 - params.time_boost * in_window)
+    return np.clip(1.0 - (1.0 - ctx) * boost, 0.0, 1.0), np.clip(1.0 - (1.0 - base) * boost, 0.0, 1.0)
