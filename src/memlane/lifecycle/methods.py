@@ -149,13 +149,14 @@ class LifecycleMethods:
             episode_id: Any episode of the chain (in this memory's scope).
 
         Returns:
-            Every episode of the chain, oldest first; ``[episode]`` when it has no links.
+            Every episode of the chain in scope and not expired (``config.retention_days``),
+            oldest first; ``[episode]`` when it has no links.
 
         Raises:
-            EpisodeNotFoundError: ``episode_id`` is not in this memory's scope.
+            EpisodeNotFoundError: ``episode_id`` is not in this memory's scope, or expired.
             ValidationError: blank or over-long id. StoreError: the store failed.
         """
-        return supersession.history(self.store, episode_id, self.get_episode, self._in_scope)
+        return supersession.history(self.store, episode_id, self.get_episode, self._visible)
 
     def prune(self: MemoryCore, now: datetime | None = None, *, dry_run: bool = False) -> int:
         """Delete every episode older than ``retention_days`` (table-wide, all tenants).

@@ -183,7 +183,7 @@ def history(
         store: Where the links are looked up.
         episode_id: Any episode of the chain.
         get_episode: See :data:`GetEpisode`.
-        in_scope: Whether an episode is within the memory's scope.
+        in_scope: Whether an episode is visible: within the memory's scope and not expired.
 
     Raises:
         EpisodeNotFoundError: ``episode_id`` is not in scope. ValidationError: a malformed id.
