@@ -75,7 +75,8 @@ class Judgement:
     Attributes:
         confidence: How likely they contradict, in [0, 1].
         kind: ``negation``, ``value``, ``elaboration``, ``mixed``, ``same`` or ``unrelated``.
-        evidence: The changed words, e.g. ``"paris -> berlin"`` (empty when nothing changed).
+        evidence: The changed content words, ``a``'s then ``b``'s, e.g. ``"paris -> berlin"``
+            (spans joined by ``"; "``; empty when nothing changed).
     """
 
     confidence: float
@@ -86,6 +87,7 @@ class Judgement:
 @dataclass(frozen=True, slots=True)
 class _Token:
     stem: str
+    word: str  # lower-cased, as written
     named: bool  # a number or a capitalised word not starting the text: a named value
 
 
@@ -111,7 +113,7 @@ def _tokens(text: str) -> tuple[list[_Token], int]:
         if word in _FILLERS:
             continue
         named = any(ch.isdigit() for ch in raw) or (position > 0 and raw[:1].isupper())
-        out.append(_Token(_stem(word), named))
+        out.append(_Token(_stem(word), word, named))
     return out, negations
 
 
@@ -139,7 +141,8 @@ def judge(a: str, b: str, cosine: float) -> Judgement:
     longest = max(len(sa), len(sb), 1)
     overlap = shared / longest
     changed = "; ".join(
-        f"{' '.join(sa[i1:i2]) or '-'} -> {' '.join(sb[j1:j2]) or '-'}" for _, i1, i2, j1, j2 in ops
+        f"{' '.join(t.word for t in ta[i1:i2]) or '-'} -> {' '.join(t.word for t in tb[j1:j2]) or '-'}"
+        for _, i1, i2, j1, j2 in ops
     )
     if shared == 0:
         return Judgement(0.0, "unrelated", changed)

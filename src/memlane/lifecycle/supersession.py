@@ -178,7 +178,7 @@ def contradictions(
         episode = episodes.get(key)
         if episode is None or episode.id in exclude or episode.superseded_by is not None:
             continue
-        verdict = judge(text, episode.content, score)
+        verdict = judge(episode.content, text, score)  # evidence reads old -> new
         if verdict.confidence < threshold:
             continue
         reasons = (
