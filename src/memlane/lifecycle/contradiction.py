@@ -2,7 +2,7 @@
 
 Embedding similarity alone cannot tell "User lives in Paris" / "User lives in Berlin"
 (all-MiniLM-L6-v2 cosine 0.67: a contradiction) from "User lives in Paris" / "User works in
-Paris" (0.8: compatible). What they *say* can: two statements contradict when they share
+Paris" (0.90: compatible). What they *say* can: two statements contradict when they share
 their subject and predicate and differ in the value. :func:`judge` aligns the two texts'
 content words (lower-cased, crudely stemmed, function words and fillers such as "we",
 "now", "always" dropped; :class:`difflib.SequenceMatcher`) and reads the difference:

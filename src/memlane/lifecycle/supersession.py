@@ -14,7 +14,7 @@ similarity >= :data:`CANDIDATE_MIN_COSINE` with the text's, and which
 predicate, another value; or one negates the other) with a confidence >= a threshold
 (default 0.8). Similarity alone cannot tell a contradiction ("lives in Paris" vs "lives in
 Berlin", cosine 0.67) from a compatible statement ("lives in Paris" vs "works in Paris",
-0.8). Candidates are proposed for review; ``MemoryConfig(auto_supersede=True)`` retires them
+0.90). Candidates are proposed for review; ``MemoryConfig(auto_supersede=True)`` retires them
 automatically instead, each with its confidence, cosine and reason.
 
 :class:`memlane.EpisodicMemory` validates and scopes; the functions here do the work.
