@@ -95,6 +95,10 @@ class MemoryCore(Protocol):
         """Whether ``episode`` is within the memory's scope."""
         ...
 
+    def _visible(self, episode: Episode) -> bool:
+        """Whether ``episode`` is in scope and not expired (``config.retention_days``) at the clock's now."""
+        ...
+
     def _maybe_prune(self) -> None:
         """Prune expired episodes with probability ``config.prune_probability`` (after a write)."""
 

@@ -329,34 +329,53 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
     # -- reading -----------------------------------------------------------------------
 
     def get_episode(self, episode_id: str) -> Episode | None:
-        """Return the episode with ``episode_id`` if it exists and is within this memory's scope."""
+        """Return the episode with ``episode_id`` if it exists, is in scope and is not expired.
+
+        Expired: created more than ``config.retention_days`` before the clock's now (and not
+        never-forget); see :mod:`memlane.lifecycle.retention`. Archived and superseded
+        episodes are returned.
+
+        Raises:
+            ValidationError: blank or over-long id. StoreError: the store failed.
+        """
         self._check_open()
         episode = self.store.get(check_identifier(episode_id, "episode_id"))
-        if episode is None or not self._in_scope(episode):
+        if episode is None or not self._visible(episode):
             return None
         return episode
 
     def iter_episodes(
         self, event_type: str | None = None, tags: Sequence[str] | str | None = None
     ) -> Iterator[Episode]:
-        """Yield every episode in scope (retention ignored), oldest first; the export order."""
+        """Yield every episode in scope and not expired at the clock's now, oldest first; the export order.
+
+        Archived and superseded episodes are included; expired ones (``config.retention_days``)
+        are not, even before a prune removes them.
+        """
         self._check_open()
         flt = self._filter(
             event_type=None if event_type is None else check_identifier(event_type, "event_type"),
             tags=normalize_tags(tags),
-            now=None,
+            now=self.clock.now(),
         )
         return self.store.iter_episodes(flt)
 
     def count(self) -> int:
-        """Number of episodes in scope (including any past retention not yet pruned)."""
+        """Number of episodes in scope and not expired (what :meth:`iter_episodes` yields).
+
+        Expired episodes still stored until a prune are counted by ``prune(dry_run=True)``.
+        """
         self._check_open()
-        return self.store.count(self._scope_filter(None))
+        return self.store.count(self._scope_filter(self.clock.now()))
 
     def stats(self) -> StoreStats:
-        """Summary of the episodes in scope (see :class:`memlane.stores.base.StoreStats`)."""
+        """Summary of the episodes in scope and not expired (see :class:`memlane.stores.base.StoreStats`).
+
+        Like :meth:`count`, it describes what can be read; ``prune(dry_run=True)`` counts the
+        expired rows still stored.
+        """
         self._check_open()
-        return self.store.stats(self._scope_filter(None))
+        return self.store.stats(self._scope_filter(self.clock.now()))
 
     def delete_episode(self, episode_id: str) -> bool:
         """Delete one episode by id if it is within this memory's scope.
@@ -375,8 +394,9 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         Raises:
             ValidationError: blank or over-long id. StoreError: the store failed.
         """
-        episode = self.get_episode(episode_id)
-        if episode is None:
+        self._check_open()
+        episode = self.store.get(check_identifier(episode_id, "episode_id"))
+        if episode is None or not self._in_scope(episode):  # an expired episode may be deleted
             return False
         return self.store.delete(episode.id, episode.tenant_id)
 
@@ -443,6 +463,13 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             tags=tags,
             retained_after=None if now is None else retention.retained_after(now, self.config.retention_days),
             never_forget_from=self.config.policy.never_forget_from,
+        )
+
+    def _visible(self, episode: Episode) -> bool:
+        """In scope and not expired at the clock's now (:func:`memlane.lifecycle.retention.is_retained`)."""
+        cutoff = retention.retained_after(self.clock.now(), self.config.retention_days)
+        return self._in_scope(episode) and retention.is_retained(
+            episode, cutoff, self.config.policy.never_forget_from
         )
 
     def _in_scope(self, episode: Episode) -> bool:

@@ -214,13 +214,17 @@ class Contradiction:
 
     Attributes:
         episode: The current (not superseded) episode proposed for retirement.
-        score: Cosine similarity of the two contents' embeddings, in [threshold, 1].
-        reason: Why it is a candidate: ``"same event_type"`` and/or ``"shared tags: a, b"``.
+        score: Cosine similarity of the two contents' embeddings, in [-1, 1] (clipped to 1).
+        reason: Why it is a candidate: ``"same event_type"`` and/or ``"shared tags: a, b"``,
+            then what was judged, e.g. ``"value: paris -> berlin"`` or ``"negation: negated"``.
+        confidence: How likely the two contradict, in [0, 1]
+            (:func:`memlane.lifecycle.contradiction.judge`); at least the threshold asked for.
     """
 
     episode: Episode
     score: float
     reason: str
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

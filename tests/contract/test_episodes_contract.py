@@ -319,7 +319,7 @@ def test_other_store_objects_see_each_others_writes(backend_db: object, embedder
 # -- retention ------------------------------------------------------------------------------
 
 
-def test_prune_deletes_only_expired_episodes(make_memory: MemoryFactory) -> None:
+def test_prune_deletes_only_expired_episodes(make_memory: MemoryFactory, store: Store) -> None:
     memory = make_memory(retention_days=30, prune_probability=0.0)
     old = memory.remember_episode("note", "old", created_at=T0 - timedelta(days=31))
     other_tenant = make_memory(tenant_id="t9", retention_days=30, prune_probability=0.0)
@@ -327,7 +327,8 @@ def test_prune_deletes_only_expired_episodes(make_memory: MemoryFactory) -> None
     fresh = memory.remember_episode("note", "fresh", created_at=T0 - timedelta(days=29))
     # Expired episodes are hidden from recall even before pruning.
     assert [h.episode.id for h in memory.recall_episodes(limit=10)] == [fresh.id]
-    assert memory.count() == 2
+    assert memory.count() == 1  # expired: gone from every read path (test_retention_contract.py)
+    assert store.count(EpisodeFilter()) == 3  # ... but stored until pruned
     assert memory.prune() == 2  # table-wide: the other tenant's expired episode goes too
     assert memory.get_episode(old.id) is None
     assert other_tenant.get_episode(other_old.id) is None
@@ -335,13 +336,13 @@ def test_prune_deletes_only_expired_episodes(make_memory: MemoryFactory) -> None
     assert make_memory().prune() == 0  # no retention configured -> nothing deleted
 
 
-def test_opportunistic_prune_on_write(make_memory: MemoryFactory) -> None:
+def test_opportunistic_prune_on_write(make_memory: MemoryFactory, store: Store) -> None:
     quiet = make_memory(retention_days=7, prune_probability=0.0)
     quiet.remember_episode("note", "expired", created_at=T0 - timedelta(days=8))
-    assert quiet.count() == 1
+    assert store.count(EpisodeFilter()) == 1
     eager = make_memory(retention_days=7, prune_probability=1.0)
     eager.remember_episode("note", "today")
-    assert eager.count() == 1
+    assert store.count(EpisodeFilter()) == 1
     assert [h.episode.content for h in eager.recall_episodes("expired today", limit=5)] == ["today"]
 
 

@@ -201,28 +201,38 @@ def test_find_contradictions_proposes_and_retires_nothing(make_memory: MemoryFac
     memory.remember_episode("pet", "User lives in Paris", tags=["misc"])  # other type, no shared tag
     memory.remember_episode("fact", "User has a beagle", tags=["pets"])  # dissimilar
     make_memory(tenant_id="t2").remember_episode("fact", "User lives in Paris")  # out of scope
-    found = memory.find_contradictions("User lives in Lisbon", event_type="fact", threshold=0.7)
-    assert [(c.episode.id, c.reason) for c in found] == [(paris.id, "same event_type")]
+    found = memory.find_contradictions("User lives in Lisbon", event_type="fact")  # default: confidence 0.8
+    assert [(c.episode.id, c.reason) for c in found] == [
+        (paris.id, "same event_type; value: paris -> lisbon")
+    ]
     assert found[0].score == pytest.approx(0.75, abs=1e-3)
-    by_tag = memory.find_contradictions("User lives in Lisbon", tags=["HOME"], threshold=0.7)
-    assert [(c.episode.id, c.reason) for c in by_tag] == [(paris.id, "shared tags: home")]
-    assert memory.find_contradictions("User lives in Lisbon", event_type="fact") == []  # default 0.8
+    assert 0.8 < found[0].confidence <= 1.0
+    by_tag = memory.find_contradictions("User lives in Lisbon", tags=["HOME"])
+    assert [(c.episode.id, c.reason) for c in by_tag] == [
+        (paris.id, "shared tags: home; value: paris -> lisbon")
+    ]
+    assert memory.find_contradictions("User works in Paris", event_type="fact") == []  # compatible
+    assert memory.find_contradictions("User lives in Lisbon", event_type="fact", threshold=0.999) == []
     assert memory.get_episode(paris.id) == paris  # nothing retired
     lisbon = memory.remember_episode("fact", "User lives in Lisbon", tags=["home"])
-    both = memory.find_contradictions(lisbon, threshold=0.7)
-    assert [(c.episode.id, c.reason) for c in both] == [(paris.id, "same event_type; shared tags: home")]
+    both = memory.find_contradictions(lisbon)
+    assert [(c.episode.id, c.reason) for c in both] == [
+        (paris.id, "same event_type; shared tags: home; value: paris -> lisbon")
+    ]
     with pytest.raises(ValidationError, match="threshold"):
         memory.find_contradictions("x", threshold=0)
 
 
 def test_auto_supersede_records_its_reason(make_memory: MemoryFactory, clock: FrozenClock) -> None:
-    memory = make_memory(auto_supersede=True, contradiction_threshold=0.7)
+    memory = make_memory(auto_supersede=True)
     paris = memory.remember_episode("fact", "User lives in Paris")
     clock.set(MOVE)
     lisbon = memory.remember_episode("fact", "User lives in Lisbon")
     old = memory.get_episode(paris.id)
     assert old is not None and old.superseded_by == lisbon.id
-    assert old.supersede_reason == "auto: contradiction cosine=0.750 (same event_type)"
+    assert old.supersede_reason == (
+        "auto: contradiction confidence=0.98 cosine=0.750 (same event_type; value: paris -> lisbon)"
+    )
     assert old.valid_until == MOVE
     assert _contents(memory.recall_episodes()) == ["User lives in Lisbon"]
     memory.remember_episode("pet", "User has a beagle")  # no candidate: nothing retired

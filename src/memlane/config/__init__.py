@@ -53,13 +53,13 @@ class MemoryConfig:
         embedding_fallback: When the embedder fails (``EmbeddingError``), store episodes
             without a vector and recall by keywords only, with a logged warning, instead of
             raising (default ``True``). An embedding *model mismatch* always raises.
-        contradiction_threshold: Cosine similarity, in (0, 1], from which
+        contradiction_threshold: Confidence, in (0, 1], from which
             :meth:`memlane.EpisodicMemory.find_contradictions` proposes an episode as a
-            contradiction candidate (default 0.8: near-paraphrases with a changed detail).
+            contradiction candidate (default 0.8; see :mod:`memlane.lifecycle.contradiction`).
         auto_supersede: Whether :meth:`memlane.EpisodicMemory.remember_episode` retires the
             contradiction candidates of each new episode automatically (default ``False``:
             candidates are only proposed). Every automatic retirement is recorded on the old
-            episode (``supersede_reason = "auto: contradiction cosine=..."``).
+            episode (``supersede_reason = "auto: contradiction confidence=... cosine=..."``).
         forgetting: Whether ranked recalls use each episode's forgetting half-life for the
             recency signal (``0.5 ** (age_days / half_life)``, 1 for never-forget episodes;
             :mod:`memlane.lifecycle.forgetting`) instead of ``decay_per_day ** age_days``. Default

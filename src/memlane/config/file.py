@@ -18,7 +18,7 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       min_relevance: 0.0       # drop ranked hits below this relevance
       temporal: true           # "last May" in a query boosts episodes from that window
       embedding_fallback: true # embedder down -> store without vector / recall by keywords
-      contradiction_threshold: 0.8  # cosine from which find_contradictions proposes an episode
+      contradiction_threshold: 0.8  # confidence from which find_contradictions proposes an episode
       auto_supersede: false    # true: remember_episode retires contradicted episodes itself
       forgetting: false        # true: recency = 0.5 ** (age_days / half_life of the importance band)
       forgetting_policy:       # importance band (lowest rating) -> half-life in days; null = never

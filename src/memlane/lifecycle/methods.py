@@ -92,25 +92,31 @@ class LifecycleMethods:
         """Propose current episodes that ``episode_or_text`` may contradict; retire nothing.
 
         A candidate is in this memory's scope, still valid and not superseded at ``now``,
-        shares the ``event_type`` or at least one tag, and its content's embedding has a
-        cosine similarity >= ``threshold`` to the given text ("always use MySQL" vs "we use
-        PostgreSQL now" are close paraphrases with one changed detail). Similarity alone
-        cannot tell a contradiction from a restatement: review the candidates, then
-        :meth:`supersede` (or turn on ``config.auto_supersede``).
+        shares the ``event_type`` or at least one tag, its content's embedding has a cosine
+        similarity >= 0.3 to the given text, and what the two say about their shared subject
+        conflicts with a confidence >= ``threshold``: the same subject and predicate with
+        another value ("User lives in Paris" / "User lives in Berlin", "prefers aisle seats" /
+        "prefers window seats"), or one negating the other ("likes spicy food" / "does not
+        like spicy food"); an elaboration ("likes tea" / "likes tea with milk") or another
+        predicate ("lives in Paris" / "works in Paris") is not one. See
+        :mod:`memlane.lifecycle.contradiction` for the method and
+        ``benchmarks/results/contradictions.md`` for its measured precision and recall (English
+        one-sentence facts; synonyms and paraphrases are not understood). Review the
+        candidates, then :meth:`supersede` (or turn on ``config.auto_supersede``).
 
         Args:
             episode_or_text: A stored episode (its content, event type and tags are used; it
                 is never its own candidate) or a text.
             event_type: For a text: the event type to match, or ``None``.
             tags: For a text: tags of which any one must be shared.
-            threshold: Cosine similarity in (0, 1]; default ``config.contradiction_threshold``
+            threshold: Minimum confidence in (0, 1]; default ``config.contradiction_threshold``
                 (0.8).
             limit: Maximum candidates, >= 1 (default 5).
             now: Reference time (timezone-aware); default the clock.
 
         Returns:
-            Candidates, highest ``score`` (the cosine, clipped to 1) first; empty when the
-            embedder is unavailable (logged) or nothing qualifies.
+            Candidates, highest ``confidence`` first (then highest ``score``, the cosine);
+            empty when the embedder is unavailable (logged) or nothing qualifies.
 
         Raises:
             ValidationError: invalid argument. EmbeddingError: the embedder failed and
@@ -129,6 +135,7 @@ class LifecycleMethods:
         return supersession.contradictions(
             self.store,
             self._scope_filter(at),
+            text,
             vectors[0],
             kind,
             tag_set,
@@ -149,13 +156,14 @@ class LifecycleMethods:
             episode_id: Any episode of the chain (in this memory's scope).
 
         Returns:
-            Every episode of the chain, oldest first; ``[episode]`` when it has no links.
+            Every episode of the chain in scope and not expired (``config.retention_days``),
+            oldest first; ``[episode]`` when it has no links.
 
         Raises:
-            EpisodeNotFoundError: ``episode_id`` is not in this memory's scope.
+            EpisodeNotFoundError: ``episode_id`` is not in this memory's scope, or expired.
             ValidationError: blank or over-long id. StoreError: the store failed.
         """
-        return supersession.history(self.store, episode_id, self.get_episode, self._in_scope)
+        return supersession.history(self.store, episode_id, self.get_episode, self._visible)
 
     def prune(self: MemoryCore, now: datetime | None = None, *, dry_run: bool = False) -> int:
         """Delete every episode older than ``retention_days`` (table-wide, all tenants).
@@ -324,6 +332,7 @@ def remember_superseding(
         found = supersession.contradictions(
             memory.store,
             memory._scope_filter(now),
+            episode.content,
             vectors[0],
             episode.event_type,
             episode.tags,

@@ -1,7 +1,15 @@
-"""Retention: episodes older than ``retention_days`` leave recall and are pruned.
+"""Retention: episodes older than ``retention_days`` leave every read path and are pruned.
 
-With ``MemoryConfig(retention_days=N)``, recall filters out episodes created more than ``N``
-days before its ``now`` (:func:`retained_after`), and :func:`prune` deletes them from the
+With ``MemoryConfig(retention_days=N)``, an episode created more than ``N`` days before
+"now" (:func:`retained_after`) is *expired*: it is gone from every read path of
+:class:`memlane.EpisodicMemory` even before it is pruned: ``recall_episodes`` (at its
+``now``), ``get_episode``, ``iter_episodes`` (and so export, HTTP ``GET /v1/episodes`` and
+``/v1/episodes/{id}``, the inspector), ``history``, ``find_contradictions``, ``count`` and
+``stats`` (these two count what can be read; the rows still stored until a prune are
+counted by ``prune(dry_run=True)``), and a stored conversation whose ``ended_at`` is that
+old is gone from ``sessions.get_session``/``recall_recent``/``search_sessions``. An
+expired episode can no longer be superseded (it is not found); ``delete_episode`` still
+deletes it. :func:`prune` deletes expired episodes from the
 whole store (every tenant), in one statement. Never-forget episodes (importance in a
 never-forget band of the forgetting policy: >= 9 by default) are kept whatever their age.
 :class:`memlane.EpisodicMemory` prunes opportunistically after a write with probability
@@ -12,14 +20,32 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, Store
 
-__all__ = ["prune", "retained_after"]
+__all__ = ["is_retained", "prune", "retained_after"]
 
 
 def retained_after(now: datetime, retention_days: float | None) -> datetime | None:
     """Oldest ``created_at`` still retained at ``now``, or ``None`` when everything is kept."""
     return None if retention_days is None else now - timedelta(days=retention_days)
+
+
+def is_retained(episode: Episode, cutoff: datetime | None, never_forget_from: float | None) -> bool:
+    """Whether ``episode`` is still retained: the Python twin of ``EpisodeFilter.retained_after``.
+
+    Args:
+        episode: A stored episode.
+        cutoff: Oldest ``created_at`` still retained (:func:`retained_after`), or ``None`` = no retention.
+        never_forget_from: Importance from which an episode is kept whatever its age, or ``None``.
+    """
+    if cutoff is None or episode.created_at >= cutoff:
+        return True
+    return (
+        never_forget_from is not None
+        and episode.importance is not None
+        and (episode.importance >= never_forget_from)
+    )
 
 
 def prune(

@@ -8,11 +8,14 @@ being true then), ``invalidated_at`` = B's ``recorded_at`` (memlane retired it n
 ``as_of`` an earlier time still finds A, and :func:`history` walks the chain.
 
 A *contradiction candidate* of a text is a current episode in scope (still valid and not
-superseded) that shares its event type or at least one tag and whose embedding has a cosine
-similarity >= a threshold (default 0.8) with the text's. Similarity alone cannot tell a
-contradiction ("we use PostgreSQL now" vs "always use MySQL") from a restatement, so
-candidates are proposed for review; ``MemoryConfig(auto_supersede=True)`` retires them
-automatically instead, each with its cosine and reason.
+superseded) that shares its event type or at least one tag, whose embedding has a cosine
+similarity >= :data:`CANDIDATE_MIN_COSINE` with the text's, and which
+:func:`memlane.lifecycle.contradiction.judge` finds contradicting it (same subject and
+predicate, another value; or one negates the other) with a confidence >= a threshold
+(default 0.8). Similarity alone cannot tell a contradiction ("lives in Paris" vs "lives in
+Berlin", cosine 0.67) from a compatible statement ("lives in Paris" vs "works in Paris",
+0.90). Candidates are proposed for review; ``MemoryConfig(auto_supersede=True)`` retires them
+automatically instead, each with its confidence, cosine and reason.
 
 :class:`memlane.EpisodicMemory` validates and scopes; the functions here do the work.
 """
@@ -27,11 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.errors import EpisodeNotFoundError, ValidationError
+from memlane.lifecycle.contradiction import judge
 from memlane.models import Contradiction, Episode
 from memlane.stores.base import EpisodeFilter, Store, Supersession
 from memlane.validation import check_identifier, check_text, normalize_tags
 
 __all__ = [
+    "CANDIDATE_MIN_COSINE",
     "auto_supersessions",
     "check_contradiction_threshold",
     "contradiction_subject",
@@ -40,6 +45,10 @@ __all__ = [
     "superseded_episodes",
     "supersession",
 ]
+
+CANDIDATE_MIN_COSINE = 0.3
+"""Cosine below which an episode is not judged at all (all-MiniLM-L6-v2: contradicting
+one-sentence facts about one subject score 0.45-0.95; unrelated ones mostly below 0.3)."""
 
 GetEpisode = Callable[[str], "Episode | None"]
 """Looks an id up within the memory's scope (``None`` when it is not in scope)."""
@@ -82,9 +91,14 @@ def supersession(old: Episode, new: Episode, reason: str | None) -> Supersession
 
 
 def auto_supersessions(found: Sequence[Contradiction], new: Episode) -> list[Supersession]:
-    """Retire every contradiction candidate in favour of ``new``, the cosine and reason kept as the reason."""
+    """Retire every contradiction candidate in favour of ``new`` (its confidence, cosine and reason kept)."""
     return [
-        supersession(c.episode, new, f"auto: contradiction cosine={c.score:.3f} ({c.reason})") for c in found
+        supersession(
+            c.episode,
+            new,
+            f"auto: contradiction confidence={c.confidence:.2f} cosine={c.score:.3f} ({c.reason})",
+        )
+        for c in found
     ]
 
 
@@ -117,6 +131,7 @@ def contradiction_subject(
 def contradictions(
     store: Store,
     scope: EpisodeFilter,
+    text: str,
     vector: NDArray[np.float32],
     event_type: str | None,
     tags: Sequence[str],
@@ -126,22 +141,23 @@ def contradictions(
     limit: int,
     at: datetime,
 ) -> list[Contradiction]:
-    """Contradiction candidates of ``vector``: one vector search per shared attribute, united by row.
+    """Contradiction candidates of ``text``: a vector search per shared attribute, united by row, judged.
 
     Args:
         store: Where to search.
         scope: The memory's scope filter (tenant/session/retention); narrowed here to
             episodes still valid and current at ``at``, and per search to ``event_type`` or one tag.
+        text: The statement to check.
         vector: The text's embedding, float32 ``[dims]``.
         event_type: Event type a candidate may share, or ``None``.
         tags: Tags of which a candidate may share any one.
         exclude: Ids never proposed (the episode itself).
-        threshold: Minimum cosine, in (0, 1].
+        threshold: Minimum confidence (:func:`memlane.lifecycle.contradiction.judge`), in (0, 1].
         limit: Maximum candidates, >= 1.
         at: Reference time (UTC).
 
     Returns:
-        Candidates, highest ``score`` (the cosine, clipped to 1) first, then by id.
+        Candidates, highest ``confidence`` first, then highest ``score`` (cosine), then by id.
     """
     base = replace(scope, still_valid_at=at, current_at=at)
     searches: list[tuple[EpisodeFilter, str | None]] = []
@@ -152,7 +168,7 @@ def contradictions(
     for flt, tag in searches:
         candidates = store.vector_candidates(flt, vector, top_n=max(4 * limit, 50))
         for key, cosine in zip(candidates.keys, candidates.cosine, strict=True):
-            if float(cosine) < threshold:
+            if float(cosine) < CANDIDATE_MIN_COSINE:
                 continue
             score, same_type, shared = found.get(int(key), (float(cosine), False, []))
             found[int(key)] = (score, same_type or tag is None, [*shared, *([tag] if tag else [])])
@@ -162,11 +178,23 @@ def contradictions(
         episode = episodes.get(key)
         if episode is None or episode.id in exclude or episode.superseded_by is not None:
             continue
-        reasons = (["same event_type"] if same_type else []) + (
-            [f"shared tags: {', '.join(shared)}"] if shared else []
+        verdict = judge(episode.content, text, score)  # evidence reads old -> new
+        if verdict.confidence < threshold:
+            continue
+        reasons = (
+            (["same event_type"] if same_type else [])
+            + ([f"shared tags: {', '.join(shared)}"] if shared else [])
+            + [f"{verdict.kind}: {verdict.evidence}" if verdict.evidence else verdict.kind]
         )
-        out.append(Contradiction(episode=episode, score=min(1.0, score), reason="; ".join(reasons)))
-    out.sort(key=lambda c: (-c.score, c.episode.id))
+        out.append(
+            Contradiction(
+                episode=episode,
+                score=min(1.0, score),
+                reason="; ".join(reasons),
+                confidence=round(verdict.confidence, 6),
+            )
+        )
+    out.sort(key=lambda c: (-c.confidence, -c.score, c.episode.id))
     return out[:limit]
 
 
@@ -183,7 +211,7 @@ def history(
         store: Where the links are looked up.
         episode_id: Any episode of the chain.
         get_episode: See :data:`GetEpisode`.
-        in_scope: Whether an episode is within the memory's scope.
+        in_scope: Whether an episode is visible: within the memory's scope and not expired.
 
     Raises:
         EpisodeNotFoundError: ``episode_id`` is not in scope. ValidationError: a malformed id.

@@ -219,8 +219,9 @@ class SessionMemory:
 
         Returns:
             The :class:`SessionEpisode` with every message, or ``None`` (unknown id, another
-            tenant's session, or another agent's/user's when those are given: the cases are
-            indistinguishable on purpose).
+            tenant's session, another agent's/user's when those are given, or expired: its
+            ``ended_at`` older than ``retention_days`` at the clock's now, as
+            :meth:`prune` deletes; the cases are indistinguishable on purpose).
 
         Raises:
             ValidationError: a blank or over-long id. StoreError: the store failed.
@@ -228,6 +229,9 @@ class SessionMemory:
         self._check_open()
         header = self.store.get_session(self.tenant_id, check_identifier(session_id, "session_id"))
         if header is None:
+            return None
+        cutoff = self._retention_cutoff(self.memory.clock.now())
+        if cutoff is not None and header.ended_at < cutoff:
             return None
         if agent_id is not None and header.agent_id != check_identifier(agent_id, "agent_id"):
             return None
