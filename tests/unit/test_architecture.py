@@ -48,7 +48,8 @@ PURE_RECALL = (
 )
 """Recall stages that compute on values only: no store, embedder, interface or I/O."""
 
-PURE_MAY_IMPORT = {"memlane.errors", "memlane.models", "memlane.clock", *PURE_RECALL}
+PURE_MAY_IMPORT = {"memlane.errors", "memlane.models", "memlane.clock", "memlane.wire", *PURE_RECALL}
+"""memlane.wire: the value types' JSON encoder (imports nothing of memlane, does no I/O)."""
 PURE_EXCEPTIONS = {
     ("memlane.recall.candidates", "memlane.stores.base"): (
         "KeywordCandidates/VectorCandidates, the value types a store hands over; no store is called"
@@ -106,6 +107,7 @@ PUBLIC_API: dict[str, str] = {
     "memlane.tools": "agent tool schemas (README: Agent tools); the MCP server serves them",
     "memlane.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
     "memlane.arguments": "the one argument policy of every interface (README: Input policy)",
+    "memlane.wire": "the one wire format of every interface (README: Operations × interfaces)",
 }
 """What the interfaces (cli/, server/, tools.py) may import, besides their own room."""
 
