@@ -249,7 +249,13 @@ def check_session_id(value: object) -> str:
 
 REMEMBER_ARGUMENTS = ArgumentSpec(
     "remember_episode",
-    {"event_type": _event_type, "content": _content, "tags": _tags, "importance": clamp_importance},
+    {
+        "event_type": _event_type,
+        "content": _content,
+        "tags": _tags,
+        "importance": clamp_importance,
+        "detail": lambda value: check_detail(value),
+    },
     required=("event_type", "content"),
 )
 """The ``remember_episode`` tool's arguments."""

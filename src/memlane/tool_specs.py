@@ -113,7 +113,11 @@ def extra_tool_specs(max_limit: int) -> list[tuple[str, str, dict[str, Any]]]:
             "and get_context when you just need background before answering.",
             _object(
                 {
-                    "query": {"type": "string", "minLength": 1, "description": "What to look for."},
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "What to look for, in natural language, e.g. 'the hotel in Lisbon'.",
+                    },
                     "top_k": _int(1, max_limit, "Most passages to return (default 3)."),
                     "context_turns": _int(0, 100, "Turns shown around each matched turn (default 1)."),
                     "max_per_session": _int(1, 10_000, "Most passages from one conversation."),

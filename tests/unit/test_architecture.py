@@ -107,9 +107,9 @@ PUBLIC_API: dict[str, str] = {
     "memlane.tools": "agent tool schemas (README: Agent tools); the MCP server serves them",
     "memlane.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
     "memlane.arguments": "the one argument policy of every interface (README: Input policy)",
-    "memlane.operations": "the operations every interface runs (README: Operations × interfaces)",
+    "memlane.operations": "the operations every interface runs (README: Operations and interfaces)",
     "memlane.tool_specs": "the agent tools' schemas beyond remember/recall (README: Agent tools)",
-    "memlane.wire": "the one wire format of every interface (README: Operations × interfaces)",
+    "memlane.wire": "the one wire format of every interface (README: Operations and interfaces)",
 }
 """What the interfaces (cli/, server/, tools.py) may import, besides their own room."""
 

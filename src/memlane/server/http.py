@@ -105,6 +105,9 @@ class RememberRequest(BaseModel):
     )
     metadata: dict[str, Any] | None = Field(default=None, description="A JSON object stored alongside.")
     session_id: SessionId | None = None
+    detail: Literal["compact", "full"] | None = Field(
+        default=None, description="'full' (default on HTTP) or 'compact' (the tools' form)."
+    )
 
     @model_validator(mode="before")
     @classmethod
