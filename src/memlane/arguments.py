@@ -432,6 +432,7 @@ def _session_search_checks(max_limit: int) -> dict[str, ArgumentCheck]:
         "max_per_session": check_count("max_per_session"),
         "exclude_session_id": _identifier("exclude_session_id"),
         "preset": check_preset,
+        "detail": check_detail,
     }
 
 
@@ -467,6 +468,7 @@ def _context_checks(max_limit: int) -> dict[str, ArgumentCheck]:
         "context_turns": check_count("context_turns", 0, 100),
         "exclude_session_id": _identifier("exclude_session_id"),
         "preset": check_preset,
+        "detail": check_detail,
     }
 
 
@@ -482,7 +484,9 @@ def http_context_arguments(max_limit: int) -> ArgumentSpec:
 
 def inject_context_arguments(max_limit: int) -> ArgumentSpec:
     """``POST /v1/context/inject``: ``messages`` and ``placement`` plus the context block's arguments."""
-    checks = {k: v for k, v in http_context_arguments(max_limit).checks.items() if k != "query"}
+    checks = {
+        k: v for k, v in http_context_arguments(max_limit).checks.items() if k not in ("query", "detail")
+    }
     return ArgumentSpec(
         "inject_context",
         {
