@@ -242,6 +242,11 @@ def _metadata(value: object) -> dict[str, Any]:
     return normalize_metadata(value)  # type: ignore[arg-type]  # any value; refused unless an object
 
 
+def _detail(value: object) -> str:
+    checked: str = check_detail(value)
+    return checked
+
+
 def check_session_id(value: object) -> str:
     """A session id (a label: 1-200 characters)."""
     return check_identifier(value, "session_id")
@@ -254,7 +259,7 @@ REMEMBER_ARGUMENTS = ArgumentSpec(
         "content": _content,
         "tags": _tags,
         "importance": clamp_importance,
-        "detail": lambda value: check_detail(value),
+        "detail": _detail,
     },
     required=("event_type", "content"),
 )
@@ -362,7 +367,7 @@ def _check_list(name: str) -> ArgumentCheck:
     return check
 
 
-check_detail = check_choice("detail", DETAILS)
+check_detail: ArgumentCheck = check_choice("detail", DETAILS)
 """``detail``: ``"compact"`` (the tools' default) or ``"full"`` (every field, see :mod:`memlane.wire`)."""
 
 
