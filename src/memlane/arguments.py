@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from memlane.errors import ValidationError
-from memlane.recall.ranking import PRESETS, RankingWeights, resolve_weights
+from memlane.recall.ranking import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 from memlane.validation import (
     MAX_LIMIT,
     check_identifier,
@@ -46,10 +46,19 @@ from memlane.validation import (
     normalize_tags,
     safe_text,
 )
+from memlane.wire import DETAILS
 
 __all__ = [
+    "COMPACT_ARGUMENTS",
+    "CONTRADICTIONS_ARGUMENTS",
+    "FORGET_ARGUMENTS",
+    "HISTORY_ARGUMENTS",
     "HTTP_REMEMBER_ARGUMENTS",
+    "HTTP_SUPERSEDE_ARGUMENTS",
+    "PRUNE_ARGUMENTS",
     "REMEMBER_ARGUMENTS",
+    "STORE_SESSION_ARGUMENTS",
+    "SUPERSEDE_ARGUMENTS",
     "ArgumentCheck",
     "ArgumentSpec",
     "check_arguments",
@@ -58,9 +67,15 @@ __all__ = [
     "check_session_id",
     "check_timestamp",
     "check_weights",
+    "context_arguments",
+    "http_context_arguments",
     "http_recall_arguments",
+    "http_session_search_arguments",
+    "inject_context_arguments",
     "parse_arguments",
     "recall_arguments",
+    "recent_sessions_arguments",
+    "session_search_arguments",
 ]
 
 ArgumentCheck = Callable[[Any], Any]
@@ -227,6 +242,11 @@ def _metadata(value: object) -> dict[str, Any]:
     return normalize_metadata(value)  # type: ignore[arg-type]  # any value; refused unless an object
 
 
+def _detail(value: object) -> str:
+    checked: str = check_detail(value)
+    return checked
+
+
 def check_session_id(value: object) -> str:
     """A session id (a label: 1-200 characters)."""
     return check_identifier(value, "session_id")
@@ -234,7 +254,13 @@ def check_session_id(value: object) -> str:
 
 REMEMBER_ARGUMENTS = ArgumentSpec(
     "remember_episode",
-    {"event_type": _event_type, "content": _content, "tags": _tags, "importance": clamp_importance},
+    {
+        "event_type": _event_type,
+        "content": _content,
+        "tags": _tags,
+        "importance": clamp_importance,
+        "detail": _detail,
+    },
     required=("event_type", "content"),
 )
 """The ``remember_episode`` tool's arguments."""
@@ -253,7 +279,19 @@ def recall_arguments(max_limit: int = MAX_LIMIT) -> ArgumentSpec:
 
     return ArgumentSpec(
         "recall_episodes",
-        {"query": _query, "event_type": _event_type, "tags": _tags, "limit": limit, "preset": check_preset},
+        {
+            "query": _query,
+            "event_type": _event_type,
+            "tags": _tags,
+            "limit": limit,
+            "preset": check_preset,
+            "retrieval": check_choice("retrieval", RETRIEVAL_MODES),
+            "min_relevance": check_fraction("min_relevance"),
+            "as_of": check_timestamp("as_of"),
+            "known_at": check_timestamp("known_at"),
+            "include_archived": check_flag("include_archived"),
+            "detail": check_detail,
+        },
     )
 
 
@@ -265,3 +303,246 @@ def http_recall_arguments(max_limit: int) -> ArgumentSpec:
         weights=check_weights,
         now=check_timestamp("now"),
     )
+
+
+# -- the operations beyond remember/recall (issue 14: every interface reaches all of memlane) --
+
+
+def check_fraction(name: str) -> ArgumentCheck:
+    """A check for a number in [0, 1] (booleans and text refused)."""
+
+    def check(value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError(f"{name} must be a number in [0, 1], got {json_type_name(value)}")
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValidationError(f"{name} must be in [0, 1], got {value}")
+        return float(value)
+
+    return check
+
+
+def check_positive(name: str) -> ArgumentCheck:
+    """A check for a finite number > 0 (booleans and text refused)."""
+
+    def check(value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError(f"{name} must be a number > 0, got {json_type_name(value)}")
+        if not 0.0 < float(value) < float("inf"):
+            raise ValidationError(f"{name} must be a finite number > 0, got {value}")
+        return float(value)
+
+    return check
+
+
+def check_count(name: str, minimum: int = 1, maximum: int = MAX_LIMIT) -> ArgumentCheck:
+    """A check for an integer in ``minimum..maximum`` (``5.0`` and ``"5"`` refused)."""
+
+    def check(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError(f"{name} must be an integer, got {json_type_name(value)}")
+        if not minimum <= value <= maximum:
+            raise ValidationError(f"{name} must be in {minimum}..{maximum}, got {value}")
+        return value
+
+    return check
+
+
+def check_flag(name: str) -> ArgumentCheck:
+    """A check for a JSON boolean."""
+
+    def check(value: object) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError(f"{name} must be true or false, got {json_type_name(value)}")
+        return value
+
+    return check
+
+
+def _check_list(name: str) -> ArgumentCheck:
+    def check(value: object) -> list[Any]:
+        if not isinstance(value, list):
+            raise ValidationError(f"{name} must be a list, got {json_type_name(value)}")
+        return value
+
+    return check
+
+
+check_detail: ArgumentCheck = check_choice("detail", DETAILS)
+"""``detail``: ``"compact"`` (the tools' default) or ``"full"`` (every field, see :mod:`memlane.wire`)."""
+
+
+def _identifier(name: str) -> ArgumentCheck:
+    def check(value: object) -> str:
+        return check_identifier(value, name)
+
+    return check
+
+
+def _text(name: str) -> ArgumentCheck:
+    def check(value: object) -> str:
+        return check_text(value, name)
+
+    return check
+
+
+SUPERSEDE_ARGUMENTS = ArgumentSpec(
+    "supersede_episode",
+    {
+        "old_id": _identifier("old_id"),
+        "event_type": _event_type,
+        "content": _content,
+        "tags": _tags,
+        "importance": clamp_importance,
+        "valid_from": check_timestamp("valid_from"),
+        "reason": _text("reason"),
+        "detail": check_detail,
+    },
+    required=("old_id", "event_type", "content"),
+)
+"""``supersede_episode``: replace a fact (``old_id``) with a new episode, keeping the old as history."""
+
+HTTP_SUPERSEDE_ARGUMENTS = ArgumentSpec(
+    "supersede_episode",
+    {k: v for k, v in SUPERSEDE_ARGUMENTS.checks.items() if k != "old_id"} | {"metadata": _metadata},
+    required=("event_type", "content"),
+)
+"""``POST /v1/episodes/{id}/supersede``: the tool's arguments (the id in the path) plus ``metadata``."""
+
+HISTORY_ARGUMENTS = ArgumentSpec(
+    "episode_history", {"episode_id": _identifier("episode_id"), "detail": check_detail}, ("episode_id",)
+)
+"""``episode_history``: the supersede chain through one episode."""
+
+CONTRADICTIONS_ARGUMENTS = ArgumentSpec(
+    "find_contradictions",
+    {
+        "text": _text("text"),
+        "event_type": _event_type,
+        "tags": _tags,
+        "threshold": check_fraction("threshold"),
+        "limit": check_count("limit"),
+        "now": check_timestamp("now"),
+        "detail": check_detail,
+    },
+    required=("text",),
+)
+"""``find_contradictions``: current episodes a new text may contradict (nothing is changed)."""
+
+
+def _session_search_checks(max_limit: int) -> dict[str, ArgumentCheck]:
+    return {
+        "query": _query,
+        "top_k": check_count("top_k", 1, max_limit),
+        "context_turns": check_count("context_turns", 0, 100),
+        "max_per_session": check_count("max_per_session"),
+        "exclude_session_id": _identifier("exclude_session_id"),
+        "preset": check_preset,
+        "detail": check_detail,
+    }
+
+
+def session_search_arguments(max_limit: int = MAX_LIMIT) -> ArgumentSpec:
+    """``search_sessions``: passages of past conversations (the agent and user are the server's)."""
+    return ArgumentSpec("search_sessions", _session_search_checks(max_limit), ("query",))
+
+
+_OWNER = {"agent_id": _identifier("agent_id"), "user_id": _identifier("user_id")}
+
+
+def http_session_search_arguments(max_limit: int) -> ArgumentSpec:
+    """``POST /v1/sessions/search``: the tool's arguments plus agent_id, user_id, now, weights."""
+    return session_search_arguments(max_limit).extended(
+        **_OWNER, now=check_timestamp("now"), weights=check_weights
+    )
+
+
+def recent_sessions_arguments(max_limit: int = MAX_LIMIT) -> ArgumentSpec:
+    """``recent_sessions``: the newest conversations (``limit``)."""
+    return ArgumentSpec("recent_sessions", {"limit": check_count("limit", 1, max_limit)})
+
+
+def _context_checks(max_limit: int) -> dict[str, ArgumentCheck]:
+    return {
+        "query": _query,
+        "token_budget": check_count("token_budget", 0, 1_000_000),
+        "include_events": check_flag("include_events"),
+        "include_sessions": check_flag("include_sessions"),
+        "session_top_k": check_count("session_top_k", 1, max_limit),
+        "event_limit": check_count("event_limit", 1, max_limit),
+        "min_relevance": check_fraction("min_relevance"),
+        "context_turns": check_count("context_turns", 0, 100),
+        "exclude_session_id": _identifier("exclude_session_id"),
+        "preset": check_preset,
+        "detail": check_detail,
+    }
+
+
+def context_arguments(max_limit: int = MAX_LIMIT) -> ArgumentSpec:
+    """``get_context``: the ``[Past Conversation Context]`` block for a query."""
+    return ArgumentSpec("get_context", _context_checks(max_limit), ("query",))
+
+
+def http_context_arguments(max_limit: int) -> ArgumentSpec:
+    """``POST /v1/context``: the tool's arguments plus ``agent_id``, ``user_id``, ``now``, ``weights``."""
+    return context_arguments(max_limit).extended(**_OWNER, now=check_timestamp("now"), weights=check_weights)
+
+
+def inject_context_arguments(max_limit: int) -> ArgumentSpec:
+    """``POST /v1/context/inject``: ``messages`` and ``placement`` plus the context block's arguments."""
+    checks = {
+        k: v for k, v in http_context_arguments(max_limit).checks.items() if k not in ("query", "detail")
+    }
+    return ArgumentSpec(
+        "inject_context",
+        {
+            "messages": _check_list("messages"),
+            "query": _query,
+            "placement": check_choice("placement", ("system", "user")),
+            **checks,
+        },
+        ("messages",),
+    )
+
+
+STORE_SESSION_ARGUMENTS = ArgumentSpec(
+    "store_session",
+    {
+        "session_id": check_session_id,
+        "messages": _check_list("messages"),
+        **_OWNER,
+        "started_at": check_timestamp("started_at"),
+        "ended_at": check_timestamp("ended_at"),
+        "metadata": _metadata,
+        "append": check_flag("append"),
+    },
+    required=("session_id", "messages"),
+)
+"""``POST /v1/sessions``: store a conversation (or ``append`` turns to it)."""
+
+FORGET_ARGUMENTS = ArgumentSpec(
+    "forget",
+    {
+        "dry_run": check_flag("dry_run"),
+        "threshold": check_fraction("threshold"),
+        "now": check_timestamp("now"),
+        "session_id": check_session_id,
+        "scope": check_choice("scope", ("session", "tenant")),
+    },
+)
+"""``POST /v1/admin/forget`` (admin keys only)."""
+
+COMPACT_ARGUMENTS = ArgumentSpec(
+    "compact",
+    {
+        "similarity": check_fraction("similarity"),
+        "never_retrieved_older_than_days": check_positive("never_retrieved_older_than_days"),
+        "dry_run": check_flag("dry_run"),
+        "now": check_timestamp("now"),
+        "session_id": check_session_id,
+        "scope": check_choice("scope", ("session", "tenant")),
+    },
+)
+"""``POST /v1/admin/compact`` (admin keys only)."""
+
+PRUNE_ARGUMENTS = ArgumentSpec("prune", {"dry_run": check_flag("dry_run"), "now": check_timestamp("now")})
+"""``POST /v1/admin/prune`` (admin keys only; retention is store-wide)."""

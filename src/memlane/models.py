@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from memlane import wire
+
 __all__ = ["Contradiction", "Episode", "RecallHit", "Scope", "ScoreBreakdown"]
 
 UNSET_TIME = datetime.min.replace(tzinfo=UTC)
@@ -110,36 +112,17 @@ class Episode:
         return self.recorded_at <= at and (self.invalidated_at is None or at < self.invalidated_at)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict (ISO-8601 times); the export format.
+        """Return a JSON-serialisable dict (ISO-8601 UTC times); the export format and the wire form.
+
+        Every field but ``embedding_model``, encoded by :func:`memlane.wire.episode` (the one
+        encoder of every interface).
 
         The bi-temporal fields (``valid_from``, ``valid_until``, ``recorded_at``,
         ``invalidated_at``, ``superseded_by``, ``supersede_reason``) and the forgetting
         fields (``archived_at``, ``session_scoped``) are included so an export re-imports to
         the same history.
         """
-        return {
-            "id": self.id,
-            "tenant_id": self.tenant_id,
-            "session_id": self.session_id,
-            "event_type": self.event_type,
-            "content": self.content,
-            "tags": list(self.tags),
-            "importance": self.importance,
-            "created_at": self.created_at.isoformat(),
-            "metadata": dict(self.metadata),
-            "valid_from": self.valid_from.isoformat(),
-            "valid_until": None if self.valid_until is None else self.valid_until.isoformat(),
-            "recorded_at": self.recorded_at.isoformat(),
-            "invalidated_at": None if self.invalidated_at is None else self.invalidated_at.isoformat(),
-            "superseded_by": self.superseded_by,
-            "supersede_reason": self.supersede_reason,
-            "archived_at": None if self.archived_at is None else self.archived_at.isoformat(),
-            "session_scoped": self.session_scoped,
-            "retrieve_count": self.retrieve_count,
-            "last_retrieved_at": None
-            if self.last_retrieved_at is None
-            else self.last_retrieved_at.isoformat(),
-        }
+        return wire.episode(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,20 +175,10 @@ class ScoreBreakdown:
     decided_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return every field as a plain, JSON-serialisable dict."""
-        return {
-            "relevance": self.relevance,
-            "recency": self.recency,
-            "importance": self.importance,
-            "score": self.score,
-            "dense": self.dense,
-            "keyword": self.keyword,
-            "retrieval": self.retrieval,
-            "fallback": self.fallback,
-            "in_window": self.in_window,
-            "own_relevance": self.own_relevance,
-            "decided_by": self.decided_by,
-        }
+        """Return every field as a plain, JSON-serialisable dict (:func:`memlane.wire.breakdown`)."""
+        out = wire.breakdown(self)
+        assert out is not None
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +198,10 @@ class Contradiction:
     score: float
     reason: str
     confidence: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"episode": <full episode>, "score", "reason"}`` (:mod:`memlane.wire`)."""
+        return {"episode": wire.episode(self.episode), "score": self.score, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +225,9 @@ class RecallHit:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict: the episode plus ``breakdown`` (or ``None``)."""
-        out = self.episode.to_dict()
-        out["breakdown"] = None if self.breakdown is None else self.breakdown.to_dict()
-        return out
+        return wire.hit(self)
+
+    def to_compact_dict(self) -> dict[str, Any]:
+        """The compact form a model reads (id, content, event_type, when, tags, importance,
+        score, a one-line why; :func:`memlane.wire.compact_hit`)."""
+        return wire.compact_hit(self)

@@ -1,4 +1,10 @@
-"""Agent tools: JSON schemas for ``remember_episode`` / ``recall_episodes`` and their dispatch.
+"""Agent tools: JSON schemas for ``remember_episode`` / ``recall_episodes`` (and the session,
+context and lifecycle tools of :mod:`memlane.tool_specs`) and their dispatch.
+
+Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block to read before
+answering), ``search_sessions``, ``supersede_episode``, ``episode_history`` and
+``find_contradictions``. Session tools read the conversations of the ``agent_id``/``user_id``
+the :class:`MemoryTools` are bound to (default ``"default"``), never a model's choice.
 
 The schemas are written for a model to read (what each argument means, how to rate
 importance, that tags combine with AND) and come in the formats agent frameworks
@@ -42,9 +48,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from memlane.arguments import REMEMBER_ARGUMENTS, check_arguments, parse_arguments, recall_arguments
+from memlane import operations
+from memlane.arguments import (
+    CONTRADICTIONS_ARGUMENTS,
+    HISTORY_ARGUMENTS,
+    REMEMBER_ARGUMENTS,
+    SUPERSEDE_ARGUMENTS,
+    ArgumentSpec,
+    check_arguments,
+    context_arguments,
+    parse_arguments,
+    recall_arguments,
+    session_search_arguments,
+)
 from memlane.errors import MemlaneError
-from memlane.recall import PRESETS
+from memlane.recall import PRESETS, RETRIEVAL_MODES
+from memlane.tool_specs import (
+    CONTRADICTIONS,
+    DETAIL_SCHEMA,
+    EPISODE_HISTORY,
+    GET_CONTEXT,
+    SEARCH_SESSIONS,
+    SUPERSEDE_EPISODE,
+    extra_tool_specs,
+)
 from memlane.validation import MAX_LIMIT, safe_text
 
 if TYPE_CHECKING:
@@ -52,8 +79,13 @@ if TYPE_CHECKING:
     from memlane.config.file import MemlaneConfig
 
 __all__ = [
+    "CONTRADICTIONS",
+    "EPISODE_HISTORY",
+    "GET_CONTEXT",
     "RECALL_EPISODES",
     "REMEMBER_EPISODE",
+    "SEARCH_SESSIONS",
+    "SUPERSEDE_EPISODE",
     "TOOL_FORMATS",
     "MemoryTools",
     "ToolDefinition",
@@ -152,7 +184,11 @@ def _tags_schema(description: str) -> dict[str, Any]:
 def tool_definitions(
     *, default_limit: int = _DEFAULT_LIMIT, max_limit: int = _DEFAULT_MAX_LIMIT
 ) -> list[ToolDefinition]:
-    """Return the tool definitions (``remember_episode``, ``recall_episodes``) in neutral form.
+    """Return the tool definitions in neutral form.
+
+    ``remember_episode``, ``recall_episodes``, then ``get_context``, ``search_sessions``,
+    ``supersede_episode``, ``episode_history`` and ``find_contradictions``
+    (:mod:`memlane.tool_specs`).
 
     Args:
         default_limit: Results a recall returns when the model gives no ``limit``, >= 1.
@@ -204,6 +240,7 @@ def tool_definitions(
                         "clamped. Omit if unsure (scored as neutral)."
                     ),
                 },
+                "detail": DETAIL_SCHEMA,
             },
             "required": ["event_type", "content"],
             "additionalProperties": False,
@@ -245,12 +282,45 @@ def tool_definitions(
                     "enum": list(PRESETS),
                     "description": f"How to weigh the signals when a query is given: {presets}.",
                 },
+                "retrieval": {
+                    "type": "string",
+                    "enum": list(RETRIEVAL_MODES),
+                    "description": (
+                        "How candidates are found: 'hybrid' (meaning and keywords, default), 'dense' "
+                        "(meaning only) or 'keyword' (exact words: names, codes, ids)."
+                    ),
+                },
+                "min_relevance": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "Leave out episodes matching the query less than this (0-1).",
+                },
+                "as_of": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": (
+                        "What was true at this time (ISO 8601 with timezone), including facts "
+                        "superseded since, e.g. 'where did the user live in 2023?'."
+                    ),
+                },
+                "known_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "What memory held as current at this time (ISO 8601 with timezone).",
+                },
+                "include_archived": {
+                    "type": "boolean",
+                    "description": "Also return forgotten (archived) episodes (default false).",
+                },
+                "detail": DETAIL_SCHEMA,
             },
             "required": [],
             "additionalProperties": False,
         },
     )
-    return [remember, recall]
+    extras = [ToolDefinition(n, d, p) for n, d, p in extra_tool_specs(max_limit)]
+    return [remember, recall, *extras]
 
 
 def tool_schemas(
@@ -327,12 +397,28 @@ class MemoryTools:
         ValueError: ``max_limit`` out of that range.
     """
 
-    def __init__(self, memory: EpisodicMemory, *, max_limit: int = _DEFAULT_MAX_LIMIT) -> None:
+    def __init__(
+        self,
+        memory: EpisodicMemory,
+        *,
+        max_limit: int = _DEFAULT_MAX_LIMIT,
+        agent_id: str = "default",
+        user_id: str = "default",
+    ) -> None:
         self.memory = memory
         self.max_limit = max_limit
+        self.owner = operations.Owner(agent_id, user_id)
         self.definitions = tool_definitions(default_limit=memory.config.default_limit, max_limit=max_limit)
         self._specs = {d.name: d for d in self.definitions}
-        self._arguments = {REMEMBER_EPISODE: REMEMBER_ARGUMENTS, RECALL_EPISODES: recall_arguments(max_limit)}
+        self._arguments: dict[str, ArgumentSpec] = {
+            REMEMBER_EPISODE: REMEMBER_ARGUMENTS,
+            RECALL_EPISODES: recall_arguments(max_limit),
+            GET_CONTEXT: context_arguments(max_limit),
+            SEARCH_SESSIONS: session_search_arguments(max_limit),
+            SUPERSEDE_EPISODE: SUPERSEDE_ARGUMENTS,
+            EPISODE_HISTORY: HISTORY_ARGUMENTS,
+            CONTRADICTIONS: CONTRADICTIONS_ARGUMENTS,
+        }
 
     @property
     def names(self) -> list[str]:
@@ -358,10 +444,11 @@ class MemoryTools:
 
         Returns:
             ``remember_episode``: ``{"ok": true, "episode": {...}}`` (the stored episode with its id).
-            ``recall_episodes``: ``{"ok": true, "count": n, "ranked": bool, "episodes": [...]}``,
-            each episode with ``breakdown`` (relevance, recency, importance, score: floats in
-            [0, 1]; dense, keyword: their parts or ``null``; retrieval, fallback, in_window; see
-            :class:`memlane.ScoreBreakdown`) when a query was given, else ``null``.
+            ``recall_episodes``: ``{"ok": true, "count": n, "ranked": bool, "episodes": [...]}``.
+            Episodes are in the compact form by default (``id``, ``content``, ``event_type``,
+            ``when``, ``tags``, ``importance``, and for hits ``score`` and a one-line ``why``);
+            with ``detail: "full"`` every field, hits with their ``breakdown`` (see
+            :mod:`memlane.wire`). The other tools: see :mod:`memlane.operations`.
             On failure: ``{"ok": false, "error": {"type", "message", "tool"}}`` (see :func:`tool_error`).
         """
         try:
@@ -376,31 +463,33 @@ class MemoryTools:
                     },
                 }
             args = check_arguments(parse_arguments(arguments), self._arguments[spec.name])
-            if name == REMEMBER_EPISODE:
-                return self._remember(args)
-            return self._recall(args)
+            return self.run(spec.name, args)
         except Exception as exc:
             if not isinstance(exc, MemlaneError):
                 logger.exception("tool %r failed unexpectedly", name)
             return tool_error(exc, tool=name if isinstance(name, str) else None)
 
-    def _remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        episode = self.memory.remember_episode(
-            args["event_type"], args["content"], args.get("tags"), args.get("importance")
-        )
-        return {"ok": True, "episode": episode.to_dict()}
+    def run(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Run tool ``name`` on arguments already checked by :mod:`memlane.arguments` (raises on failure).
 
-    def _recall(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        query = args.get("query")
-        hits = self.memory.recall_episodes(
-            query, args.get("event_type"), args.get("tags"), args.get("limit"), weights=args.get("preset")
-        )
-        return {
-            "ok": True,
-            "count": len(hits),
-            "ranked": query is not None,
-            "episodes": [hit.to_dict() for hit in hits],
-        }
+        Results are in the compact form unless ``detail: "full"`` (:mod:`memlane.wire`).
+        """
+        memory, owner = self.memory, self.owner
+        if name == REMEMBER_EPISODE:
+            return operations.remember_episode(memory, args, "compact")
+        if name == RECALL_EPISODES:
+            return operations.recall_episodes(memory, args, "compact")
+        if name == GET_CONTEXT:
+            return operations.build_context(memory, args, owner, "compact")
+        if name == SEARCH_SESSIONS:
+            return operations.search_sessions(memory, args, owner, "compact")
+        if name == SUPERSEDE_EPISODE:
+            return operations.supersede_episode(memory, args, "compact")
+        if name == EPISODE_HISTORY:
+            return operations.episode_history(memory, args, "compact")
+        if name == CONTRADICTIONS:
+            return operations.find_contradictions(memory, args, "compact")
+        raise ValueError(f"unknown tool {name!r}")
 
 
 def handle_tool_call(

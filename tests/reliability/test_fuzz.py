@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane import Episode, EpisodicMemory, MemoryConfig, ValidationError
+from memlane import Episode, EpisodicMemory, MemoryConfig, ValidationError, wire
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, MemoryTools
 from memlane.validation import MAX_LIMIT
@@ -54,8 +54,8 @@ FUZZ = settings(
 )
 
 
-BOOKKEEPING = {"retrieve_count", "last_retrieved_at", "breakdown"}
-"""Fields a ranked recall updates (retrieval bookkeeping), left out when comparing stored episodes."""
+BOOKKEEPING = {"retrieve_count", "last_retrieved_at", "breakdown", "score", "why"}
+"""Fields a recall adds or updates (retrieval bookkeeping, score), left out when comparing stored episodes."""
 
 
 def _utf8(value: Any) -> None:
@@ -153,7 +153,7 @@ def test_fuzz_handle_tool_call(tmp_path: Path) -> None:
 
     check()
     assert stored and errors
-    assert {ep.id: _core(ep.to_dict()) for ep in memory.iter_episodes()} == {
+    assert {ep.id: _core(wire.compact_episode(ep)) for ep in memory.iter_episodes()} == {  # tools: compact
         k: _core(v) for k, v in stored.items()
     }
     memory.close()

@@ -119,8 +119,8 @@ CASES = [
     Case(
         "unknown-recall",
         RECALL_EPISODES,
-        {"min_relevance": 0.5},
-        "unknown argument(s) min_relevance; recall_episodes takes",
+        {"tenant_id": "other"},
+        "unknown argument(s) tenant_id; recall_episodes takes",
         python=False,
     ),
     Case(

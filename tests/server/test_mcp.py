@@ -59,7 +59,8 @@ def test_stdio_server_with_the_sdk_client(tmp_path: Path) -> None:
         async with Client(params, read_timeout_seconds=60) as client:
             assert client.server_info is not None and client.server_info.name == "memlane"
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert list(listed) == [REMEMBER_EPISODE, RECALL_EPISODES]
+            assert list(listed) == [d.name for d in tool_definitions()]
+            assert list(listed)[:2] == [REMEMBER_EPISODE, RECALL_EPISODES]
             for definition in tool_definitions():
                 tool = listed[definition.name]
                 assert tool.input_schema == definition.parameters  # the same schema as memlane.tools
@@ -74,13 +75,16 @@ def test_stdio_server_with_the_sdk_client(tmp_path: Path) -> None:
                     "content": "Alice prefers window seats",
                     "tags": ["travel"],
                     "importance": 8,
+                    "detail": "full",
                 },
             )
             assert stored.is_error is False
             episode = _payload(stored)["episode"]
             assert (episode["tenant_id"], episode["session_id"]) == ("alice", "s1")  # from the server options
 
-            recalled = await client.call_tool(RECALL_EPISODES, {"query": "window seats", "tags": ["travel"]})
+            recalled = await client.call_tool(
+                RECALL_EPISODES, {"query": "window seats", "tags": ["travel"], "detail": "full"}
+            )
             result = _payload(recalled)
             assert (result["ok"], result["count"], result["ranked"]) == (True, 1, True)
             assert result["episodes"][0]["id"] == episode["id"]
@@ -164,10 +168,10 @@ def test_streamable_http_transport(tmp_path: Path) -> None:
             async def main() -> None:
                 async with Client(f"{url}/mcp", read_timeout_seconds=30) as client:
                     names = [tool.name for tool in (await client.list_tools()).tools]
-                    assert names == [REMEMBER_EPISODE, RECALL_EPISODES]
+                    assert names == [d.name for d in tool_definitions()]
                     stored = _payload(
                         await client.call_tool(
-                            REMEMBER_EPISODE, {"event_type": "note", "content": "over HTTP"}
+                            REMEMBER_EPISODE, {"event_type": "note", "content": "over HTTP", "detail": "full"}
                         )
                     )
                     assert stored["episode"]["tenant_id"] == "bob"

@@ -51,7 +51,15 @@ PURE_RECALL = (
 )
 """Recall stages that compute on values only: no store, embedder, interface or I/O."""
 
-PURE_MAY_IMPORT = {"memlane.errors", "memlane.models", "memlane.clock", "memlane.analysis", *PURE_RECALL}
+PURE_MAY_IMPORT = {
+    "memlane.errors",
+    "memlane.models",
+    "memlane.clock",
+    "memlane.analysis",
+    "memlane.wire",
+    *PURE_RECALL,
+}
+"""memlane.wire: the value types' JSON encoder (imports nothing of memlane, does no I/O)."""
 PURE_EXCEPTIONS = {
     ("memlane.recall.candidates", "memlane.stores.base"): (
         "KeywordCandidates/VectorCandidates, the value types a store hands over; no store is called"
@@ -109,6 +117,9 @@ PUBLIC_API: dict[str, str] = {
     "memlane.tools": "agent tool schemas (README: Agent tools); the MCP server serves them",
     "memlane.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
     "memlane.arguments": "the one argument policy of every interface (README: Input policy)",
+    "memlane.operations": "the operations every interface runs (README: Operations and interfaces)",
+    "memlane.tool_specs": "the agent tools' schemas beyond remember/recall (README: Agent tools)",
+    "memlane.wire": "the one wire format of every interface (README: Operations and interfaces)",
 }
 """What the interfaces (cli/, server/, tools.py) may import, besides their own room."""
 

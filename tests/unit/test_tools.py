@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane import EpisodicMemory, SQLiteStore, Store
+from memlane import EpisodicMemory, ScoreBreakdown, SQLiteStore, Store
 from memlane.errors import StoreError
 from memlane.recall.ranking import PRESETS
 from memlane.tools import (
@@ -31,7 +32,7 @@ from tests.conftest import MemoryFactory
 
 
 def test_openai_format() -> None:
-    remember, recall = tool_schemas("openai")
+    remember, recall, *_ = tool_schemas("openai")
     assert remember["type"] == "function"
     function = remember["function"]
     assert function["name"] == REMEMBER_EPISODE
@@ -39,7 +40,7 @@ def test_openai_format() -> None:
     assert params["type"] == "object"
     assert params["required"] == ["event_type", "content"]
     assert params["additionalProperties"] is False
-    assert set(params["properties"]) == {"event_type", "content", "tags", "importance"}
+    assert set(params["properties"]) == {"event_type", "content", "tags", "importance", "detail"}
     # Out-of-range importance is clamped, not refused, so the schema sets no minimum/maximum.
     assert "minimum" not in params["properties"]["importance"]
     assert "1-10" in params["properties"]["importance"]["description"]
@@ -94,11 +95,11 @@ def test_tools_for_a_config_with_the_section(tmp_path: Path) -> None:
     path.write_text("agent: {name: helper}\nepisodic_memory:\n  default_limit: 4\n  max_limit: 9\n")
     for fmt in TOOL_FORMATS:
         tools = tools_for(path, fmt)
-        assert len(tools) == 2
+        assert len(tools) == 7
     openai = tools_for(path)
-    assert [t["function"]["name"] for t in openai] == [REMEMBER_EPISODE, RECALL_EPISODES]
+    assert [t["function"]["name"] for t in openai][:2] == [REMEMBER_EPISODE, RECALL_EPISODES]
     assert openai[1]["function"]["parameters"]["properties"]["limit"]["maximum"] == 9
-    assert [t["name"] for t in tools_for(path, "anthropic")] == [REMEMBER_EPISODE, RECALL_EPISODES]
+    assert [t["name"] for t in tools_for(path, "anthropic")][:2] == [REMEMBER_EPISODE, RECALL_EPISODES]
 
 
 def test_no_section_no_tools(tmp_path: Path) -> None:
@@ -144,7 +145,7 @@ def test_remember_then_ranked_recall_with_breakdown(tools: MemoryTools, memory: 
         tools.handle_tool_call(
             REMEMBER_EPISODE,
             '{"event_type": "preference", "content": "User prefers aisle seats", "tags": ["Travel"], '
-            '"importance": 8}',
+            '"importance": 8, "detail": "full"}',
         )
     )["episode"]
     assert stored["tags"] == ["travel"]
@@ -152,23 +153,13 @@ def test_remember_then_ranked_recall_with_breakdown(tools: MemoryTools, memory: 
     assert (stored["tenant_id"], stored["session_id"]) == (memory.tenant_id, memory.session_id)
     _ok(tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "fact", "content": "The office is in Lyon"}))
 
-    result = _ok(tools.handle_tool_call(RECALL_EPISODES, {"query": "aisle seats", "limit": 1}))
+    result = _ok(
+        tools.handle_tool_call(RECALL_EPISODES, {"query": "aisle seats", "limit": 1, "detail": "full"})
+    )
     assert (result["count"], result["ranked"]) == (1, True)
     hit = result["episodes"][0]
     assert hit["id"] == stored["id"]
-    assert set(hit["breakdown"]) == {
-        "relevance",
-        "recency",
-        "importance",
-        "score",
-        "dense",
-        "keyword",
-        "retrieval",
-        "fallback",
-        "in_window",
-        "own_relevance",
-        "decided_by",
-    }
+    assert set(hit["breakdown"]) == {f.name for f in dataclasses.fields(ScoreBreakdown)}
     assert all(0.0 <= hit["breakdown"][k] <= 1.0 for k in ("relevance", "recency", "importance", "score"))
     assert hit["breakdown"]["importance"] == 0.8
 
@@ -178,7 +169,7 @@ def test_structured_recall_filters_with_and(tools: MemoryTools) -> None:
         _ok(
             tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "note", "content": content, "tags": tags})
         )
-    result = _ok(tools.handle_tool_call(RECALL_EPISODES, '{"tags": ["x", "y"]}'))
+    result = _ok(tools.handle_tool_call(RECALL_EPISODES, '{"tags": ["x", "y"], "detail": "full"}'))
     assert result["ranked"] is False
     assert [e["content"] for e in result["episodes"]] == ["a"]
     assert result["episodes"][0]["breakdown"] is None
@@ -194,7 +185,9 @@ def test_nulls_and_empty_arguments_count_as_absent_and_one_string_is_one_tag(too
     assert _ok(tools.handle_tool_call(RECALL_EPISODES, nulls))["count"] == 3  # OpenAI strict mode sends nulls
     assert _ok(tools.handle_tool_call(RECALL_EPISODES, ""))["count"] == 3
     assert _ok(tools.handle_tool_call(RECALL_EPISODES, None))["count"] == 3
-    ranked = _ok(tools.handle_tool_call(RECALL_EPISODES, {"query": "c", "preset": "relevance_only"}))
+    ranked = _ok(
+        tools.handle_tool_call(RECALL_EPISODES, {"query": "c", "preset": "relevance_only", "detail": "full"})
+    )
     top = ranked["episodes"][0]["breakdown"]
     assert top["score"] == pytest.approx(top["relevance"] / 1.1)  # relevance_only: no tie-break term
 

@@ -116,14 +116,31 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
     show_default=True,
     help="streamable-http: uvicorn's log level.",
 )
+@click.option(
+    "--agent", "agent_id", default="default", show_default=True, help="Agent whose sessions the tools read."
+)
+@click.option(
+    "--user", "user_id", default="default", show_default=True, help="User whose sessions the tools read."
+)
 @pass_state
-def mcp(state: CliState, transport: str, host: str, port: int, path: str, log_level: str) -> None:
+def mcp(
+    state: CliState,
+    transport: str,
+    host: str,
+    port: int,
+    path: str,
+    log_level: str,
+    agent_id: str,
+    user_id: str,
+) -> None:
     """Serve the memory tools over the Model Context Protocol until the client disconnects.
 
-    Tools: remember_episode and recall_episodes, acting for --tenant/--session with
-    --scope (or the config's episodic_memory.tenant_id/session_id/scope); clients cannot
-    change them. Over stdio, stdout carries only protocol messages; logs go to stderr.
-    The streamable-http transport has no authentication: keep it on 127.0.0.1. Requires
+    Tools: remember_episode, recall_episodes, get_context, search_sessions,
+    supersede_episode, episode_history and find_contradictions, acting for
+    --tenant/--session with --scope (or the config's episodic_memory.tenant_id/session_id/
+    scope) and, for sessions, --agent/--user; clients cannot change them.
+    Over stdio, stdout carries only protocol messages; logs go to stderr. The streamable-http
+    transport has no authentication: keep it on 127.0.0.1. Requires
     the 'mcp' extra.
     """
     _require("mcp", "mcp")
@@ -135,9 +152,9 @@ def mcp(state: CliState, transport: str, host: str, port: int, path: str, log_le
         "MCP server for tenant %r, session %r (%s scope)", state.tenant, state.session, state.scope.value
     )
     if transport == "stdio":
-        run_stdio(memory, max_limit=max_limit)
+        run_stdio(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
         return
-    server = create_mcp_server(memory, max_limit=max_limit)
+    server = create_mcp_server(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
     _require("server", "uvicorn")
     import uvicorn
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane import wire
 from memlane.errors import ValidationError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, Store
@@ -119,8 +120,8 @@ class CompactionReport:
         return {
             "dry_run": self.dry_run,
             "similarity": self.similarity,
-            "now": self.now.isoformat(),
-            "cutoff": None if self.cutoff is None else self.cutoff.isoformat(),
+            "now": wire.timestamp(self.now),
+            "cutoff": None if self.cutoff is None else wire.timestamp(self.cutoff),
             "active_before": self.active_before,
             "active_after": self.active_after,
             "archived": self.archived,

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane import wire
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Episode
 from memlane.recall.ranking import half_life_strength
@@ -185,7 +186,7 @@ class ForgetReport:
             "action": self.action,
             "dry_run": self.dry_run,
             "threshold": self.threshold,
-            "now": self.now.isoformat(),
+            "now": wire.timestamp(self.now),
             "count": self.count,
             "episodes": [{"id": ep.id, "content": ep.content, "strength": s} for ep, s in self.forgotten],
         }

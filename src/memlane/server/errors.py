@@ -12,6 +12,8 @@ Error                                  Status  Meaning for the client
 body that cannot be parsed at all      400     e.g. a 20,000-digit number (FastAPI's own answer)
 missing or unknown API key             401     send ``Authorization: Bearer <key>`` / ``X-API-Key``
 unknown id, or another tenant's id     404     never reveals whether the id exists elsewhere
+                                              (:class:`EpisodeNotFoundError` too: supersede, history)
+agent key on an admin operation        403     forget, compact and prune need an ``admin`` key
 request body over the size limit       413     send less
 malformed request, bad value           422     :class:`~memlane.errors.ValidationError` and schema errors
 :class:`DuplicateEpisodeError`         409     the id already exists (episodes are append-only)
@@ -52,6 +54,7 @@ from memlane.errors import (
     EmbedderUnavailableError,
     EmbeddingError,
     EmbeddingModelMismatchError,
+    EpisodeNotFoundError,
     MemlaneError,
     SchemaVersionError,
     StoreClosedError,
@@ -73,6 +76,7 @@ logger = logging.getLogger(__name__)
 
 STATUS_BY_ERROR: tuple[tuple[type[MemlaneError], int], ...] = (
     (DuplicateEpisodeError, 409),
+    (EpisodeNotFoundError, 404),
     (StoreClosedError, 503),
     (SchemaVersionError, 500),
     (StoreError, 503),

@@ -39,57 +39,48 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Response
 from fastapi.responses import StreamingResponse
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from memlane import EpisodicMemory, __version__
+from memlane import __version__, operations
+from memlane import wire as wire_format
 from memlane.arguments import HTTP_REMEMBER_ARGUMENTS, check_arguments, http_recall_arguments
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
-from memlane.models import Episode, RecallHit, Scope
-from memlane.recall import PRESETS
+from memlane.models import Scope
+from memlane.recall import PRESETS, RETRIEVAL_MODES
+from memlane.server.deps import (
+    API_PREFIX,
+    ERRORS,
+    NOT_FOUND,
+    SCOPE_HELP,
+    AppState,
+    MemoryFactory,
+    ScopeName,
+    SessionId,
+    State,
+    Tenant,
+    wire,
+)
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
 from memlane.server.inspector import install_inspector
-from memlane.validation import MAX_LIMIT, check_limit
+from memlane.server.routes_lifecycle import router as lifecycle_router
+from memlane.server.routes_sessions import router as sessions_router
+from memlane.server.schemas import EpisodeList, EpisodeOut, RecallResponse
+from memlane.validation import MAX_LIMIT
 
 __all__ = ["API_PREFIX", "BodySizeLimit", "create_app"]
 
 logger = logging.getLogger(__name__)
-
-API_PREFIX = "/v1"
-_CONTEXT_CACHE_SIZE = 1024
-
-MemoryFactory = Callable[[], EpisodicMemory]
-"""Opens the app's memory at startup; the app closes it at shutdown."""
-
-# -- wire formats ------------------------------------------------------------------------
-
-SessionId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        description="Session within the key's tenant (1-200 characters). Default: 'default'.",
-    ),
-]
-ScopeName = Literal["session", "tenant"]
-_SCOPE_HELP = (
-    "What a read may see: 'session' (this session only) or 'tenant' (every session of the key's "
-    "tenant). Default: the server's configured scope."
-)
 
 
 class RememberRequest(BaseModel):
@@ -114,6 +105,9 @@ class RememberRequest(BaseModel):
     )
     metadata: dict[str, Any] | None = Field(default=None, description="A JSON object stored alongside.")
     session_id: SessionId | None = None
+    detail: Literal["compact", "full"] | None = Field(
+        default=None, description="'full' (default on HTTP) or 'compact' (the tools' form)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -138,8 +132,6 @@ _HTTP_RECALL_ARGUMENTS = http_recall_arguments(MAX_LIMIT)
 class RecallRequest(BaseModel):
     """A recall within the key's tenant."""
 
-    model_config = ConfigDict(extra="forbid")
-
     query: str | None = Field(
         default=None, min_length=1, description="Natural-language query; omit for newest-first listing."
     )
@@ -149,13 +141,34 @@ class RecallRequest(BaseModel):
         default=None, ge=1, description="Maximum hits (default: the configured default)."
     )
     session_id: SessionId | None = None
-    scope: ScopeName | None = Field(default=None, description=_SCOPE_HELP)
+    scope: ScopeName | None = Field(default=None, description=SCOPE_HELP)
     preset: str | None = Field(
         default=None, description=f"Named ranking weights: {', '.join(PRESETS)}. Default: balanced."
     )
     weights: Weights | None = Field(default=None, description="Custom weights (instead of preset).")
     now: datetime | None = Field(
         default=None, description="Reference time for recency (ISO 8601 with timezone). Default: now."
+    )
+    retrieval: Literal[RETRIEVAL_MODES] | None = Field(  # type: ignore[valid-type]
+        default=None, description="hybrid, dense or keyword. Default: the configured mode."
+    )
+    min_relevance: float | None = Field(
+        default=None, ge=0, le=1, description="Drop ranked hits whose relevance is below this."
+    )
+    as_of: datetime | None = Field(default=None, description="Valid time: what was true then (ISO 8601).")
+    known_at: datetime | None = Field(
+        default=None, description="Transaction time: what memlane held as current then (ISO 8601)."
+    )
+    include_archived: bool | None = Field(default=None, description="Also return archived episodes.")
+    detail: Literal["compact", "full"] | None = Field(
+        default=None, description="'full' (default on HTTP) or 'compact' (the tools' form)."
+    )
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"query": "seat preference on flights", "limit": 5, "retrieval": "hybrid"}]
+        },
     )
 
     @model_validator(mode="before")
@@ -165,57 +178,6 @@ class RecallRequest(BaseModel):
         return check_arguments(data, _HTTP_RECALL_ARGUMENTS)
 
 
-class EpisodeOut(BaseModel):
-    """A stored episode."""
-
-    id: str
-    tenant_id: str
-    session_id: str
-    event_type: str
-    content: str
-    tags: list[str]
-    importance: float | None = Field(description="Rating in [1, 10], or null when unrated.")
-    created_at: datetime
-    metadata: dict[str, Any]
-
-
-class ScoreBreakdownOut(BaseModel):
-    """Why a hit ranked where it did; every signal in [0, 1], higher is better."""
-
-    relevance: float = Field(description="Query match used in the score: dense, keyword or their fusion.")
-    recency: float = Field(description="decay_per_day ** age_days.")
-    importance: float = Field(description="importance / 10; 0.5 when unrated.")
-    score: float = Field(description="Weighted mean of the three signals.")
-    dense: float | None = Field(default=None, description="max(0, cosine(query, content)), or null.")
-    keyword: float | None = Field(default=None, description="Keyword match / best of this recall, or null.")
-    retrieval: str = Field(default="dense", description="hybrid, dense or keyword.")
-    fallback: bool = Field(default=False, description="True when the embedder failed: keywords only.")
-    in_window: bool | None = Field(
-        default=None, description="In the time window the query named; null when it named none."
-    )
-
-
-class HitOut(EpisodeOut):
-    """A recalled episode with its score breakdown (null for listings without a query)."""
-
-    breakdown: ScoreBreakdownOut | None
-
-
-class RecallResponse(BaseModel):
-    """Hits, best first (ranked) or newest first (no query)."""
-
-    count: int
-    ranked: bool = Field(description="True when a query was given and hits carry a breakdown.")
-    hits: list[HitOut]
-
-
-class EpisodeList(BaseModel):
-    """Episodes, newest first."""
-
-    count: int
-    episodes: list[EpisodeOut]
-
-
 class Health(BaseModel):
     """Liveness."""
 
@@ -223,153 +185,30 @@ class Health(BaseModel):
     version: str
 
 
-class ErrorDetail(BaseModel):
-    """What went wrong."""
-
-    type: str = Field(description="Error kind, e.g. ValidationError, Unauthorized, NotFound.")
-    message: str
-    details: list[dict[str, Any]] | None = None
-
-
-class ErrorOut(BaseModel):
-    """The body of every error response."""
-
-    error: ErrorDetail
-
-
-def _episode_out(episode: Episode) -> EpisodeOut:
-    return EpisodeOut.model_validate(episode.to_dict())
-
-
-def _hit_out(hit: RecallHit) -> HitOut:
-    return HitOut.model_validate(hit.to_dict())
-
-
-# -- application state -------------------------------------------------------------------
-
-
-@dataclass
-class _State:
-    """What the endpoints share: the settings, the memory, and per-context memories."""
-
-    settings: ServerSettings
-    max_limit: int
-    factory: MemoryFactory
-    memory: EpisodicMemory | None = None
-    _contexts: OrderedDict[tuple[str, str, Scope], EpisodicMemory] = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def base(self) -> EpisodicMemory:
-        if self.memory is None:  # pragma: no cover - only before startup / after shutdown
-            raise HTTPException(status_code=503, detail="the server is not ready")
-        return self.memory
-
-    def default_scope(self) -> Scope:
-        scope = Scope(self.base().config.scope)
-        return Scope.TENANT if scope is Scope.GLOBAL else scope
-
-    def context(self, tenant_id: str, session_id: str | None, scope: str | None) -> EpisodicMemory:
-        """The memory for one (tenant, session, scope), cached (a new context binds the store)."""
-        resolved = self.default_scope() if scope is None else Scope(scope)
-        key = (tenant_id, session_id or "default", resolved)
-        with self._lock:
-            memory = self._contexts.get(key)
-            if memory is not None:
-                self._contexts.move_to_end(key)
-                return memory
-        base = self.base()
-        memory = base.with_context(
-            tenant_id=key[0], session_id=key[1], config=replace(base.config, scope=resolved)
-        )
-        with self._lock:
-            self._contexts[key] = memory
-            while len(self._contexts) > _CONTEXT_CACHE_SIZE:
-                self._contexts.popitem(last=False)
-        return memory
-
-    def check_limit(self, limit: int | None) -> None:
-        if limit is not None:
-            check_limit(limit, maximum=self.max_limit)
-
-
-def _state(request: Request) -> _State:
-    state: _State = request.app.state.memlane
-    return state
-
-
-_bearer = HTTPBearer(auto_error=False, description="The API key as a bearer token.")
-_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key.")
-
-
-def _tenant(
-    request: Request,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    api_key: Annotated[str | None, Depends(_api_key_header)],
-) -> str:
-    """Authenticate the request; return the key's tenant.
-
-    Raises:
-        HTTPException: 401 without a key or with an unknown one.
-    """
-    presented = bearer.credentials if bearer is not None else api_key
-    challenge = {"WWW-Authenticate": "Bearer"}
-    if not presented:
-        raise HTTPException(
-            status_code=401,
-            detail="missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
-            headers=challenge,
-        )
-    tenant = _state(request).settings.tenant_for_key(presented)
-    if tenant is None:
-        raise HTTPException(status_code=401, detail="invalid API key", headers=challenge)
-    return tenant
-
-
-Tenant = Annotated[str, Depends(_tenant)]
-State = Annotated[_State, Depends(_state)]
-
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorOut, "description": "Missing or unknown API key."},
-    413: {"model": ErrorOut, "description": "Request body too large."},
-    422: {"model": ErrorOut, "description": "Invalid request."},
-    503: {"model": ErrorOut, "description": "Store or embedder unavailable."},
-}
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorOut, "description": "No such episode for this tenant."}
-}
-
-router = APIRouter(prefix=API_PREFIX, responses=_ERRORS, tags=["episodes"])
+router = APIRouter(prefix=API_PREFIX, responses=ERRORS, tags=["episodes"])
 
 
 @router.post("/episodes", status_code=201, response_model=EpisodeOut, summary="Remember an episode")
-def remember(body: RememberRequest, tenant: Tenant, state: State) -> EpisodeOut:
+def remember(body: RememberRequest, tenant: Tenant, state: State) -> Response:
     """Append one episode for the key's tenant (and ``session_id``) and return it with its new id."""
     memory = state.context(tenant, body.session_id, None)
-    episode = memory.remember_episode(
-        body.event_type,
-        body.content,
-        body.tags,
-        body.importance,
-        created_at=body.created_at,
-        metadata=body.metadata,
-    )
-    return _episode_out(episode)
+    args = body.model_dump(exclude_none=True, exclude={"session_id"})
+    return wire(operations.remember_episode(memory, args, "full")["episode"], status_code=201)
 
 
 @router.post("/recall", response_model=RecallResponse, summary="Recall episodes")
-def recall(body: RecallRequest, tenant: Tenant, state: State) -> RecallResponse:
-    """Ranked recall by ``query`` (with a score breakdown per hit), or newest first without one."""
+def recall(body: RecallRequest, tenant: Tenant, state: State) -> Response:
+    """Ranked recall by ``query`` (with a score breakdown per hit), or newest first without one.
+
+    ``as_of``/``known_at`` ask the time model (README: Time model); ``retrieval`` and
+    ``min_relevance`` override the configured ones for this call.
+    """
     state.check_limit(body.limit)
     if body.preset is not None and body.weights is not None:
         raise ValidationError("give either preset or weights, not both")
-    weights: str | dict[str, float] | None = body.preset
-    if body.weights is not None:
-        weights = body.weights.model_dump()
     memory = state.context(tenant, body.session_id, body.scope)
-    hits = memory.recall_episodes(
-        body.query, body.event_type, body.tags, body.limit, now=body.now, weights=weights
-    )
-    return RecallResponse(count=len(hits), ranked=body.query is not None, hits=[_hit_out(h) for h in hits])
+    args = body.model_dump(exclude_none=True, exclude={"session_id", "scope"})
+    return wire(operations.recall_episodes(memory, args, "full", key="hits"))
 
 
 @router.get("/episodes", response_model=EpisodeList, summary="List episodes, newest first")
@@ -377,16 +216,16 @@ def list_episodes(
     tenant: Tenant,
     state: State,
     session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    scope: Annotated[ScopeName | None, Query(description=_SCOPE_HELP)] = None,
+    scope: Annotated[ScopeName | None, Query(description=SCOPE_HELP)] = None,
     event_type: Annotated[str | None, Query(min_length=1)] = None,
     tag: Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")] = None,
     limit: Annotated[int | None, Query(ge=1)] = None,
-) -> EpisodeList:
+) -> Response:
     """The newest episodes in scope that match the filters (no embedding involved)."""
     state.check_limit(limit)
     memory = state.context(tenant, session_id, scope)
     hits = memory.recall_episodes(None, event_type, tag or [], limit)
-    return EpisodeList(count=len(hits), episodes=[_episode_out(h.episode) for h in hits])
+    return wire({"count": len(hits), "episodes": [wire_format.episode(h.episode) for h in hits]})
 
 
 @router.get(
@@ -399,7 +238,7 @@ def export(
     tenant: Tenant,
     state: State,
     session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    scope: Annotated[ScopeName | None, Query(description=_SCOPE_HELP)] = None,
+    scope: Annotated[ScopeName | None, Query(description=SCOPE_HELP)] = None,
     event_type: Annotated[str | None, Query(min_length=1)] = None,
     tag: Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")] = None,
 ) -> StreamingResponse:
@@ -415,17 +254,17 @@ def export(
 
 
 @router.get(
-    "/episodes/{episode_id}", response_model=EpisodeOut, responses=_NOT_FOUND, summary="Get an episode"
+    "/episodes/{episode_id}", response_model=EpisodeOut, responses=NOT_FOUND, summary="Get an episode"
 )
-def get_episode(episode_id: str, tenant: Tenant, state: State) -> EpisodeOut:
+def get_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
     """One episode of the key's tenant (any session); 404 if unknown or another tenant's."""
     episode = state.context(tenant, None, Scope.TENANT.value).get_episode(episode_id)
     if episode is None:
         raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
-    return _episode_out(episode)
+    return wire(wire_format.episode(episode))
 
 
-@router.delete("/episodes/{episode_id}", status_code=204, responses=_NOT_FOUND, summary="Delete an episode")
+@router.delete("/episodes/{episode_id}", status_code=204, responses=NOT_FOUND, summary="Delete an episode")
 def delete_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
     """Delete one episode of the key's tenant (any session); 404 if unknown or another tenant's."""
     if not state.context(tenant, None, Scope.TENANT.value).delete_episode(episode_id):
@@ -512,7 +351,7 @@ def create_app(
         )
     if max_limit < 1:
         raise ConfigError(f"max_limit must be >= 1, got {max_limit}")
-    state = _State(settings=settings, max_limit=max_limit, factory=memory_factory)
+    state = AppState(settings=settings, max_limit=max_limit, factory=memory_factory)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -542,5 +381,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(router)
+    app.include_router(sessions_router)
+    app.include_router(lifecycle_router)
     install_inspector(app, state.base, settings, max_limit=max_limit)  # /inspect (server/inspector/)
     return app

@@ -1,4 +1,9 @@
-"""A Model Context Protocol server exposing ``remember_episode`` and ``recall_episodes``.
+"""A Model Context Protocol server exposing the memory tools of :mod:`memlane.tools`.
+
+Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block an agent reads
+before answering), ``search_sessions``, ``supersede_episode`` ("the user moved"),
+``episode_history`` and ``find_contradictions``. Results are compact unless a call asks
+``detail: "full"`` (:mod:`memlane.wire`).
 
 Install with ``pip install 'memlane[mcp]'`` (the official ``mcp`` SDK, 2.x) and run with
 ``memlane --config memlane.yaml --tenant alice mcp`` (stdio, for Claude Desktop, Cursor and
@@ -47,7 +52,17 @@ from pydantic import Field
 from memlane import EpisodicMemory, __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT
 from memlane.errors import ValidationError
-from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, MemoryTools, ToolDefinition
+from memlane.tools import (
+    CONTRADICTIONS,
+    EPISODE_HISTORY,
+    GET_CONTEXT,
+    RECALL_EPISODES,
+    REMEMBER_EPISODE,
+    SEARCH_SESSIONS,
+    SUPERSEDE_EPISODE,
+    MemoryTools,
+    ToolDefinition,
+)
 from memlane.validation import check_json_value
 
 __all__ = ["SERVER_INSTRUCTIONS", "create_mcp_server", "run_stdio", "to_call_tool_result"]
@@ -55,9 +70,12 @@ __all__ = ["SERVER_INSTRUCTIONS", "create_mcp_server", "run_stdio", "to_call_too
 logger = logging.getLogger(__name__)
 
 SERVER_INSTRUCTIONS = (
-    "Long-term episodic memory. Call recall_episodes before answering when past preferences, "
-    "decisions or outcomes may matter; call remember_episode when something worth knowing later "
-    "happens (a preference, a decision, a lesson, an outcome). Memories persist across sessions."
+    "Long-term episodic memory. Before answering a message that may depend on earlier "
+    "conversations, call get_context with the user's message. Call recall_episodes to look up "
+    "saved preferences, decisions or outcomes, and search_sessions for what was said in past "
+    "conversations. Call remember_episode when something worth knowing later happens (a "
+    "preference, a decision, a lesson, an outcome); when a saved fact changed (the user moved), "
+    "call supersede_episode with the old episode's id instead. Memories persist across sessions."
 )
 
 _ANNOTATIONS = {
@@ -70,6 +88,21 @@ _ANNOTATIONS = {
     ),
     RECALL_EPISODES: ToolAnnotations(
         title="Recall episodes", read_only_hint=True, destructive_hint=False, open_world_hint=False
+    ),
+    GET_CONTEXT: ToolAnnotations(title="Get past context", read_only_hint=True, open_world_hint=False),
+    SEARCH_SESSIONS: ToolAnnotations(
+        title="Search past conversations", read_only_hint=True, open_world_hint=False
+    ),
+    SUPERSEDE_EPISODE: ToolAnnotations(
+        title="Replace an outdated fact",
+        read_only_hint=False,
+        destructive_hint=False,  # the old episode is kept as history
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    EPISODE_HISTORY: ToolAnnotations(title="History of a fact", read_only_hint=True, open_world_hint=False),
+    CONTRADICTIONS: ToolAnnotations(
+        title="Find contradicted facts", read_only_hint=True, open_world_hint=False
     ),
 }
 
@@ -137,7 +170,12 @@ def _tool(tools: MemoryTools, definition: ToolDefinition) -> Tool:
 
 
 def create_mcp_server(
-    memory: EpisodicMemory, *, max_limit: int = DEFAULT_MAX_LIMIT, name: str = "memlane"
+    memory: EpisodicMemory,
+    *,
+    max_limit: int = DEFAULT_MAX_LIMIT,
+    name: str = "memlane",
+    agent_id: str = "default",
+    user_id: str = "default",
 ) -> MCPServer[Any]:
     """Build an MCP server with the memory tools bound to ``memory``.
 
@@ -147,6 +185,9 @@ def create_mcp_server(
         max_limit: Largest ``limit`` a recall may ask for (larger requests are refused), >= the
             memory's ``default_limit``.
         name: Server name reported to clients.
+        agent_id: Whose conversations the session tools read: the agent (like the tenant,
+            fixed by the server, never a tool argument).
+        user_id: Whose conversations the session tools read: the user.
 
     Returns:
         The ``MCPServer``: ``server.run("stdio")``, ``await server.run_stdio_async()``, or
@@ -155,7 +196,7 @@ def create_mcp_server(
     Raises:
         ValueError: ``max_limit`` below the memory's ``default_limit``.
     """
-    return _server(MemoryTools(memory, max_limit=max_limit), name)
+    return _server(MemoryTools(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id), name)
 
 
 def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
@@ -250,7 +291,14 @@ async def _serve_stdio(tools: MemoryTools, name: str) -> None:
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-def run_stdio(memory: EpisodicMemory, *, max_limit: int = DEFAULT_MAX_LIMIT, name: str = "memlane") -> None:
+def run_stdio(
+    memory: EpisodicMemory,
+    *,
+    max_limit: int = DEFAULT_MAX_LIMIT,
+    name: str = "memlane",
+    agent_id: str = "default",
+    user_id: str = "default",
+) -> None:
     """Serve the memory tools over stdio until the client disconnects (what ``memlane mcp`` runs).
 
     Like ``create_mcp_server(memory, ...).run("stdio")``, plus the surrogate guard (see the
@@ -260,5 +308,8 @@ def run_stdio(memory: EpisodicMemory, *, max_limit: int = DEFAULT_MAX_LIMIT, nam
         memory: The memory the tools use (the caller closes it afterwards).
         max_limit: Largest ``limit`` a recall may ask for (see :func:`create_mcp_server`).
         name: Server name reported to clients.
+        agent_id: Whose conversations the session tools read (see :func:`create_mcp_server`).
+        user_id: Whose conversations the session tools read.
     """
-    anyio.run(_serve_stdio, MemoryTools(memory, max_limit=max_limit), name)
+    tools = MemoryTools(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
+    anyio.run(_serve_stdio, tools, name)

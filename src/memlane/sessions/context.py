@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from memlane import wire
 from memlane.errors import ValidationError
 from memlane.models import RecallHit, ScoreBreakdown
 from memlane.sessions.messages import render_message
@@ -212,8 +213,8 @@ class ContextBlock:
                 {
                     "kind": item.kind,
                     "label": item.label,
-                    "at": item.at.isoformat(),
-                    "breakdown": item.breakdown.to_dict(),
+                    "at": wire.timestamp(item.at),
+                    "breakdown": wire.breakdown(item.breakdown),
                 }
                 for item in self.items
             ],

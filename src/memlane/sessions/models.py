@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memlane import wire
 from memlane.models import ScoreBreakdown
 from memlane.sessions.messages import CONVERSATION_ROLES, ROLES, SYSTEM_ROLES, Message, ToolCall
 
@@ -58,8 +59,8 @@ class SessionEpisode:
             "tenant_id": self.tenant_id,
             "agent_id": self.agent_id,
             "user_id": self.user_id,
-            "started_at": self.started_at.isoformat(),
-            "ended_at": self.ended_at.isoformat(),
+            "started_at": wire.timestamp(self.started_at),
+            "ended_at": wire.timestamp(self.ended_at),
             "metadata": copy.deepcopy(dict(self.metadata)),
             "messages": [m.to_dict() for m in self.messages],
         }
@@ -109,10 +110,10 @@ class SessionSnippet:
             "session_id": self.session_id,
             "agent_id": self.agent_id,
             "user_id": self.user_id,
-            "created_at": self.created_at.isoformat(),
+            "created_at": wire.timestamp(self.created_at),
             "messages": [m.to_dict() for m in self.messages],
             "positions": list(self.positions),
             "match_start": self.match_start,
             "match_end": self.match_end,
-            "breakdown": self.breakdown.to_dict(),
+            "breakdown": wire.breakdown(self.breakdown),
         }

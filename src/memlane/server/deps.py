@@ -1,0 +1,226 @@
+"""What the HTTP routers share: the app state, authentication (tenant and role), error docs, bodies.
+
+* :class:`AppState` holds the settings and the served memory, and hands out one memory per
+  (tenant, session, scope) (cached).
+* :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminTenant`
+  also requires the key's role to be ``admin`` (403 otherwise): destructive, tenant-wide
+  operations (forget, compact, prune) use it.
+* :func:`checked_body` applies one :class:`memlane.arguments.ArgumentSpec` to a JSON body
+  (the one argument policy), :func:`body_doc` documents that body in OpenAPI from the tool
+  schema, and :func:`wire` returns a :mod:`memlane.wire` result as the response as is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+
+from memlane import EpisodicMemory
+from memlane.api_keys import ApiKey
+from memlane.arguments import ArgumentSpec, check_arguments
+from memlane.config.file import ServerSettings
+from memlane.models import Scope
+from memlane.server.errors import SafeJSONResponse
+from memlane.validation import check_limit
+
+__all__ = [
+    "ADMIN_ONLY",
+    "API_PREFIX",
+    "ERRORS",
+    "NOT_FOUND",
+    "AdminTenant",
+    "AppState",
+    "ErrorDetail",
+    "ErrorOut",
+    "MemoryFactory",
+    "ScopeName",
+    "SessionId",
+    "State",
+    "Tenant",
+    "body_doc",
+    "checked_body",
+    "wire",
+]
+
+API_PREFIX = "/v1"
+CONTEXT_CACHE_SIZE = 1024
+
+MemoryFactory = Callable[[], EpisodicMemory]
+"""Opens the app's memory at startup; the app closes it at shutdown."""
+
+# -- wire formats ------------------------------------------------------------------------
+
+SessionId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Session within the key's tenant (1-200 characters). Default: 'default'.",
+    ),
+]
+ScopeName = Literal["session", "tenant"]
+SCOPE_HELP = (
+    "What a read may see: 'session' (this session only) or 'tenant' (every session of the key's "
+    "tenant). Default: the server's configured scope."
+)
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong."""
+
+    type: str = Field(description="Error kind, e.g. ValidationError, Unauthorized, NotFound.")
+    message: str
+    details: list[dict[str, Any]] | None = None
+
+
+class ErrorOut(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+
+
+# -- application state -------------------------------------------------------------------
+
+
+@dataclass
+class AppState:
+    """What the endpoints share: the settings, the memory, and per-context memories."""
+
+    settings: ServerSettings
+    max_limit: int
+    factory: MemoryFactory
+    memory: EpisodicMemory | None = None
+    _contexts: OrderedDict[tuple[str, str, Scope], EpisodicMemory] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def base(self) -> EpisodicMemory:
+        if self.memory is None:  # pragma: no cover - only before startup / after shutdown
+            raise HTTPException(status_code=503, detail="the server is not ready")
+        return self.memory
+
+    def default_scope(self) -> Scope:
+        scope = Scope(self.base().config.scope)
+        return Scope.TENANT if scope is Scope.GLOBAL else scope
+
+    def context(self, tenant_id: str, session_id: str | None, scope: str | None) -> EpisodicMemory:
+        """The memory for one (tenant, session, scope), cached (a new context binds the store)."""
+        resolved = self.default_scope() if scope is None else Scope(scope)
+        key = (tenant_id, session_id or "default", resolved)
+        with self._lock:
+            memory = self._contexts.get(key)
+            if memory is not None:
+                self._contexts.move_to_end(key)
+                return memory
+        base = self.base()
+        memory = base.with_context(
+            tenant_id=key[0], session_id=key[1], config=replace(base.config, scope=resolved)
+        )
+        with self._lock:
+            self._contexts[key] = memory
+            while len(self._contexts) > CONTEXT_CACHE_SIZE:
+                self._contexts.popitem(last=False)
+        return memory
+
+    def check_limit(self, limit: int | None) -> None:
+        if limit is not None:
+            check_limit(limit, maximum=self.max_limit)
+
+
+def app_state(request: Request) -> AppState:
+    state: AppState = request.app.state.memlane
+    return state
+
+
+_bearer = HTTPBearer(auto_error=False, description="The API key as a bearer token.")
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key.")
+
+
+def _api_key(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    api_key: Annotated[str | None, Depends(_api_key_header)],
+) -> ApiKey:
+    """Authenticate the request; return the configured key (tenant and role).
+
+    Raises:
+        HTTPException: 401 without a key or with an unknown one.
+    """
+    presented = bearer.credentials if bearer is not None else api_key
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if not presented:
+        raise HTTPException(
+            status_code=401,
+            detail="missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+            headers=challenge,
+        )
+    key = app_state(request).settings.api_key_for(presented)
+    if key is None:
+        raise HTTPException(status_code=401, detail="invalid API key", headers=challenge)
+    return key
+
+
+def _tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
+    return key.tenant_id
+
+
+def _admin_tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
+    """The key's tenant, if the key's role is ``admin``.
+
+    Raises:
+        HTTPException: 403 for an ``agent`` key.
+    """
+    if not key.is_admin:
+        raise HTTPException(
+            status_code=403, detail="this operation needs an admin API key (role: admin in server.api_keys)"
+        )
+    return key.tenant_id
+
+
+Tenant = Annotated[str, Depends(_tenant)]
+"""The authenticated key's tenant (401 without a valid key)."""
+AdminTenant = Annotated[str, Depends(_admin_tenant)]
+"""The authenticated key's tenant, for ``admin`` keys only (403 for ``agent`` keys)."""
+State = Annotated[AppState, Depends(app_state)]
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "Missing or unknown API key."},
+    413: {"model": ErrorOut, "description": "Request body too large."},
+    422: {"model": ErrorOut, "description": "Invalid request."},
+    503: {"model": ErrorOut, "description": "Store or embedder unavailable."},
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No such episode for this tenant."}
+}
+
+ADMIN_ONLY: dict[int | str, dict[str, Any]] = {
+    403: {"model": ErrorOut, "description": "The API key's role is not admin."}
+}
+
+
+def checked_body(body: object, spec: ArgumentSpec) -> dict[str, Any]:
+    """A JSON request body checked by the one argument policy (a bad body -> 422 ValidationError)."""
+    return check_arguments({} if body is None else body, spec)
+
+
+def body_doc(
+    schema: Mapping[str, Any], example: Mapping[str, Any], *, required: bool = True
+) -> dict[str, Any]:
+    """``openapi_extra`` documenting a JSON body: its schema (the tool schemas) and an example."""
+    return {
+        "requestBody": {
+            "required": required,
+            "content": {"application/json": {"schema": dict(schema), "example": dict(example)}},
+        }
+    }
+
+
+def wire(result: Mapping[str, Any], status_code: int = 200) -> SafeJSONResponse:
+    """An operation's :mod:`memlane.wire` result as the response, as is (without ``ok``)."""
+    return SafeJSONResponse({k: v for k, v in result.items() if k != "ok"}, status_code=status_code)

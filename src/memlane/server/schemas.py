@@ -1,0 +1,122 @@
+"""OpenAPI response models of the HTTP API, generated from the value types' dataclass fields.
+
+The responses themselves are the :mod:`memlane.wire` dicts, sent as they are; these pydantic
+models only document them. They are built field by field from :class:`memlane.Episode`,
+:class:`memlane.ScoreBreakdown` and the session types (:func:`dataclasses.fields` and their
+type hints), so a field added to a value type appears in the OpenAPI document too, and the
+documentation can never list a field the response lacks. Timestamps are documented as
+``date-time`` strings (the one form of :func:`memlane.wire.timestamp`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from memlane import Episode, ScoreBreakdown
+from memlane.sessions import SessionEpisode, SessionSnippet
+
+__all__ = [
+    "BreakdownOut",
+    "CompactEpisodeOut",
+    "EpisodeList",
+    "EpisodeOut",
+    "HitOut",
+    "RecallResponse",
+    "SessionOut",
+    "SnippetOut",
+    "model_for",
+]
+
+_OMITTED = {Episode: frozenset({"embedding_model"})}
+
+
+def _wire_type(hint: Any) -> Any:
+    """The JSON type of a dataclass field's type hint (datetimes are strings)."""
+    origin = typing.get_origin(hint)
+    if hint is datetime:
+        return str
+    if origin in (types.UnionType, typing.Union):
+        return typing.Union[tuple(_wire_type(a) for a in typing.get_args(hint))]  # noqa: UP007
+    if origin is tuple:
+        return list[Any]
+    if origin in (Mapping, dict) or hint is Mapping:
+        return dict[str, Any]
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return dict[str, Any]
+    return hint
+
+
+def model_for(cls: type[Any], name: str, **extra: Any) -> type[BaseModel]:
+    """A pydantic model with one field per dataclass field of ``cls`` (plus ``extra`` fields).
+
+    Args:
+        cls: A dataclass (e.g. :class:`memlane.Episode`).
+        name: The model's name in the OpenAPI document.
+        extra: More fields, as ``(type, default or FieldInfo)`` pairs.
+    """
+    hints = typing.get_type_hints(cls)
+    omitted = _OMITTED.get(cls, frozenset())
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in omitted:
+            continue
+        hint = _wire_type(hints[f.name])
+        if hints[f.name] is datetime or datetime in typing.get_args(hints[f.name]):
+            fields[f.name] = (hint, Field(json_schema_extra={"format": "date-time"}))
+        else:
+            fields[f.name] = (hint, ...)
+    fields.update(extra)
+    doc = (cls.__doc__ or "").strip().split("\n")[0]
+    model: type[BaseModel] = create_model(name, __doc__=doc, **fields)
+    return model
+
+
+BreakdownOut = model_for(ScoreBreakdown, "ScoreBreakdownOut")
+EpisodeOut = model_for(Episode, "EpisodeOut")
+HitOut = model_for(
+    Episode,
+    "HitOut",
+    breakdown=(
+        BreakdownOut | None,
+        Field(description="Why it ranked there; null for a listing without query."),
+    ),
+)
+SessionOut = model_for(SessionEpisode, "SessionOut")
+SnippetOut = model_for(SessionSnippet, "SnippetOut")
+
+
+class CompactEpisodeOut(BaseModel):
+    """The compact form (``detail: "compact"``): what a model needs to read an episode."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    content: str
+    event_type: str
+    when: str = Field(json_schema_extra={"format": "date-time"})
+    tags: list[str]
+    importance: float | None
+    score: float | None = None
+    why: str | None = None
+
+
+class RecallResponse(BaseModel):
+    """Hits, best first (ranked) or newest first (no query); ``detail: "compact"`` gives compact hits."""
+
+    count: int
+    ranked: bool = Field(description="True when a query was given and hits carry a breakdown.")
+    hits: list[HitOut | CompactEpisodeOut]  # type: ignore[valid-type]
+
+
+class EpisodeList(BaseModel):
+    """Episodes (newest first for listings, oldest first for a history)."""
+
+    count: int
+    episodes: list[EpisodeOut]  # type: ignore[valid-type]
