@@ -124,7 +124,7 @@ def remember(
     "--retrieval",
     type=click.Choice(RETRIEVAL_MODES),
     default=None,
-    help="hybrid (embeddings + keyword index, fused by noisy-OR unless the config's fusion says "
+    help="hybrid (embeddings + keyword index: 0.4 dense + 0.6 keyword unless the config's fusion says "
     "otherwise), dense (embeddings only) or keyword (keyword index only, no embedding model). "
     "Default: from the config (hybrid).",
 )
@@ -174,13 +174,13 @@ def recall(
     By default only episodes still true now and not superseded are recalled; --as-of asks
     what was true then, --known-at what memlane knew then.
 
-    With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
-    relevance = how well it matches QUERY; hybrid retrieval (the default) fuses dense =
-    max(0, cosine similarity) and keyword = full-text score / best of this recall by
-    noisy-OR, relevance = 1 - (1 - dense)(1 - 0.6 keyword) (the config's fusion: rrf or
-    convex chooses another fusion); recency = 0.995^age_days, importance = rating/10
-    (unrated 0.5), score = their weighted mean. A time named in QUERY ("last May",
-    "in 2023") lifts episodes from that window halfway to relevance 1. If the embedding
+    With QUERY, each hit shows its score breakdown, every signal in [0, 1]. Relevance
+    decides the order: dense = calibrated cosine, keyword = saturated BM25 with the scope's
+    own statistics, base = 0.4 dense + 0.6 keyword (hybrid, the default), lifted by the
+    best neighbouring turns of the same session, a tag the query names and a time window
+    the query names ("last May", "in 2023"). Recency (0.995^age_days) and importance
+    (rating/10, unrated 0.5) only break near-ties: score = (relevance + 0.1 x their
+    weighted share) / 1.1, so a clearly better match is never buried. If the embedding
     model fails, recall falls back to keywords and says so.
 
     Without QUERY, a structured lookup by --event-type/--tag, newest first; the
