@@ -122,7 +122,7 @@ def remember(
     "--retrieval",
     type=click.Choice(RETRIEVAL_MODES),
     default=None,
-    help="hybrid (embeddings + keyword index, fused by noisy-OR unless the config's fusion says "
+    help="hybrid (embeddings + keyword index, 0.4 dense + 0.6 keyword unless the config's fusion says "
     "otherwise), dense (embeddings only) or keyword (keyword index only, no embedding model). "
     "Default: from the config (hybrid).",
 )
@@ -173,13 +173,14 @@ def recall(
     what was true then, --known-at what memlane knew then.
 
     With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
-    relevance = how well it matches QUERY; hybrid retrieval (the default) fuses dense =
-    max(0, cosine similarity) and keyword = full-text score / best of this recall by
-    noisy-OR, relevance = 1 - (1 - dense)(1 - 0.6 keyword) (the config's fusion: rrf or
-    convex chooses another fusion); recency = 0.995^age_days, importance = rating/10
-    (unrated 0.5), score = their weighted mean. A time named in QUERY ("last May",
-    "in 2023") lifts episodes from that window halfway to relevance 1. If the embedding
-    model fails, recall falls back to keywords and says so.
+    relevance = how well it matches QUERY and decides the order; hybrid retrieval (the
+    default) combines dense = clip((cosine - 0.1)/0.6) and keyword = saturated per-scope
+    BM25 as relevance = 0.4 dense + 0.6 keyword (the config's fusion: noisy_or or rrf
+    chooses another), blended with the episode's session neighbours and lifted when
+    QUERY names its tag or a time it lies in ("last May", "in 2023"); recency =
+    0.995^age_days and importance = rating/10 (unrated 0.5) only break near-ties (at most
+    0.1 of relevance). --min-relevance filters on the episode's own relevance. If the
+    embedding model fails, recall falls back to keywords and says so.
 
     Without QUERY, a structured lookup by --event-type/--tag, newest first; the
     embedding model is not used (and --preset/--weights are ignored).
