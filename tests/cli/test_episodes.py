@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from memlane.cli import cli
@@ -100,19 +101,25 @@ def test_recall_json_shape(invoke: Invoke, remember: Remember) -> None:
     assert set(b) == {"relevance", "recency", "importance", "score", "dense", "keyword", "retrieval"} | {
         "fallback",
         "in_window",
+        "own_relevance",
+        "decided_by",
     }
     assert all(
         0.0 <= b[k] <= 1.0 for k in ("relevance", "recency", "importance", "score", "dense", "keyword")
     )
     assert (b["retrieval"], b["fallback"], b["in_window"]) == ("hybrid", False, None)
-    assert hit["breakdown"]["score"] == hit["breakdown"]["relevance"]  # relevance_only preset
+    assert hit["breakdown"]["score"] == pytest.approx(hit["breakdown"]["relevance"] / 1.1)  # relevance_only
 
 
 def test_recall_custom_weights(invoke: Invoke, remember: Remember) -> None:
     remember("preference", "User prefers window seats", "--importance", "10")
     result = invoke("recall", "window", "--weights", "0,0,1", global_opts=["--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)[0]["breakdown"]["score"] == 1.0
+    b = json.loads(result.stdout)[0]["breakdown"]
+    assert b["importance"] == 1.0
+    assert b["score"] == pytest.approx(
+        (b["relevance"] + 0.1 * b["importance"]) / 1.1
+    )  # importance: tie-break
 
 
 def test_structured_recall_is_newest_first_and_never_embeds(invoke: Invoke, remember: Remember) -> None:

@@ -36,7 +36,7 @@ def test_cli_commands_against_postgres(fresh_database_url: str) -> None:
     result = runner.invoke(cli, [*base, "recall", "window seat", "--limit", "1"])
     assert result.exit_code == 0, result.output
     (hit,) = json.loads(result.stdout)
-    assert hit["content"] == "window seat please" and hit["breakdown"]["relevance"] > 0.5
+    assert hit["content"] == "window seat please" and hit["breakdown"]["dense"] > 0.5
     result = runner.invoke(cli, [*base, "stats"])
     assert result.exit_code == 0 and json.loads(result.stdout)["episodes"] == 2
     result = runner.invoke(cli, [*base, "export"])

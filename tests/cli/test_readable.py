@@ -286,9 +286,8 @@ def test_cli_wording_rewrites_only_parameters_of_the_running_command() -> None:
 def test_recall_help_describes_the_default_fusion(runner: CliRunner) -> None:
     text = " ".join(runner.invoke(cli, ["recall", "--help"]).stdout.split())
     hybrid = HybridSettings()
-    assert hybrid.fusion == "noisy_or" and MemoryConfig().fusion == "noisy_or"
-    assert "noisy-OR" in text
-    assert f"relevance = 1 - (1 - dense)(1 - {hybrid.keyword_weight:g} keyword)" in text
+    assert hybrid.fusion == "convex" and MemoryConfig().fusion == "convex"
+    assert f"relevance = {hybrid.dense_weight:g} dense + {1 - hybrid.dense_weight:g} keyword" in text
     assert "reciprocal rank fusion of" not in text  # RRF is an option, not the default
     assert f"recency = {DEFAULT_DECAY_PER_DAY:g}^age_days" in text
 
@@ -298,8 +297,7 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["formula"] == ranking_formula(MemoryConfig())
-    lam = HybridSettings().keyword_weight
-    boost = HybridSettings().temporal_boost
+    w_dense = HybridSettings().dense_weight
     checked = 0
     for recall in doc["recalls"]:
         if recall["query"] is None:
@@ -308,16 +306,13 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
         for hit in recall["hits"]:
             b = hit["breakdown"]
             dense, keyword = b["dense"] or 0.0, b["keyword"] or 0.0
-            relevance = 1 - (1 - dense) * (1 - lam * keyword)
-            if b["in_window"]:
-                relevance = 1 - (1 - relevance) * (1 - boost)
-            assert b["relevance"] == pytest.approx(relevance, abs=1e-6)
-            mean = (
-                w["relevance"] * b["relevance"]
-                + w["recency"] * b["recency"]
-                + w["importance"] * b["importance"]
-            ) / (w["relevance"] + w["recency"] + w["importance"])
-            assert b["score"] == pytest.approx(mean, abs=1e-6)
+            base = w_dense * dense + (1 - w_dense) * keyword
+            window = 0.3 if b["in_window"] else 0.0
+            allowed = [1 - (1 - base) * (1 - entity) * (1 - window) for entity in (0.0, 0.2)]  # tag named?
+            assert any(b["own_relevance"] == pytest.approx(v, abs=1e-6) for v in allowed)
+            total = w["relevance"] + w["recency"] + w["importance"]
+            tie = 0.1 * (w["recency"] * b["recency"] + w["importance"] * b["importance"]) / total
+            assert b["score"] == pytest.approx((b["relevance"] + tie) / 1.1, abs=1e-6)
             rating = hit["importance"]
             assert b["importance"] == pytest.approx(0.5 if rating is None else rating / 10)
             checked += 1
@@ -328,7 +323,7 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
     # the replay commands are kept on one line each, for copying
     _assert_fits("\n".join(line for line in _lines(text.stdout) if not line.startswith(("$ ", "Try "))))
     flat = " ".join(text.stdout.split())
-    assert f"1 - (1 - dense)*(1 - {lam:g}*keyword)" in flat
+    assert f"{w_dense:g}*dense + {1 - w_dense:g}*keyword" in flat
     assert f"recency = {DEFAULT_DECAY_PER_DAY:g}^age_days" in flat
 
 
@@ -336,9 +331,9 @@ def test_formula_follows_the_configuration() -> None:
     def text(**fields: Any) -> str:
         return ranking_formula(MemoryConfig(**fields))
 
-    assert "noisy-OR" in text()
-    assert "rrf" in text(fusion="rrf") and "noisy-OR" not in text(fusion="rrf")
-    assert "convex" in text(fusion="convex")
+    assert "convex" in text()
+    assert "rrf" in text(fusion="rrf") and "convex" not in text(fusion="rrf")
+    assert "noisy-OR" in text(fusion="noisy_or")
     assert "relevance = dense" in text(retrieval="dense") and "keyword =" not in text(retrieval="dense")
     assert "relevance = keyword" in text(retrieval="keyword")
     assert "relevance*" not in text(temporal=False)

@@ -35,7 +35,7 @@ def test_min_relevance_option(invoke: Invoke, remember: Remember) -> None:
     remember("note", "Dinner booked at the Italian place")
     loose = invoke("recall", "window seats", "--limit", "5", global_opts=["--json"])
     assert len(json.loads(loose.stdout)) == 2
-    strict = invoke("recall", "window seats", "--min-relevance", "0.5", global_opts=["--json"])
+    strict = invoke("recall", "window seats", "--min-relevance", "0.3", global_opts=["--json"])
     assert [h["id"] for h in json.loads(strict.stdout)] == [seat["id"]]
 
 

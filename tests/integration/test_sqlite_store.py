@@ -84,5 +84,5 @@ def test_vectors_survive_reopen_and_deletions_elsewhere_rebuild_the_index(tmp_pa
     b.close()
     c = EpisodicMemory(SQLiteStore(path), embedder)
     (hit,) = c.recall_episodes("new apple", now=T0)
-    assert hit.breakdown is not None and hit.breakdown.relevance == pytest.approx(1.0, abs=1e-6)
+    assert hit.breakdown is not None and hit.breakdown.dense == pytest.approx(1.0, abs=1e-6)  # vector intact
     c.close()

@@ -158,7 +158,7 @@ def test_fresh_venv_runs_the_demo_without_the_source_tree(venv: Path, elsewhere:
     out = _run([str(venv / "bin" / "memlane"), "demo"], cwd=elsewhere, COLUMNS="100")
     assert "memlane demo" in out and "all-MiniLM-L6-v2" in out
     assert "BK-4471 failed: card declined" in out
-    assert "How hits are ranked" in out and "noisy-OR" in out
+    assert "How hits are ranked" in out and "convex" in out
     assert (elsewhere / "memlane-demo.db").is_file()
     doc = json.loads(_run([str(venv / "bin" / "memlane"), "--json", "demo"], cwd=elsewhere))
     assert doc["recalls"][1]["hits"][0]["id"] == "demo-07"  # "did any payment fail?" -> the declined card

@@ -415,8 +415,8 @@ def cli(
 ) -> None:
     """memlane: episodic memory for AI agents, offline, in one SQLite file.
 
-    Remember events, then recall them ranked by relevance, recency and importance
-    (each in [0, 1]; score = their weighted mean). Start with 'memlane demo'.
+    Remember events, then recall them ranked by relevance first, recency and importance
+    breaking near-ties (each in [0, 1]). Start with 'memlane demo'.
 
     Exit codes: 0 ok; 1 partial (ingest rejected some lines); 2 usage or input error,
     nothing done.

@@ -124,7 +124,7 @@ def remember(
     "--retrieval",
     type=click.Choice(RETRIEVAL_MODES),
     default=None,
-    help="hybrid (embeddings + keyword index: 0.4 dense + 0.6 keyword unless the config's fusion says "
+    help="hybrid (embeddings + keyword index, 0.4 dense + 0.6 keyword unless the config's fusion says "
     "otherwise), dense (embeddings only) or keyword (keyword index only, no embedding model). "
     "Default: from the config (hybrid).",
 )
@@ -174,14 +174,15 @@ def recall(
     By default only episodes still true now and not superseded are recalled; --as-of asks
     what was true then, --known-at what memlane knew then.
 
-    With QUERY, each hit shows its score breakdown, every signal in [0, 1]. Relevance
-    decides the order: dense = calibrated cosine, keyword = saturated BM25 with the scope's
-    own statistics, base = 0.4 dense + 0.6 keyword (hybrid, the default), lifted by the
-    best neighbouring turns of the same session, a tag the query names and a time window
-    the query names ("last May", "in 2023"). Recency (0.995^age_days) and importance
-    (rating/10, unrated 0.5) only break near-ties: score = (relevance + 0.1 x their
-    weighted share) / 1.1, so a clearly better match is never buried. If the embedding
-    model fails, recall falls back to keywords and says so.
+    With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
+    relevance = how well it matches QUERY and decides the order; hybrid retrieval (the
+    default) combines dense = clip((cosine - 0.1)/0.6) and keyword = saturated per-scope
+    BM25 as relevance = 0.4 dense + 0.6 keyword (the config's fusion: noisy_or or rrf
+    chooses another), blended with the episode's session neighbours and lifted when
+    QUERY names its tag or a time it lies in ("last May", "in 2023"); recency =
+    0.995^age_days and importance = rating/10 (unrated 0.5) only break near-ties (at most
+    0.1 of relevance). --min-relevance filters on the episode's own relevance. If the
+    embedding model fails, recall falls back to keywords and says so.
 
     Without QUERY, a structured lookup by --event-type/--tag, newest first; the
     embedding model is not used (and --preset/--weights are ignored).

@@ -53,7 +53,7 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
     """How a recall with ``config`` ranks, as ``(signal, definition)`` pairs (:mod:`memlane.recall.ranking`).
 
     Built from the configuration and the ranking module, so it cannot drift from the code:
-    the fusion named by ``config.retrieval``/``config.fusion`` (noisy-OR by default) with its
+    the fusion named by ``config.retrieval``/``config.fusion`` (convex by default) with its
     parameters, the time-window boost, the recency decay (or the forgetting half-life) and
     the neutral importance of unrated episodes. Each definition fits an 80-column line.
 
@@ -65,9 +65,9 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
     """
     config = config or MemoryConfig()
     hybrid = config.hybrid_settings
-    dense = ("dense", "max(0, cosine of the query and episode embeddings)")
-    keyword = ("keyword", "full-text score / best full-text score of this recall")
-    terms = [("score", "weighted mean of relevance, recency and importance")]
+    dense = ("dense", "clip((cosine of query and episode - 0.1) / 0.6, 0, 1)")
+    keyword = ("keyword", "per-scope BM25 / best * (1 - exp(-best / 4))")
+    terms = [("score", "(relevance + 0.1*(w_rec*recency + w_imp*importance)/sum(w)) / 1.1")]
     if config.retrieval == "dense":
         terms += [("relevance", "dense"), dense]
     elif config.retrieval == "keyword":
@@ -98,6 +98,8 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
             dense,
             keyword,
         ]
+    terms.append(("relevance~", "blended with session neighbours +-1/+-2 and the group's best"))
+    terms.append(("relevance^", "1 - (1 - relevance)*(1 - 0.2) if the query names its one tag"))
     if config.temporal:
         terms.append(
             (

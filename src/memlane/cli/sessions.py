@@ -235,8 +235,8 @@ def search(
     """Find the passages of past sessions that best match QUERY, with their score breakdown.
 
     Each snippet is a matched turn (bold) with its context; signals in [0, 1]:
-    relevance = max(0, cosine), recency = 0.995^age_days, importance = 0.5 (turns are
-    unrated), score = their weighted mean.
+    relevance = 0.4 dense + 0.6 keyword (calibrated cosine, saturated BM25), recency =
+    0.995^age_days and importance = 0.5 (turns are unrated) only break near-ties.
     """
     chosen = _weights(preset, weights)
     memory = state.memory(must_exist=True)
