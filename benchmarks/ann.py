@@ -119,7 +119,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "ann.json").write_text(json.dumps({"ann": rows, "sidecar": sidecars}, indent=2) + "\n")
     lines = [
-        "| rows | kind | nlist | build CPU s | file / raw | mmap open s | p50 ms | p95 ms "  # fmt: skip
+        "| rows | kind | nlist | build CPU s | file / raw | mmap open s | p50 ms | p95 ms "
         "| recall@200 mean / min |"
     ]
     lines.append("|---|---|---|---|---|---|---|---|---|")
