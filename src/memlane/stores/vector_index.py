@@ -25,6 +25,20 @@ __all__ = ["OPEN_END", "IndexRows", "VectorCache", "VectorIndex"]
 
 _MISSING = -1
 
+_COLUMN_NAMES = (
+    "seq",
+    "tenant",
+    "session",
+    "type",
+    "created",
+    "valid_from",
+    "valid_until",
+    "recorded",
+    "invalidated",
+    "archived",
+    "importance",
+)
+
 OPEN_END = int(np.iinfo(np.int64).max)
 """Microsecond value standing for a null ``valid_until``/``invalidated_at`` (never reached)."""
 
@@ -117,6 +131,8 @@ class VectorIndex:
         self._sessions: dict[tuple[str, str], int] = {}
         self._types: dict[str, int] = {}
         self._n = 0
+        self._base: NDArray[np.float32] = np.zeros((0, dims), dtype=np.float32)
+        self._vectors: NDArray[np.float32] = np.zeros((0, dims), dtype=np.float32)
         self._alloc(1024)
         self.max_seq = 0
 
@@ -144,9 +160,11 @@ class VectorIndex:
         self._importance: NDArray[np.float64] = grow(
             self._importance if old else None, (capacity,), np.float64
         )
-        self._vectors: NDArray[np.float32] = grow(
-            self._vectors if old else None, (capacity, self.dims), np.float32
-        )
+        tail = n - len(self._base)
+        vectors: NDArray[np.float32] = np.empty((capacity - len(self._base), self.dims), dtype=np.float32)
+        if old and tail:
+            vectors[:tail] = self._vectors[:tail]
+        self._vectors = vectors
         self._capacity = capacity
 
     def __len__(self) -> int:
@@ -159,6 +177,7 @@ class VectorIndex:
         self._types.clear()
         self._n = 0
         self.max_seq = 0
+        self._base = np.zeros((0, self.dims), dtype=np.float32)
         self._alloc(1024)
 
     def append(self, rows: IndexRows) -> None:
@@ -186,13 +205,124 @@ class VectorIndex:
         self._invalidated[sl] = rows.invalidated_us
         self._archived[sl] = rows.archived_us
         self._importance[sl] = rows.importance
-        self._vectors[sl] = rows.vectors
+        base = len(self._base)
+        self._vectors[self._n - base : self._n - base + k] = rows.vectors
         self._n += k
         self.max_seq = int(rows.seqs[-1])
 
-    def search(
+    def search(self, query: NDArray[np.float32], **flt: Any) -> VectorCandidates:
+        """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing the filter.
+
+        The keyword arguments are those of :meth:`mask`.
+        """
+        return self.exact(self.mask(**flt), query)
+
+    def exact(self, mask: NDArray[np.bool_], query: NDArray[np.float32]) -> VectorCandidates:
+        """Exact cosine of ``query`` against the rows set in ``mask`` (from :meth:`mask`)."""
+        n = self._n
+        if n and mask.all():
+            # Nothing filtered out (e.g. a one-scope store): views, no copies. Safe because
+            # append() only writes past _n and a reallocation leaves these arrays alive.
+            return VectorCandidates(
+                keys=self._seq[:n],
+                cosine=self.cosine(query),
+                created_at_seconds=self._created[:n] / 1e6,
+                importance=self._importance[:n],
+                exhaustive=True,
+            )
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            return VectorCandidates.empty()
+        cosine = self.cosine(query, rows) if len(rows) * 4 < n else self.cosine(query)[rows]
+        return self.candidates(rows, cosine, exhaustive=True)
+
+    def candidates(
+        self, rows: NDArray[np.int64], cosine: NDArray[np.float32], *, exhaustive: bool
+    ) -> VectorCandidates:
+        """The :class:`VectorCandidates` of row positions ``rows`` (int64 ``[k]``) with their ``cosine``."""
+        return VectorCandidates(
+            keys=self._seq[rows],
+            cosine=cosine,
+            created_at_seconds=self._created[rows] / 1e6,
+            importance=self._importance[rows],
+            exhaustive=exhaustive,
+        )
+
+    def cosine(
+        self, query: NDArray[np.float32], rows: NDArray[np.int64] | None = None
+    ) -> NDArray[np.float32]:
+        """Dot products of ``query`` with every row (``rows=None``) or the sorted positions ``rows``."""
+        n, base = self._n, len(self._base)
+        if rows is None:
+            if base == 0:
+                return _dot(self._vectors[: n - base], query)
+            if n == base:
+                return _dot(self._base, query)
+            return np.concatenate([_dot(self._base, query), _dot(self._vectors[: n - base], query)])
+        split = int(np.searchsorted(rows, base))
+        if split == len(rows):
+            return _dot(self._base[rows], query)
+        if split == 0:
+            return _dot(self._vectors[rows - base], query)
+        return np.concatenate(
+            [_dot(self._base[rows[:split]], query), _dot(self._vectors[rows[split:] - base], query)]
+        )
+
+    @property
+    def seqs(self) -> NDArray[np.int64]:
+        """The row keys, int64 ``[n]`` ascending (a view)."""
+        return self._seq[: self._n]
+
+    def vector_parts(self) -> list[NDArray[np.float32]]:
+        """The vectors of rows ``0..n-1`` as consecutive blocks (no copy), to write or index them."""
+        tail = self._n - len(self._base)
+        return [part for part in (self._base, self._vectors[:tail]) if len(part)]
+
+    def columns(self) -> dict[str, NDArray[Any]]:
+        """Every filter column of rows ``0..n-1`` by name (views), for :meth:`from_arrays`."""
+        n = self._n
+        return {name: getattr(self, "_" + name)[:n] for name in _COLUMN_NAMES}
+
+    def codes(self) -> dict[str, Any]:
+        """The string code tables (JSON-serialisable), for :meth:`from_arrays`."""
+        return {
+            "tenants": list(self._tenants),
+            "sessions": [list(k) for k in self._sessions],
+            "types": list(self._types),
+        }
+
+    @classmethod
+    def from_arrays(
+        cls,
+        dims: int,
+        columns: dict[str, NDArray[Any]],
+        vectors: NDArray[np.float32],
+        codes: dict[str, Any],
+        max_seq: int,
+    ) -> VectorIndex:
+        """An index over saved arrays: ``vectors`` (float32 ``[n, dims]``, e.g. a read-only memory map)
+        is used in place; the columns are copied once (no per-row Python work).
+
+        Raises:
+            ValueError: arrays of inconsistent lengths or dimension.
+        """
+        n = len(vectors)
+        if vectors.ndim != 2 or vectors.shape[1] != dims or any(len(a) != n for a in columns.values()):
+            raise ValueError("inconsistent saved vector index")
+        index = cls(dims)
+        index._base = vectors
+        index._alloc(n + max(1024, n // 8))
+        for name in _COLUMN_NAMES:
+            getattr(index, "_" + name)[:n] = columns[name]
+        index._tenants = {t: i for i, t in enumerate(codes["tenants"])}
+        index._sessions = {(t, s): i for i, (t, s) in enumerate(codes["sessions"])}
+        index._types = {e: i for i, e in enumerate(codes["types"])}
+        index._n = n
+        index.max_seq = int(max_seq)
+        return index
+
+    def mask(
         self,
-        query: NDArray[np.float32],
         *,
         tenant_id: str | None,
         session_id: str | None,
@@ -207,8 +337,8 @@ class VectorIndex:
         exclude_archived: bool = False,
         retained_after_us: int | None = None,
         never_forget_from: float | None = None,
-    ) -> VectorCandidates:
-        """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing the filter.
+    ) -> NDArray[np.bool_]:
+        """Boolean ``[n]``: the rows passing the filter.
 
         ``allowed_seqs`` (sorted or not) restricts the rows to those keys, e.g. the result
         of a tag filter; ``None`` means no restriction. ``valid_at_us``, ``still_valid_at_us``,
@@ -249,30 +379,7 @@ class VectorIndex:
             mask &= kept
         if allowed_seqs is not None:
             mask &= np.isin(self._seq[:n], allowed_seqs)
-        if n and mask.all():
-            # Nothing filtered out (e.g. a one-scope store): views, no copies. Safe because
-            # append() only writes past _n and a reallocation leaves these arrays alive.
-            return VectorCandidates(
-                keys=self._seq[:n],
-                cosine=_dot(self._vectors[:n], query),
-                created_at_seconds=self._created[:n] / 1e6,
-                importance=self._importance[:n],
-                exhaustive=True,
-            )
-        rows = np.flatnonzero(mask)
-        if len(rows) == 0:
-            return VectorCandidates.empty()
-        if len(rows) * 4 < n:
-            cosine = _dot(self._vectors[rows], query)
-        else:
-            cosine = _dot(self._vectors[:n], query)[rows]
-        return VectorCandidates(
-            keys=self._seq[rows],
-            cosine=cosine,
-            created_at_seconds=self._created[rows] / 1e6,
-            importance=self._importance[rows],
-            exhaustive=True,
-        )
+        return mask
 
 
 class VectorCache:
@@ -295,9 +402,23 @@ class VectorCache:
         self._what = what
         self._index: VectorIndex | None = None
         self._generation: object = None
+        self.rows_read = 0
+        """Rows appended from the table since this object was made (a structural cold-start probe)."""
+        self.rows_unsaved = 0
+        """Rows appended from the table since the last :meth:`mark_saved` or load."""
+
+    @property
+    def index(self) -> VectorIndex | None:
+        """The current copy (``None`` before the first refresh)."""
+        return self._index
 
     def refresh(
-        self, dims: int, generation: object, max_seq: int, rows_after: Callable[[int], Iterable[IndexRows]]
+        self,
+        dims: int,
+        generation: object,
+        max_seq: int,
+        rows_after: Callable[[int], Iterable[IndexRows]],
+        load: Callable[[], VectorIndex | None] | None = None,
     ) -> VectorIndex:
         """Bring the copy up to date (the caller holds :attr:`lock`).
 
@@ -306,6 +427,8 @@ class VectorCache:
             generation: The table's generation counter, as just read.
             max_seq: The table's largest row key, as just read (0 when empty).
             rows_after: Reads the rows with vectors after a key, in key order, in batches.
+            load: Called when the copy must be (re)built: a saved index valid for ``generation``
+                (rows up to its ``max_seq``), or ``None`` to read every row from the table.
 
         Returns:
             The index, holding every row with a vector up to ``max_seq``.
@@ -314,8 +437,10 @@ class VectorCache:
             EmbeddingModelMismatchError: stored vectors have another dimension than ``dims``.
         """
         if self._index is None or self._index.dims != dims or generation != self._generation:
-            self._index = VectorIndex(dims)
+            loaded = None if load is None else load()
+            self._index = loaded if loaded is not None and loaded.dims == dims else VectorIndex(dims)
             self._generation = generation
+            self.rows_unsaved = 0
         index = self._index
         if max_seq <= index.max_seq:
             return index
@@ -325,8 +450,14 @@ class VectorCache:
                     f"stored {self._what} have {rows.vectors.shape[1]} dims, query has {dims}"
                 )
             index.append(rows)
+            self.rows_read += len(rows.seqs)
+            self.rows_unsaved += len(rows.seqs)
         index.max_seq = max(index.max_seq, int(max_seq))
         return index
+
+    def mark_saved(self) -> None:
+        """Record that the current copy was saved (resets :attr:`rows_unsaved`)."""
+        self.rows_unsaved = 0
 
     def clear(self) -> None:
         """Drop the copy (the next refresh rebuilds it)."""

@@ -6,14 +6,13 @@
 * Episodes are append-only; tags are also kept in ``episode_tags (tag, seq)`` so AND
   filters are index lookups.
 * Vectors are float32 little-endian blobs with the id of the model that made them.
-  Exact cosine search runs in numpy over an in-memory
-  :class:`~memlane.stores.vector_index.VectorIndex` that a
-  :class:`~memlane.stores.vector_index.VectorCache` refreshes incrementally: new rows (from
-  this or any other process) are appended by ``seq`` (AUTOINCREMENT, so it only grows), and
-  any deletion -- or update of a filtered column: superseding
-  (``valid_until``/``invalidated_at``) and archiving (``archived_at``) -- bumps a
-  ``delete_generation`` counter that makes every process rebuild its copy (one full read of
-  the vectors on the next ranked recall).
+  Vector search (:mod:`memlane.stores.sqlite.vectors`) runs in numpy over an in-memory
+  :class:`~memlane.stores.vector_index.VectorIndex` refreshed incrementally by ``seq``; any
+  deletion -- or update of a filtered column: superseding (``valid_until``/``invalidated_at``)
+  and archiving (``archived_at``) -- bumps a ``delete_generation`` counter that makes every
+  process rebuild its copy. The copy is saved beside the file (``<db>.vectors``, memory-mapped
+  on open) for a cold start without reading every vector, and filtered sets above
+  ``ann_threshold`` rows are searched with an IVF index (``<db>.ivf``, :mod:`memlane.stores.ann`).
   Retrieval bookkeeping (``retrieve_count``/``last_retrieved_at_us``, migration 7) is not
   held by the index and does not bump it.
 * Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
@@ -42,6 +41,7 @@ from numpy.typing import NDArray
 import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError, StoreError
 from memlane.models import Episode
+from memlane.stores.ann import ANN_THRESHOLD
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
 from memlane.stores.common import (
     EpisodeBatch,
@@ -60,15 +60,13 @@ from memlane.stores.sqlite.base import (
     encode_vectors,
     in_chunks,
     opt_us,
-    read_generation,
     to_us,
-    vector_batches,
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import keyword_search
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
-from memlane.stores.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
+from memlane.stores.sqlite.vectors import SIDECAR_MIN_ROWS, SQLiteVectors
 
 __all__ = ["SQLiteStore"]
 
@@ -113,31 +111,6 @@ def _archive_merged(conn: sqlite3.Connection, merge: MergeInto) -> int:
     return changed
 
 
-def _index_rows(conn: sqlite3.Connection, after: int) -> Iterator[IndexRows]:
-    """The vector index's rows of the episodes with vectors after row key ``after``, in batches."""
-    cursor = conn.execute(
-        "SELECT seq, tenant_id, session_id, event_type, created_at_us, importance, embedding, "
-        "valid_from_us, valid_until_us, recorded_at_us, invalidated_at_us, archived_at_us "
-        "FROM episodes WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
-        (after,),
-    )
-    for batch, vectors in vector_batches(cursor, 6):
-        yield IndexRows(
-            seqs=[r[0] for r in batch],
-            tenant_ids=[r[1] for r in batch],
-            session_ids=[r[2] for r in batch],
-            event_types=[r[3] for r in batch],
-            created_us=[r[4] for r in batch],
-            importance=[np.nan if r[5] is None else r[5] for r in batch],
-            vectors=vectors,
-            valid_from_us=[r[7] for r in batch],
-            valid_until_us=[OPEN_END if r[8] is None else r[8] for r in batch],
-            recorded_us=[r[9] for r in batch],
-            invalidated_us=[OPEN_END if r[10] is None else r[10] for r in batch],
-            archived_us=[OPEN_END if r[11] is None else r[11] for r in batch],
-        )
-
-
 class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
     """Episodes in one SQLite file.
 
@@ -146,15 +119,37 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
             (a private in-memory database, single connection; for experiments only).
         busy_timeout_s: Seconds a connection waits for another writer's lock before
             failing with :class:`StoreError` (default 30).
+        vector_sidecar: Keep the vector index in ``<db>.vectors`` and the ANN index in ``<db>.ivf``
+            beside the file for a cold start without reading every vector (default on; nothing
+            is saved for ``":memory:"``). See :mod:`memlane.stores.sqlite.vectors`.
+        ann_threshold: Filtered candidate sets with more rows than this use the approximate
+            (IVF) index, smaller ones exact search (default :data:`memlane.stores.ann.ANN_THRESHOLD`);
+            ``None`` = always exact.
+        sidecar_min_rows: Rows a refresh must read from SQLite before it rewrites the sidecar.
 
     Raises:
         SchemaVersionError: the file was written by a newer memlane.
         StoreError: the file cannot be opened or is not a memlane database.
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_s: float = 30.0,
+        vector_sidecar: bool = True,
+        ann_threshold: int | None = ANN_THRESHOLD,
+        sidecar_min_rows: int = SIDECAR_MIN_ROWS,
+    ) -> None:
         self._common_terms = CommonTermFilter()
-        self._vectors = VectorCache("vectors")
+        memory = str(path) == ":memory:"
+        self._vector_search = SQLiteVectors(
+            None if memory else str(Path(path).expanduser().resolve()),
+            sidecar=vector_sidecar,
+            sidecar_min_rows=sidecar_min_rows,
+            ann_threshold=ann_threshold,
+        )
+        self._vectors = self._vector_search.cache
         self._pending_lock = threading.Lock()
         self._pending: dict[int, tuple[int, datetime]] = {}
         super().__init__(path, busy_timeout_s=busy_timeout_s)
@@ -483,9 +478,11 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
     def vector_candidates(
         self, flt: EpisodeFilter, query: NDArray[np.float32], top_n: int
     ) -> VectorCandidates:
-        """Exact cosine of ``query`` against every filtered episode with a vector.
+        """Cosine of ``query`` against the filtered episodes with a vector.
 
-        ``top_n`` is ignored: the search is exhaustive, so ranking sees every candidate.
+        Exact (every filtered row, ``exhaustive=True``) when at most ``ann_threshold`` rows pass
+        the filter; above it, at least the ``top_n`` most similar rows from the ANN index plus
+        every row added since it was built (``exhaustive=False``, cosines exact).
         """
         with self._translate("vector_candidates"):
             allowed: NDArray[np.int64] | None = None
@@ -497,9 +494,9 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                 if len(allowed) == 0:
                     return VectorCandidates.empty()
             with self._vectors.lock:
-                index = self._refresh_index(len(query))
-                return index.search(
-                    np.asarray(query, dtype=np.float32),
+                index = self._vector_search.refresh(self._conn(), len(query))
+                vector = np.asarray(query, dtype=np.float32)
+                mask = index.mask(
                     tenant_id=flt.tenant_id,
                     session_id=flt.session_id,
                     event_type=flt.event_type,
@@ -514,6 +511,7 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                     retained_after_us=opt_us(flt.retained_after),
                     never_forget_from=flt.never_forget_from,
                 )
+                return self._vector_search.search(self._conn(), index, mask, vector, max(1, int(top_n)))
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
@@ -526,19 +524,12 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                 self._conn(), where, params, terms, max(1, int(top_n)), common=self._common_terms
             )
 
-    def _refresh_index(self, dims: int) -> VectorIndex:
-        """Bring the in-memory index up to date with the file (caller holds ``_vectors.lock``)."""
-        conn = self._conn()
-        generation = read_generation(conn, _GENERATION)
-        max_seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
-        return self._vectors.refresh(dims, generation, max_seq, lambda after: _index_rows(conn, after))
-
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
         """Close every connection this store opened and drop its vector cache. Idempotent."""
         super().close()
-        self._vectors.clear()
+        self._vector_search.clear()
 
     # -- companion stores ----------------------------------------------------------------
 

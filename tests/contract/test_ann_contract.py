@@ -1,0 +1,214 @@
+"""Approximate vector search and the vector sidecar of the SQLite store, against exact search.
+
+The ANN threshold is made small (``ann_threshold``) so that a few hundred rows take the IVF path;
+with at most 16 inverted lists every list is probed, so the top-N must equal exact search's top-N
+under every filter, after deletes, supersession, archiving and writes from another store object.
+PostgreSQL's HNSW path is covered by the episodes contract; here the SQLite-only machinery
+(sidecar file, IVF index) is checked structurally (counters of rows read and ANN searches).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlane.models import Episode
+from memlane.stores.base import EpisodeFilter, Supersession, VectorCandidates
+from memlane.stores.sqlite import SQLiteStore
+
+DIMS = 16
+ROWS = 400
+TOP_N = 30
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+pytest.importorskip("faiss")
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(8, DIMS))
+    x = centres[rng.integers(0, 8, n)] + 0.3 * rng.normal(size=(n, DIMS))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _fill(store: SQLiteStore, n: int = ROWS, seed: int = 0, prefix: str = "e") -> list[str]:
+    store.bind_embedding_model("test-model", DIMS)
+    episodes = [
+        Episode(
+            id=f"{prefix}{i}",
+            tenant_id="t1" if i % 5 else "t2",
+            session_id=f"s{i % 7}",
+            event_type="note" if i % 3 else "fact",
+            content=f"episode {i}",
+            tags=("red",) if i % 4 == 0 else (),
+            importance=None,
+            created_at=T0 + timedelta(hours=i),
+            valid_from=T0 + timedelta(hours=i),
+            recorded_at=T0 + timedelta(hours=i),
+        )
+        for i in range(n)
+    ]
+    store.insert(episodes, _vectors(n, seed))
+    return [e.id for e in episodes]
+
+
+def _top(c: VectorCandidates, n: int = TOP_N) -> list[int]:
+    order = np.lexsort((c.keys, -np.asarray(c.cosine, dtype=np.float64)))
+    return [int(k) for k in c.keys[order][:n]]
+
+
+def _pair(tmp_path: Path) -> tuple[SQLiteStore, SQLiteStore]:
+    db = str(tmp_path / "ann.db")
+    return SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1), SQLiteStore(db, ann_threshold=None)
+
+
+FILTERS = [
+    EpisodeFilter(),
+    EpisodeFilter(tenant_id="t1"),
+    EpisodeFilter(tenant_id="t1", event_type="note"),
+    EpisodeFilter(tags=("red",)),
+    EpisodeFilter(created_after=T0 + timedelta(hours=100), created_before=T0 + timedelta(hours=350)),
+]
+
+
+@pytest.mark.parametrize("flt", FILTERS, ids=lambda f: repr(f)[:60])
+def test_ann_matches_exact_under_filters(tmp_path: Path, flt: EpisodeFilter) -> None:
+    ann, exact = _pair(tmp_path)
+    _fill(ann)
+    for q in _vectors(5, seed=9):
+        got, want = ann.vector_candidates(flt, q, TOP_N), exact.vector_candidates(flt, q, TOP_N)
+        assert want.exhaustive
+        assert _top(got) == _top(want)
+        np.testing.assert_allclose(np.sort(got.cosine)[-TOP_N:], np.sort(want.cosine)[-TOP_N:], rtol=1e-6)
+        assert set(got.keys.tolist()) <= set(want.keys.tolist())  # nothing failing the filter
+    assert ann._vector_search.ann_searches > 0  # the IVF path served
+
+
+def test_ann_after_delete_supersede_archive_and_other_writer(tmp_path: Path) -> None:
+    ann, exact = _pair(tmp_path)
+    ids = _fill(ann)
+    q = _vectors(3, seed=4)
+    ann.vector_candidates(EpisodeFilter(), q[0], TOP_N)  # builds the IVF index
+    built = ann._vector_search.ann_searches
+    winners = [ids[k - 1] for k in _top(exact.vector_candidates(EpisodeFilter(), q[0], TOP_N), 5)]
+    exact.delete(winners[0], None)
+    exact.archive([winners[1]], T0 + timedelta(days=30))
+    replacement = Episode(
+        id="new",
+        tenant_id="t1",
+        session_id="s1",
+        event_type="note",
+        content="replacement",
+        tags=(),
+        importance=None,
+        created_at=T0 + timedelta(days=40),
+        valid_from=T0 + timedelta(days=40),
+        recorded_at=T0 + timedelta(days=40),
+    )
+    exact.insert(
+        [replacement],
+        q[0][None, :],
+        [
+            Supersession(
+                old_id=winners[2],
+                new_id="new",
+                valid_until=T0 + timedelta(days=40),
+                invalidated_at=T0 + timedelta(days=40),
+                reason="test",
+            )
+        ],
+    )
+    _fill(exact, n=100, seed=3, prefix="late")  # rows after the IVF index: the exact tail
+    now = T0 + timedelta(days=50)
+    for flt in (EpisodeFilter(), EpisodeFilter(exclude_archived=True, current_at=now)):
+        got, want = ann.vector_candidates(flt, q[0], TOP_N), exact.vector_candidates(flt, q[0], TOP_N)
+        assert _top(got) == _top(want)
+    assert ann._vector_search.ann_searches > built
+    keys = set(ann.vector_candidates(EpisodeFilter(exclude_archived=True, current_at=now), q[0], TOP_N).keys)
+    gone = {k for k, e in ann.fetch(list(keys)).items() if e.id in winners[:3]}
+    assert not gone
+    assert not {e.id for e in ann.fetch(list(keys)).values()} & set(winners[:3])
+
+
+def test_selective_filter_falls_back_to_exact(tmp_path: Path) -> None:
+    ann, exact = _pair(tmp_path)
+    _fill(ann)
+    flt = EpisodeFilter(tenant_id="t1", session_id="s3")  # ~46 rows: below the threshold
+    got = ann.vector_candidates(flt, _vectors(1, 5)[0], TOP_N)
+    assert got.exhaustive
+    assert _top(got) == _top(exact.vector_candidates(flt, _vectors(1, 5)[0], TOP_N))
+
+
+# -- sidecar ---------------------------------------------------------------------------
+
+
+def _open(db: Path) -> SQLiteStore:
+    return SQLiteStore(db, ann_threshold=None, sidecar_min_rows=1)
+
+
+def test_cold_open_uses_sidecar(tmp_path: Path) -> None:
+    db = tmp_path / "cold.db"
+    first = _open(db)
+    _fill(first)
+    q = _vectors(1, 7)[0]
+    want = _top(first.vector_candidates(EpisodeFilter(), q, TOP_N))
+    assert first._vectors.rows_read == ROWS
+    assert Path(str(db) + ".vectors").exists()
+    first.close()
+    second = _open(db)
+    assert _top(second.vector_candidates(EpisodeFilter(), q, TOP_N)) == want
+    assert second._vectors.rows_read == 0  # every vector came from the sidecar
+    _fill(second, n=10, seed=2, prefix="more")
+    second.vector_candidates(EpisodeFilter(), q, TOP_N)
+    assert second._vectors.rows_read == 10  # only the tail after the sidecar's max_seq
+
+
+def test_stale_sidecar_after_delete_is_not_trusted(tmp_path: Path) -> None:
+    db = tmp_path / "stale.db"
+    first = _open(db)
+    ids = _fill(first)
+    q = _vectors(1, 7)[0]
+    first.vector_candidates(EpisodeFilter(), q, TOP_N)
+    first.close()
+    other = SQLiteStore(db, vector_sidecar=False)
+    other.delete(ids[0], None)  # bumps delete_generation; the sidecar still holds row 1
+    other.close()
+    second = _open(db)
+    got = second.vector_candidates(EpisodeFilter(), q, ROWS)
+    assert 1 not in set(got.keys.tolist())
+    assert second._vectors.rows_read == ROWS - 1  # rebuilt from SQLite
+
+
+def test_corrupt_sidecar_is_ignored_and_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "corrupt.db"
+    first = _open(db)
+    _fill(first)
+    q = _vectors(1, 7)[0]
+    want = _top(first.vector_candidates(EpisodeFilter(), q, TOP_N))
+    first.close()
+    path = Path(str(db) + ".vectors")
+    data = bytearray(path.read_bytes())
+    data[200:260] = b"\xff" * 60  # header/columns damaged
+    path.write_bytes(bytes(data))
+    second = _open(db)
+    assert _top(second.vector_candidates(EpisodeFilter(), q, TOP_N)) == want
+    assert second._vectors.rows_read == ROWS
+    second.close()
+    third = _open(db)  # the rebuilt file is trusted again
+    assert _top(third.vector_candidates(EpisodeFilter(), q, TOP_N)) == want
+    assert third._vectors.rows_read == 0
+
+
+def test_sidecar_off_and_memory_store(tmp_path: Path) -> None:
+    db = tmp_path / "off.db"
+    store = SQLiteStore(db, vector_sidecar=False, sidecar_min_rows=1)
+    _fill(store)
+    store.vector_candidates(EpisodeFilter(), _vectors(1, 1)[0], TOP_N)
+    assert not Path(str(db) + ".vectors").exists()
+    mem = SQLiteStore(":memory:", ann_threshold=50, sidecar_min_rows=1)
+    _fill(mem)
+    got = mem.vector_candidates(EpisodeFilter(), _vectors(1, 1)[0], TOP_N)
+    assert _top(got) == _top(store.vector_candidates(EpisodeFilter(), _vectors(1, 1)[0], TOP_N))
