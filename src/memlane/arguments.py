@@ -68,6 +68,7 @@ __all__ = [
     "check_timestamp",
     "check_weights",
     "context_arguments",
+    "contradictions_arguments",
     "http_context_arguments",
     "http_recall_arguments",
     "http_session_search_arguments",
@@ -413,20 +414,29 @@ HISTORY_ARGUMENTS = ArgumentSpec(
 )
 """``episode_history``: the supersede chain through one episode."""
 
-CONTRADICTIONS_ARGUMENTS = ArgumentSpec(
-    "find_contradictions",
-    {
-        "text": _text("text"),
-        "event_type": _event_type,
-        "tags": _tags,
-        "threshold": check_fraction("threshold"),
-        "limit": check_count("limit"),
-        "now": check_timestamp("now"),
-        "detail": check_detail,
-    },
-    required=("text",),
-)
-"""``find_contradictions``: current episodes a new text may contradict (nothing is changed)."""
+
+def contradictions_arguments(max_limit: int = MAX_LIMIT) -> ArgumentSpec:
+    """``find_contradictions``: current episodes a new text may contradict (nothing is changed).
+
+    ``limit`` is refused above ``max_limit`` (what the tool's schema advertises).
+    """
+    return ArgumentSpec(
+        "find_contradictions",
+        {
+            "text": _text("text"),
+            "event_type": _event_type,
+            "tags": _tags,
+            "threshold": check_fraction("threshold"),
+            "limit": check_count("limit", 1, max_limit),
+            "now": check_timestamp("now"),
+            "detail": check_detail,
+        },
+        required=("text",),
+    )
+
+
+CONTRADICTIONS_ARGUMENTS = contradictions_arguments()
+"""``find_contradictions`` with ``limit`` up to 10,000 (the HTTP body's base)."""
 
 
 def _session_search_checks(max_limit: int) -> dict[str, ArgumentCheck]:

@@ -44,19 +44,19 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memlane import operations
 from memlane.arguments import (
-    CONTRADICTIONS_ARGUMENTS,
     HISTORY_ARGUMENTS,
     REMEMBER_ARGUMENTS,
     SUPERSEDE_ARGUMENTS,
     ArgumentSpec,
     check_arguments,
     context_arguments,
+    contradictions_arguments,
     parse_arguments,
     recall_arguments,
     session_search_arguments,
@@ -91,6 +91,7 @@ __all__ = [
     "ToolDefinition",
     "ToolFormat",
     "handle_tool_call",
+    "tool_arguments",
     "tool_definitions",
     "tool_error",
     "tool_schemas",
@@ -182,7 +183,10 @@ def _tags_schema(description: str) -> dict[str, Any]:
 
 
 def tool_definitions(
-    *, default_limit: int = _DEFAULT_LIMIT, max_limit: int = _DEFAULT_MAX_LIMIT
+    *,
+    default_limit: int = _DEFAULT_LIMIT,
+    max_limit: int = _DEFAULT_MAX_LIMIT,
+    only: Iterable[str] | None = None,
 ) -> list[ToolDefinition]:
     """Return the tool definitions in neutral form.
 
@@ -193,9 +197,11 @@ def tool_definitions(
     Args:
         default_limit: Results a recall returns when the model gives no ``limit``, >= 1.
         max_limit: Largest ``limit`` advertised (and accepted), ``default_limit``..10,000.
+        only: Tool names to expose (e.g. ``["remember_episode", "recall_episodes"]``), kept in
+            the registration order above; ``None`` (default) exposes every tool.
 
     Raises:
-        ValueError: limits out of range.
+        ValueError: limits out of range, or ``only`` names an unknown tool or none at all.
     """
     if default_limit < 1 or max_limit < default_limit or max_limit > MAX_LIMIT:
         raise ValueError(
@@ -320,43 +326,95 @@ def tool_definitions(
         },
     )
     extras = [ToolDefinition(n, d, p) for n, d, p in extra_tool_specs(max_limit)]
-    return [remember, recall, *extras]
+    return _select([remember, recall, *extras], only)
+
+
+def _select(definitions: list[ToolDefinition], only: Iterable[str] | None) -> list[ToolDefinition]:
+    if only is None:
+        return definitions
+    if isinstance(only, str):  # one name, not its characters
+        only = [only]
+    wanted = set(only)
+    known = [d.name for d in definitions]
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise ValueError(f"unknown tool(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    if not wanted:
+        raise ValueError("only= selects no tool; give at least one name, or None for every tool")
+    return [d for d in definitions if d.name in wanted]
+
+
+def tool_arguments(max_limit: int = _DEFAULT_MAX_LIMIT) -> dict[str, ArgumentSpec]:
+    """The argument policy (:mod:`memlane.arguments`) that checks each tool's calls, by tool name.
+
+    The schemas of :func:`tool_definitions` describe the same arguments (names, required
+    ones, types and bounds); tests/unit/test_tool_schemas.py pins that they agree.
+
+    Args:
+        max_limit: Largest ``limit``/``top_k`` accepted, as advertised by the schemas.
+    """
+    return {
+        REMEMBER_EPISODE: REMEMBER_ARGUMENTS,
+        RECALL_EPISODES: recall_arguments(max_limit),
+        GET_CONTEXT: context_arguments(max_limit),
+        SEARCH_SESSIONS: session_search_arguments(max_limit),
+        SUPERSEDE_EPISODE: SUPERSEDE_ARGUMENTS,
+        EPISODE_HISTORY: HISTORY_ARGUMENTS,
+        CONTRADICTIONS: contradictions_arguments(max_limit),
+    }
 
 
 def tool_schemas(
-    fmt: ToolFormat = "openai", *, default_limit: int = _DEFAULT_LIMIT, max_limit: int = _DEFAULT_MAX_LIMIT
+    fmt: ToolFormat = "openai",
+    *,
+    default_limit: int = _DEFAULT_LIMIT,
+    max_limit: int = _DEFAULT_MAX_LIMIT,
+    only: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Return both tools in format ``fmt`` (see :data:`TOOL_FORMATS`), ready to register.
+    """Return the tools in format ``fmt`` (see :data:`TOOL_FORMATS`), ready to register.
+
+    ``only`` selects tools by name (see :func:`tool_definitions`); default every tool.
 
     Raises:
-        ValueError: unknown format or limits out of range.
+        ValueError: unknown format, limits out of range, or an unknown name in ``only``.
     """
-    return [d.to_format(fmt) for d in tool_definitions(default_limit=default_limit, max_limit=max_limit)]
+    definitions = tool_definitions(default_limit=default_limit, max_limit=max_limit, only=only)
+    return [d.to_format(fmt) for d in definitions]
 
 
 def tools_for(
-    config: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConfig, fmt: ToolFormat = "openai"
+    config: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConfig,
+    fmt: ToolFormat = "openai",
+    *,
+    only: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Return the tools an agent with this configuration gets: both, or none.
+    """Return the tools an agent with this configuration gets: all of them (or ``only`` these), or none.
 
     Presence triggers registration: with an ``episodic_memory:`` section (even an empty
-    one) the two tools are returned, with the section's ``default_limit``/``max_limit``;
+    one) the tools are returned, with the section's ``default_limit``/``max_limit``;
     without it, an empty list.
 
     Args:
         config: A YAML file path, a mapping of the same shape, or a loaded config.
         fmt: One of :data:`TOOL_FORMATS`.
+        only: Tool names to expose, e.g. ``["remember_episode", "recall_episodes"]`` (kept in
+            registration order); ``None`` (default) exposes every tool.
 
     Raises:
-        ConfigError: the configuration is invalid. ValueError: unknown format.
+        ConfigError: the configuration is invalid. ValueError: unknown format or tool name.
     """
     from memlane.config.file import load_config
 
     loaded = load_config(config)
     if loaded.episodic is None:
+        if only is not None:
+            _select(tool_definitions(), only)  # an unknown name is an error with or without the section
         return []
     return tool_schemas(
-        fmt, default_limit=loaded.episodic.memory.default_limit, max_limit=loaded.episodic.max_limit
+        fmt,
+        default_limit=loaded.episodic.memory.default_limit,
+        max_limit=loaded.episodic.max_limit,
+        only=only,
     )
 
 
@@ -386,15 +444,20 @@ def tool_error(exc: BaseException, *, tool: str | None = None) -> dict[str, Any]
 
 
 class MemoryTools:
-    """The two memory tools bound to one :class:`memlane.EpisodicMemory` (its tenant, session, scope).
+    """The memory tools bound to one :class:`memlane.EpisodicMemory` (its tenant, session, scope).
 
     Args:
         memory: Where episodes are remembered and recalled.
         max_limit: Largest ``limit`` a recall may ask for, >= the memory's ``default_limit``
             and <= 10,000; larger requests are refused (default 50).
+        agent_id: Whose conversations the session tools read (default ``"default"``).
+        user_id: With whom (default ``"default"``).
+        only: Tool names to expose, e.g. ``["remember_episode", "recall_episodes"]`` (kept in
+            registration order); ``None`` (default) exposes every tool. A call to a tool left
+            out is answered like an unknown tool (``UnknownTool``).
 
     Raises:
-        ValueError: ``max_limit`` out of that range.
+        ValueError: ``max_limit`` out of that range, or an unknown name in ``only``.
     """
 
     def __init__(
@@ -404,21 +467,16 @@ class MemoryTools:
         max_limit: int = _DEFAULT_MAX_LIMIT,
         agent_id: str = "default",
         user_id: str = "default",
+        only: Iterable[str] | None = None,
     ) -> None:
         self.memory = memory
         self.max_limit = max_limit
         self.owner = operations.Owner(agent_id, user_id)
-        self.definitions = tool_definitions(default_limit=memory.config.default_limit, max_limit=max_limit)
+        self.definitions = tool_definitions(
+            default_limit=memory.config.default_limit, max_limit=max_limit, only=only
+        )
         self._specs = {d.name: d for d in self.definitions}
-        self._arguments: dict[str, ArgumentSpec] = {
-            REMEMBER_EPISODE: REMEMBER_ARGUMENTS,
-            RECALL_EPISODES: recall_arguments(max_limit),
-            GET_CONTEXT: context_arguments(max_limit),
-            SEARCH_SESSIONS: session_search_arguments(max_limit),
-            SUPERSEDE_EPISODE: SUPERSEDE_ARGUMENTS,
-            EPISODE_HISTORY: HISTORY_ARGUMENTS,
-            CONTRADICTIONS: CONTRADICTIONS_ARGUMENTS,
-        }
+        self._arguments = tool_arguments(max_limit)
 
     @property
     def names(self) -> list[str]:

@@ -37,7 +37,7 @@ import json
 import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from io import TextIOWrapper
 from typing import Any, cast
 
@@ -176,6 +176,7 @@ def create_mcp_server(
     name: str = "memlane",
     agent_id: str = "default",
     user_id: str = "default",
+    only: Iterable[str] | None = None,
 ) -> MCPServer[Any]:
     """Build an MCP server with the memory tools bound to ``memory``.
 
@@ -188,15 +189,17 @@ def create_mcp_server(
         agent_id: Whose conversations the session tools read: the agent (like the tenant,
             fixed by the server, never a tool argument).
         user_id: Whose conversations the session tools read: the user.
+        only: Tool names to publish (see :class:`memlane.tools.MemoryTools`); default every tool.
 
     Returns:
         The ``MCPServer``: ``server.run("stdio")``, ``await server.run_stdio_async()``, or
         ``server.streamable_http_app()`` for an ASGI app.
 
     Raises:
-        ValueError: ``max_limit`` below the memory's ``default_limit``.
+        ValueError: ``max_limit`` below the memory's ``default_limit``, or an unknown name in ``only``.
     """
-    return _server(MemoryTools(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id), name)
+    tools = MemoryTools(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id, only=only)
+    return _server(tools, name)
 
 
 def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
