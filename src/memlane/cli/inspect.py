@@ -73,6 +73,7 @@ def inspect_command(state: CliState, db: str | None, port: int, open_browser: bo
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
+        sock.listen(128)  # connections made before uvicorn starts wait in the backlog, never refused
     except OSError as exc:
         sock.close()
         memory.close()
