@@ -32,7 +32,13 @@ from memlane.clock import Clock, SystemClock, ensure_utc
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
 from memlane.episode_input import EpisodeInput, build_episode
-from memlane.errors import EmbeddingError, EmbeddingModelMismatchError, StoreClosedError, ValidationError
+from memlane.errors import (
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    MemlaneError,
+    StoreClosedError,
+    ValidationError,
+)
 from memlane.lifecycle import retention
 from memlane.lifecycle.methods import LifecycleMethods, remember_superseding
 from memlane.models import Episode, Scope
@@ -339,8 +345,12 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
     def iter_episodes(
         self, event_type: str | None = None, tags: Sequence[str] | str | None = None
     ) -> Iterator[Episode]:
-        """Yield every episode in scope (retention ignored), oldest first; the export order."""
+        """Yield every episode in scope (retention ignored), oldest first; the export order.
+
+        Buffered retrieval counts are written first, so an export carries them.
+        """
         self._check_open()
+        self.store.flush()
         flt = self._filter(
             event_type=None if event_type is None else check_identifier(event_type, "event_type"),
             tags=normalize_tags(tags),
@@ -459,12 +469,31 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         if self._closed:
             raise StoreClosedError("this EpisodicMemory is closed")
 
+    def flush(self) -> None:
+        """Write deferred retrieval bookkeeping (``retrieve_count``/``last_retrieved_at``) now.
+
+        Ranked recalls buffer these counts in the store object and write them with the next
+        write, every few dozen recalls or seconds, and on :meth:`close`
+        (:mod:`memlane.stores.retrievals`); call this to see them at once (e.g. before
+        reading them from another process).
+
+        Raises:
+            StoreError: the database failed (the counts stay buffered).
+        """
+        self._check_open()
+        self.store.flush()
+
     def close(self) -> None:
-        """Close the memory (and its store, if it owns it). Idempotent."""
+        """Close the memory (and its store, if it owns it; else write its deferred counts). Idempotent."""
         if not self._closed:
             self._closed = True
             if self._owns_store:
                 self.store.close()
+            else:
+                try:
+                    self.store.flush()
+                except MemlaneError as exc:  # the store may already be closed; closing never fails
+                    logger.debug("close: retrieval counts not written: %s", exc)
 
     def __enter__(self) -> EpisodicMemory:
         return self

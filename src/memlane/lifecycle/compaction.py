@@ -260,6 +260,7 @@ def compact(
     ):
         raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
     flt = replace(scope, exclude_archived=True, still_valid_at=at, current_at=at)
+    store.flush()  # merged episodes sum retrieve_count: write the buffered counts first
     active = [ep for ep in store.iter_episodes(flt) if not ep.session_scoped]
 
     def never_forget(ep: Episode) -> bool:

@@ -2,9 +2,10 @@
 
 The index is the external-content FTS5 table ``episodes_fts`` over ``terms`` (schema migration
 8 in :mod:`memlane.stores.sqlite.migrations`) with the ``ascii`` tokenizer, which only splits
-at the spaces memlane put between the terms (:mod:`memlane.analysis`), kept in step with
-``episodes`` by triggers, so explicit deletes and retention pruning remove an episode from it
-in the same transaction.
+at the spaces memlane put between the terms (:mod:`memlane.analysis`). Each insert transaction
+fills it with one set-based ``INSERT ... SELECT`` over the batch's new rows (migration 9 dropped
+the per-row insert trigger); delete and update triggers keep it in step, so explicit deletes and
+retention pruning remove an episode from it in the same transaction.
 
 Query safety: the MATCH expression is built only from :func:`memlane.analysis.query_terms`
 output, each term wrapped in double quotes (an FTS5 string: no operator, column filter,
