@@ -32,7 +32,6 @@ filters, scores and ranks.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -41,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.episode_input import new_episode_id
 from memlane.errors import ValidationError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, Store
@@ -288,7 +288,7 @@ def compact(
         matrix = np.stack([vectors[ep.id] for ep in members])
         for rows, min_cos in cluster(matrix, float(similarity), [never_forget(ep) for ep in members]):
             originals = tuple(members[i] for i in rows)
-            merged = merge_episodes(originals, new_id=uuid.uuid4().hex, now=at, min_cosine=min_cos)
+            merged = merge_episodes(originals, new_id=new_episode_id(), now=at, min_cosine=min_cos)
             merges.append(
                 (MergeGroup(merged=merged, originals=originals, min_cosine=min_cos), matrix[rows[0]])
             )
