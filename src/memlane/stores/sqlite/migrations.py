@@ -240,4 +240,8 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # triggers stay, so deletes, retention pruning and session-scoped removal still remove FTS
     # rows in their own transaction.
     ("DROP TRIGGER IF EXISTS episodes_fts_insert",),
+    # 10: the FTS5 vocabulary (term -> documents, table-wide) as a virtual table: lets a keyword search
+    # drop a query term found in over half of a scope without scanning its matches when the scope is
+    # the whole table (memlane.stores.sqlite.fts).
+    ("CREATE VIRTUAL TABLE episodes_fts_terms USING fts5vocab(episodes_fts, 'row')",),
 )
