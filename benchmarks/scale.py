@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import os
 import platform
@@ -47,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -70,6 +70,9 @@ from memlane import (
 )
 from memlane.embeddings.base import l2_normalize
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale_report import compare_backends, evaluate_targets, render_markdown
+
 # -- benchmark parameters ------------------------------------------------------------------
 
 DIMS = 384
@@ -84,7 +87,8 @@ WARMUP = 20
 LIMIT = 10
 DEFAULT_SEED = 20_240_601
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
-"""Frozen "now" of the benchmark clock; ``created_at`` is spread over the year before it."""
+"""Frozen "now" of the benchmark clock; ``created_at`` is spread over the year before it, in
+arrival order (older episodes are remembered first, as an agent records them)."""
 SPAN = timedelta(days=365)
 TENANT_ID = "bench-tenant"
 SESSION_ID = "bench-session"
@@ -101,15 +105,10 @@ UNRATED_FRACTION = 0.3
 """Fraction of episodes with ``importance=None``; the others get an integer rating 1-10."""
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "scale.json"
-
-RECALL_P95_TARGET_MS: dict[str, dict[int, float]] = {
-    "sqlite": {10_000: 5.0, 100_000: 25.0},
-    "postgres": {100_000: 20.0},
-}
-"""Per backend: episodes -> required recall p95 (ms, no filter, query embedding excluded)."""
-INGEST_TARGET_EPS: dict[str, float] = {"sqlite": 10_000.0, "postgres": 5_000.0}
-"""Per backend: required ingest rate (episodes/s)."""
-
+"""Where a full run (every size of :data:`FULL_SIZES`, every backend) writes its figures."""
+PARTIAL_OUT = Path(__file__).resolve().parent / "results" / "partial" / "scale.json"
+"""Where any other run writes (unless ``--out``), so a quick run never overwrites the published figures."""
+FULL_SIZES = (10_000, 100_000)
 
 # -- data ----------------------------------------------------------------------------------
 
@@ -186,7 +185,7 @@ def make_dataset(n: int, n_queries: int, seed: int) -> Dataset:
             for p, f in zip(projects.tolist(), followup.tolist(), strict=True)
         ],
         importance=[float(r) if ok else None for r, ok in zip(ratings.tolist(), rated.tolist(), strict=True)],
-        created_at=[NOW - timedelta(microseconds=a) for a in age_us.tolist()],
+        created_at=[NOW - timedelta(microseconds=a) for a in np.sort(age_us)[::-1].tolist()],
         query_vectors=query_vectors,
         query_clusters=query_clusters,
         query_texts=[f"query {j} about topic {c}" for j, c in enumerate(query_clusters.tolist())],
@@ -242,7 +241,7 @@ class PrecomputedEmbedder:
 # -- backends ------------------------------------------------------------------------------
 
 StoreFactory = Callable[[Path], Store]
-"""Opens a fresh, empty store whose files (if any) live under the given work directory."""
+"""Opens the store of a work directory (empty the first time; the same store when called again)."""
 
 
 def open_sqlite_store(workdir: Path) -> Store:
@@ -286,7 +285,8 @@ def open_postgres_store(workdir: Path) -> Store:
     """Open a :class:`PostgresStore` on a fresh schema (the server starts on first use)."""
     from memlane.stores.postgres import PostgresStore
 
-    return PostgresStore(_POSTGRES.url(), schema=f"bench_{uuid.uuid4().hex[:12]}")
+    schema = "bench_" + hashlib.sha1(str(workdir).encode()).hexdigest()[:12]  # same dir, same schema
+    return PostgresStore(_POSTGRES.url(), schema=schema)
 
 
 BACKENDS: dict[str, StoreFactory] = {"sqlite": open_sqlite_store, "postgres": open_postgres_store}
@@ -317,14 +317,17 @@ class FilterArgs:
 
     event_type: str | None = None
     tags: tuple[str, ...] = ()
+    retrieval: str | None = None
 
 
 FILTERS: dict[str, Callable[[int], FilterArgs]] = {
     "none": lambda j: FilterArgs(),
+    "dense": lambda j: FilterArgs(retrieval="dense"),
     "tag": lambda j: FilterArgs(tags=(f"project-{j % N_PROJECTS}",)),
     "event_type": lambda j: FilterArgs(event_type=RARE_EVENT_TYPE),
 }
-"""Filter per query index ``j`` for each recall mode (the tag filter rotates over projects)."""
+"""Filter per query index ``j`` for each recall mode (the tag filter rotates over projects);
+``dense`` is the unfiltered recall with ``retrieval="dense"`` (the others use the default, hybrid)."""
 
 
 class BackgroundLoad:
@@ -366,16 +369,90 @@ def _batches(n: int, size: int) -> list[slice]:
     return [slice(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-def ingest(memory: EpisodicMemory, data: Dataset) -> tuple[list[Episode], dict[str, Any]]:
+class RawFloor:
+    """The raw SQLite ingest floor: what SQLite itself costs for the same rows.
+
+    A plain table with the episode columns memlane stores (no secondary index, no tag table),
+    an external-content FTS5 index over the analysed terms filled with one ``INSERT ... SELECT``
+    per batch, one ``BEGIN IMMEDIATE`` transaction per batch, the store's pragmas (WAL,
+    ``synchronous=NORMAL``). Rows are built before the clock starts: only ``executemany`` + the
+    FTS fill + the commit are timed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(path, isolation_level=None)
+        for pragma in (
+            "journal_mode=WAL",
+            "synchronous=NORMAL",
+            "cache_size=-32768",
+            "wal_autocheckpoint=10000",
+        ):
+            self._conn.execute(f"PRAGMA {pragma}")
+        self._conn.execute(
+            "CREATE TABLE episodes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, "
+            "tenant_id TEXT NOT NULL, session_id TEXT NOT NULL, event_type TEXT NOT NULL, "
+            "content TEXT NOT NULL, tags TEXT NOT NULL, importance REAL, created_at_us INTEGER NOT NULL, "
+            "metadata TEXT NOT NULL, embedding BLOB, terms TEXT NOT NULL)"
+        )
+        self._conn.execute(
+            "CREATE VIRTUAL TABLE episodes_fts USING fts5(terms, content='episodes', content_rowid='seq', "
+            "tokenize='ascii')"
+        )
+        self._last = 0
+
+    @staticmethod
+    def rows(episodes: Sequence[Episode], vectors: NDArray[np.float32]) -> list[tuple[Any, ...]]:
+        """The floor's rows of stored episodes (built untimed)."""
+        from memlane.analysis import index_terms, keyword_text, terms_column
+
+        blobs = np.ascontiguousarray(vectors, dtype="<f4")
+        return [
+            (
+                ep.id, ep.tenant_id, ep.session_id, ep.event_type, ep.content,
+                json.dumps(list(ep.tags)), ep.importance, int(ep.created_at.timestamp() * 1e6),
+                json.dumps(dict(ep.metadata), sort_keys=True), blob.tobytes(),
+                terms_column(index_terms(keyword_text(ep.content, ep.metadata))[0]),
+            )
+            for ep, blob in zip(episodes, blobs, strict=True)
+        ]  # fmt: skip
+
+    def insert(self, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Insert one batch in one transaction; return the nanoseconds it took."""
+        t0 = time.perf_counter_ns()
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._conn.executemany(
+            "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, importance, "
+            "created_at_us, metadata, embedding, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        self._conn.execute(
+            "INSERT INTO episodes_fts (rowid, terms) SELECT seq, terms FROM episodes WHERE seq > ?",
+            (self._last,),
+        )
+        self._conn.execute("COMMIT")
+        self._last += len(rows)
+        return time.perf_counter_ns() - t0
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def ingest(
+    memory: EpisodicMemory, data: Dataset, floor: RawFloor | None
+) -> tuple[list[Episode], dict[str, Any]]:
     """Remember every episode of ``data`` through ``remember_episodes`` in batches of 1,000.
 
-    Only the ``remember_episodes`` calls are timed (building the inputs is not).
+    Only the ``remember_episodes`` calls are timed (building the inputs is not). With a
+    ``floor``, each batch is also inserted into the raw floor right after (untimed row
+    building, timed insert), so both rates are measured under the same machine load.
 
     Returns:
         The stored episodes in input order, and the ingest figures.
     """
     stored: list[Episode] = []
     samples: list[int] = []
+    floor_samples: list[int] = []
     load = BackgroundLoad()
     for sl in _batches(len(data), BATCH_SIZE):
         items = [
@@ -390,10 +467,13 @@ def ingest(memory: EpisodicMemory, data: Dataset) -> tuple[list[Episode], dict[s
             for i in range(sl.start, sl.stop)
         ]
         t0 = time.perf_counter_ns()
-        stored.extend(memory.remember_episodes(items))
+        batch = memory.remember_episodes(items)
         samples.append(time.perf_counter_ns() - t0)
+        stored.extend(batch)
+        if floor is not None:
+            floor_samples.append(floor.insert(RawFloor.rows(batch, data.vectors[sl])))
     total_s = sum(samples) / 1e9
-    return stored, {
+    figures: dict[str, Any] = {
         "episodes": len(stored),
         "batch_size": BATCH_SIZE,
         "seconds": total_s,
@@ -401,6 +481,11 @@ def ingest(memory: EpisodicMemory, data: Dataset) -> tuple[list[Episode], dict[s
         "batch": latency_stats(samples),
         "other_processes_cores": load.cores(),
     }
+    if floor_samples:
+        floor_eps = len(stored) / (sum(floor_samples) / 1e9)
+        figures["raw_floor_episodes_per_s"] = floor_eps
+        figures["fraction_of_raw_floor"] = figures["episodes_per_s"] / floor_eps
+    return stored, figures
 
 
 def raw_insert(store: Store, episodes: Sequence[Episode], vectors: NDArray[np.float32]) -> dict[str, Any]:
@@ -446,6 +531,34 @@ def _passes(episode: Episode, args: FilterArgs) -> bool:
     return type_ok and set(args.tags) <= set(episode.tags)
 
 
+ExactScan = Callable[[NDArray[np.float32], FilterArgs], object]
+"""A numpy exact scan of one query under one filter (the baseline timed beside each recall)."""
+
+
+def numpy_exact(data: Dataset) -> ExactScan:
+    """The baseline: ``m @ q`` over the rows passing the filter (gathered), then ``argpartition``."""
+    matrix = data.vectors
+    by_type = np.flatnonzero(np.asarray(data.event_types) == RARE_EVENT_TYPE)
+    projects = np.asarray([int(t[0].rsplit("-", 1)[1]) for t in data.tags])
+    by_project: dict[str, NDArray[np.intp]] = {}
+
+    def scan(q: NDArray[np.float32], args: FilterArgs) -> object:
+        rows: NDArray[np.intp] | None = None
+        if args.event_type is not None:
+            rows = by_type
+        elif args.tags:
+            tag = args.tags[0]
+            if tag not in by_project:
+                by_project[tag] = np.flatnonzero(projects == int(tag.rsplit("-", 1)[1]))
+            rows = by_project[tag]
+        m = matrix if rows is None else matrix[rows]
+        scores = m @ q
+        k = min(LIMIT, len(scores))
+        return np.argpartition(scores, len(scores) - k)[len(scores) - k :] if k else scores
+
+    return scan
+
+
 def bench_recall(
     memory: EpisodicMemory,
     data: Dataset,
@@ -453,23 +566,32 @@ def bench_recall(
     *,
     query: bool,
     n_queries: int,
+    exact: ExactScan | None = None,
 ) -> dict[str, Any]:
     """Time ``recall_episodes`` (ranked if ``query`` else structured) under filter ``mode``.
 
     The first :data:`WARMUP` query texts warm up; the next ``n_queries`` are timed. Only
-    the call is timed. Sanity figures (not timed): mean hits per call, hits that break the
-    filter (must be 0), and for ranked recall the fraction of hits on the query's topic.
+    the call is timed. With ``exact``, the numpy exact scan of the same query under the same
+    filter is timed right after each recall (interleaved, so both see the same machine load)
+    and the per-query ratio memlane / numpy is reported. Sanity figures (not timed): mean hits
+    per call, hits that break the filter (must be 0), and for ranked recall the fraction of
+    hits on the query's topic.
     """
     flt = FILTERS[mode]
 
     def call(j: int, args: FilterArgs) -> list[RecallHit]:
         text = data.query_texts[j] if query else None
-        return memory.recall_episodes(text, event_type=args.event_type, tags=args.tags, limit=LIMIT)
+        kwargs: dict[str, Any] = {} if args.retrieval is None else {"retrieval": args.retrieval}
+        return memory.recall_episodes(text, event_type=args.event_type, tags=args.tags, limit=LIMIT, **kwargs)
 
     for j in range(WARMUP):
         call(j, flt(j))
+        if exact is not None:
+            exact(data.query_vectors[j], flt(j))
     gc.collect()
     samples: list[int] = []
+    exact_samples: list[int] = []
+    top: list[list[str]] = []
     hits_total = violations = on_topic = 0
     load = BackgroundLoad()
     for j in range(WARMUP, WARMUP + n_queries):
@@ -477,7 +599,12 @@ def bench_recall(
         t0 = time.perf_counter_ns()
         hits = call(j, args)
         samples.append(time.perf_counter_ns() - t0)
+        if exact is not None:
+            t0 = time.perf_counter_ns()
+            exact(data.query_vectors[j], args)
+            exact_samples.append(time.perf_counter_ns() - t0)
         hits_total += len(hits)
+        top.append([hit.episode.content for hit in hits])
         violations += sum(not _passes(hit.episode, args) for hit in hits)
         if query:
             on_topic += sum(_topic(hit) == int(data.query_clusters[j]) for hit in hits)
@@ -486,152 +613,127 @@ def bench_recall(
         "mean_hits": hits_total / n_queries,
         "filter_violations": violations,
         "other_processes_cores": load.cores(),
+        "_top": top,  # contents of each query's hits (compared across backends, not written)
     }
+    if exact_samples:
+        ratios = np.asarray(samples, dtype=np.float64) / np.maximum(
+            np.asarray(exact_samples, dtype=np.float64), 1
+        )
+        result["numpy_exact"] = latency_stats(exact_samples)
+        result["ratio_to_numpy"] = {
+            "p50": float(np.percentile(ratios, 50)),
+            "p95": float(np.percentile(ratios, 95)),
+            "p50_of_p50s": float(np.percentile(samples, 50) / max(np.percentile(exact_samples, 50), 1)),
+        }
     if query:
         result["on_topic_fraction"] = on_topic / max(hits_total, 1)
     return result
 
 
-def bench_bruteforce(
-    matrix: NDArray[np.float32], queries: NDArray[np.float32], n_queries: int
-) -> dict[str, Any]:
-    """The floor: ``matrix @ q`` then ``argpartition`` for the top :data:`LIMIT`, per query."""
-    n = matrix.shape[0]
-    k = min(LIMIT, n)
-
-    def top_k(q: NDArray[np.float32]) -> NDArray[np.intp]:
-        scores = matrix @ q
-        return np.argpartition(scores, n - k)[n - k :]
-
-    for j in range(WARMUP):
-        top_k(queries[j])
-    gc.collect()
-    samples: list[int] = []
-    load = BackgroundLoad()
-    for j in range(WARMUP, WARMUP + n_queries):
-        q = queries[j]
-        t0 = time.perf_counter_ns()
-        top_k(q)
-        samples.append(time.perf_counter_ns() - t0)
-    return {**latency_stats(samples), "other_processes_cores": load.cores()}
-
-
 # -- one size ------------------------------------------------------------------------------
 
 
+def _rss_bytes() -> int | None:
+    """This process's resident set size (Linux ``/proc/self/statm``), or ``None``."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _memory(store: Store, embedder: PrecomputedEmbedder) -> EpisodicMemory:
+    return EpisodicMemory(store, embedder, clock=FrozenClock(NOW), tenant_id=TENANT_ID, session_id=SESSION_ID)
+
+
 def run_size(
-    n: int, *, factory: StoreFactory, n_queries: int, seed: int, workdir: Path, started: float
+    n: int, *, backend: str, n_queries: int, seed: int, workdir: Path, started: float
 ) -> dict[str, Any]:
-    """Run every measurement for ``n`` episodes in one fresh store; return the figures."""
-    _log(f"n={n:,}: generating data", started)
+    """Run every measurement for ``n`` episodes in one fresh store of ``backend``; return the figures."""
+    factory = BACKENDS[backend]
+    _log(f"{backend} n={n:,}: generating data", started)
     data = make_dataset(n, WARMUP + n_queries, seed)
     embedder = PrecomputedEmbedder()
     embedder.add(data.texts, data.vectors)
     embedder.add(data.query_texts, data.query_vectors)
 
-    memory = EpisodicMemory(
-        factory(workdir / "memory"),
-        embedder,
-        clock=FrozenClock(NOW),
-        tenant_id=TENANT_ID,
-        session_id=SESSION_ID,
-    )
+    floor = RawFloor(workdir / "floor" / "floor.db") if backend == "sqlite" else None
+    store = factory(workdir / "memory")
     try:
-        _log(f"n={n:,}: ingest through remember_episodes", started)
+        _log(
+            f"{backend} n={n:,}: ingest through remember_episodes" + (" + raw floor" if floor else ""),
+            started,
+        )
         gc.collect()
-        episodes, ingest_figures = ingest(memory, data)
+        episodes, ingest_figures = ingest(_memory(store, embedder), data, floor)
+    finally:
+        store.close()
+        if floor is not None:
+            floor.close()
+            shutil.rmtree(workdir / "floor", ignore_errors=True)
 
-        _log(f"n={n:,}: raw store.insert into a second store", started)
+    raw_figures: dict[str, Any] | None = None
+    if backend == "postgres":  # the bulk path: index dropped, binary COPY, index rebuilt
+        _log(f"{backend} n={n:,}: raw store.insert into a second store", started)
         raw_store = factory(workdir / "raw")
         try:
             gc.collect()
             raw_figures = raw_insert(raw_store, episodes, data.vectors)
         finally:
             raw_store.close()
-            shutil.rmtree(workdir / "raw", ignore_errors=True)
-        del episodes
+    del episodes
 
-        _log(f"n={n:,}: cold recall (loads the vector index)", started)
-        gc.collect()
-        t0 = time.perf_counter_ns()
-        memory.recall_episodes(data.query_texts[0], limit=LIMIT)
-        cold_ms = (time.perf_counter_ns() - t0) / 1e6
-
+    _log(f"{backend} n={n:,}: cold start (open -> first recall)", started)
+    gc.collect()
+    rss_before = _rss_bytes()
+    t0 = time.perf_counter_ns()
+    store = factory(workdir / "memory")
+    memory = _memory(store, embedder)
+    t1 = time.perf_counter_ns()
+    memory.recall_episodes(data.query_texts[0], limit=LIMIT)
+    t2 = time.perf_counter_ns()
+    cold = {"open_ms": (t1 - t0) / 1e6, "first_recall_ms": (t2 - t1) / 1e6, "total_ms": (t2 - t0) / 1e6}
+    exact = numpy_exact(data)
+    try:
         recall: dict[str, Any] = {}
         structured: dict[str, Any] = {}
         for mode in FILTERS:
-            _log(f"n={n:,}: recall, filter={mode}", started)
-            recall[mode] = bench_recall(memory, data, mode, query=True, n_queries=n_queries)
-        for mode in FILTERS:
-            _log(f"n={n:,}: structured lookup, filter={mode}", started)
+            _log(f"{backend} n={n:,}: recall, mode={mode} (interleaved with numpy)", started)
+            recall[mode] = bench_recall(memory, data, mode, query=True, n_queries=n_queries, exact=exact)
+        rss_after = _rss_bytes()
+        for mode in ("none", "tag", "event_type"):
+            _log(f"{backend} n={n:,}: structured lookup, filter={mode}", started)
             structured[mode] = bench_recall(memory, data, mode, query=False, n_queries=n_queries)
     finally:
         memory.close()
-        shutil.rmtree(workdir / "memory", ignore_errors=True)
+        store.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
-    _log(f"n={n:,}: numpy brute-force baseline", started)
-    baseline = bench_bruteforce(data.vectors, data.query_vectors, n_queries)
-
+    raw_vector_bytes = n * DIMS * 4
+    resident = (
+        None if rss_before is None or rss_after is None else (rss_after - rss_before) / raw_vector_bytes
+    )
     matches = {
         "none": n,
         "tag": float(np.mean([sum(f"project-{k}" in t for t in data.tags) for k in range(N_PROJECTS)])),
         "event_type": sum(e == RARE_EVENT_TYPE for e in data.event_types),
     }
-    return {
+    figures: dict[str, Any] = {
         "episodes": n,
         "ingest": ingest_figures,
-        "raw_insert": raw_figures,
-        "cold_recall_ms": cold_ms,
+        "cold_start": cold,
+        "resident_growth_over_raw_vectors": resident,
+        "raw_vector_mib": raw_vector_bytes / 2**20,
         "recall": recall,
         "structured": structured,
-        "bruteforce": baseline,
         "filter_matches": matches,
-        "recall_p50_over_bruteforce_p50": recall["none"]["p50_ms"] / baseline["p50_ms"],
     }
+    if raw_figures is not None:
+        figures["raw_insert"] = raw_figures
+    return figures
 
 
 # -- targets, machine, report --------------------------------------------------------------
-
-
-def evaluate_targets(backend: str, sizes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """PASS/FAIL of each of ``backend``'s targets on the measured sizes (where a target exists)."""
-    targets: list[dict[str, Any]] = []
-    recall_targets = RECALL_P95_TARGET_MS.get(backend, {})
-    ingest_target = INGEST_TARGET_EPS.get(backend)
-    for fig in sizes:
-        n = fig["episodes"]
-        if n in recall_targets:
-            value = fig["recall"]["none"]["p95_ms"]
-            limit = recall_targets[n]
-            targets.append(
-                {
-                    "backend": backend,
-                    "name": "recall p95 (no filter)",
-                    "episodes": n,
-                    "target": f"<= {limit:g} ms",
-                    "measured": f"{value:.2f} ms",
-                    "passed": bool(value <= limit),
-                }
-            )
-        if ingest_target is None:
-            continue
-        for name, rate in (
-            ("ingest via remember_episodes", fig["ingest"]["episodes_per_s"]),
-            ("bulk insert incl. index build", fig["raw_insert"].get("episodes_per_s_with_index_build")),
-        ):
-            if rate is None:
-                continue
-            targets.append(
-                {
-                    "backend": backend,
-                    "name": name,
-                    "episodes": n,
-                    "target": f">= {ingest_target:,.0f} episodes/s",
-                    "measured": f"{rate:,.0f} episodes/s",
-                    "passed": bool(rate >= ingest_target),
-                }
-            )
-    return targets
 
 
 def _cpu_model() -> str | None:
@@ -691,105 +793,6 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def _pct(stats: dict[str, Any], keys: Sequence[str] = ("p50_ms", "p95_ms", "p99_ms")) -> str:
-    return " / ".join(f"{stats[k]:.2f}" for k in keys)
-
-
-def render_run(run: dict[str, Any]) -> list[str]:
-    """Markdown lines for one backend's run: a figures table with one column per size."""
-    sizes: list[dict[str, Any]] = run["sizes"]
-    head = "| metric | " + " | ".join(f"{s['episodes']:,} episodes" for s in sizes) + " |"
-    sep = "|---|" + "---:|" * len(sizes)
-
-    def row(label: str, cell: Callable[[dict[str, Any]], str]) -> str:
-        return f"| {label} | " + " | ".join(cell(s) for s in sizes) + " |"
-
-    p3 = "p50 / p95 / p99 ms"
-    rows = [
-        row("ingest `remember_episodes` (episodes/s)", lambda s: f"{s['ingest']['episodes_per_s']:,.0f}"),
-        row("ingest raw `store.insert` (episodes/s)", lambda s: f"{s['raw_insert']['episodes_per_s']:,.0f}"),
-    ]
-    if any("index_build_seconds" in s["raw_insert"] for s in sizes):
-        rows += [
-            row(
-                "HNSW index build after bulk insert (s)",
-                lambda s: f"{s['raw_insert']['index_build_seconds']:.1f}",
-            ),
-            row(
-                "bulk insert incl. index build (episodes/s)",
-                lambda s: f"{s['raw_insert']['episodes_per_s_with_index_build']:,.0f}",
-            ),
-        ]
-    rows += [
-        row("cold first recall (ms)", lambda s: f"{s['cold_recall_ms']:.1f}"),
-        row(f"recall, no filter ({p3})", lambda s: _pct(s["recall"]["none"])),
-        row(
-            f"recall + tag filter ({p3})",
-            lambda s: f"{_pct(s['recall']['tag'])} (~{s['filter_matches']['tag']:,.0f} match)",
-        ),
-        row(
-            f"recall + event_type filter ({p3})",
-            lambda s: f"{_pct(s['recall']['event_type'])} ({s['filter_matches']['event_type']:,} match)",
-        ),
-        row(
-            "structured lookup, no filter (p50 / p95 ms)",
-            lambda s: _pct(s["structured"]["none"], ("p50_ms", "p95_ms")),
-        ),
-        row("structured + tag (p50 / p95 ms)", lambda s: _pct(s["structured"]["tag"], ("p50_ms", "p95_ms"))),
-        row(
-            "structured + event_type (p50 / p95 ms)",
-            lambda s: _pct(s["structured"]["event_type"], ("p50_ms", "p95_ms")),
-        ),
-        row(f"numpy brute force `m @ q` + argpartition ({p3})", lambda s: _pct(s["bruteforce"])),
-        row("recall p50 / brute-force p50", lambda s: f"{s['recall_p50_over_bruteforce_p50']:.1f}x"),
-        row(
-            "other processes' CPU during ingest / recall / brute force (cores)",
-            lambda s: " / ".join(
-                str(x["other_processes_cores"]) for x in (s["ingest"], s["recall"]["none"], s["bruteforce"])
-            ),
-        ),
-    ]
-    return [f"## {run['backend']}", "", head, sep, *rows, ""]
-
-
-def render_markdown(report: dict[str, Any]) -> str:
-    """Render the report as Markdown: one figures table per backend, then every target's PASS/FAIL."""
-    machine = report["machine"]
-    runs: list[dict[str, Any]] = report["runs"]
-    target_rows = [
-        f"| {t['backend']} | {t['name']} | {t['episodes']:,} | {t['target']} | {t['measured']} | "
-        f"{'PASS' if t['passed'] else 'FAIL'} |"
-        for run in runs
-        for t in run["targets"]
-    ]
-    env = ", ".join(f"{k}={v}" for k, v in machine["env"].items() if v is not None) or "none set"
-    cfg = report["config"]
-    lines = [
-        f"# memlane scale benchmark ({', '.join(r['backend'] for r in runs)})",
-        "",
-        f"{machine['date']} · {machine['cpu_count']} CPUs ({machine['cpu_model']})"
-        f" · Python {machine['python']}"
-        f" · numpy {machine['numpy']} ({machine['blas']}) · SQLite {machine['sqlite']}"
-        f" · memlane {machine['memlane']} @ {machine['git_commit']} · BLAS env: {env}",
-        "",
-        f"One scope (1 tenant, 1 session); {cfg['dims']}-dim unit vectors around {cfg['clusters']} centres;"
-        f" {cfg['queries']} timed queries after {cfg['warmup']} warm-up; limit={cfg['limit']};"
-        " query embedding excluded (precomputed vectors). PostgreSQL: the store's HNSW index is"
-        " maintained during `remember_episodes`; the raw insert is the bulk path (index dropped,"
-        " binary COPY, index rebuilt).",
-        "",
-    ]
-    for run in runs:
-        lines += render_run(run)
-    lines += [
-        "| backend | target | episodes | required | measured | result |",
-        "|---|---|---:|---|---:|---|",
-        *target_rows,
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def parse_sizes(text: str) -> list[int]:
     """Parse ``"10000,100000"`` (underscores allowed) into positive ints."""
     try:
@@ -813,22 +816,29 @@ def parse_backends(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; write JSON and Markdown; print the Markdown. Returns the exit code (0)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000], help="episodes per run")
+    parser.add_argument(
+        "--sizes", type=parse_sizes, default=list(FULL_SIZES), help="episodes per run (1M opt-in: 1000000)"
+    )
     parser.add_argument("--queries", type=int, default=300, help="timed queries per mode (>= 1)")
     parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="JSON path; the Markdown goes next to it (.md)"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"JSON path, the Markdown beside it (default: {DEFAULT_OUT} for a full run, else {PARTIAL_OUT})",
     )
     parser.add_argument(
         "--backend",
         type=parse_backends,
-        default=["sqlite"],
-        help=f"comma-separated backends to run in this process, from {sorted(BACKENDS)} (default sqlite)",
+        default=list(BACKENDS),
+        help=f"comma-separated backends, run one after the other (default {','.join(BACKENDS)})",
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workdir", type=Path, default=None, help="where stores are created (default: temp)")
     args = parser.parse_args(argv)
     if args.queries < 1:
         parser.error("--queries must be >= 1")
+    full = set(FULL_SIZES) <= set(args.sizes) and set(BACKENDS) <= set(args.backend) and args.queries >= 300
+    out: Path = args.out or (DEFAULT_OUT if full else PARTIAL_OUT)
 
     started = time.perf_counter()
     runs: list[dict[str, Any]] = []
@@ -838,7 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results = [
                     run_size(
                         n,
-                        factory=BACKENDS[backend],
+                        backend=backend,
                         n_queries=args.queries,
                         seed=args.seed,
                         workdir=Path(tmp) / backend / f"n{n}",
@@ -846,16 +856,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                     for n in args.sizes
                 ]
-                runs.append(
-                    {"backend": backend, "sizes": results, "targets": evaluate_targets(backend, results)}
-                )
+                runs.append({"backend": backend, "sizes": results})
     finally:
         _POSTGRES.stop()
+    compare_backends(runs)
+    for run in runs:
+        run["targets"] = evaluate_targets(run["backend"], run["sizes"], runs)
+        for fig in run["sizes"]:
+            for mode in fig["recall"].values():
+                mode.pop("_top", None)
+            for mode in fig["structured"].values():
+                mode.pop("_top", None)
     report: dict[str, Any] = {
         "benchmark": "scale",
-        "machine": machine_info(),
+        "full_run": full,
+        "machine": {
+            **machine_info(),
+            "loadavg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        },
         "config": {
             "sizes": args.sizes,
+            "backends": args.backend,
             "queries": args.queries,
             "warmup": WARMUP,
             "limit": LIMIT,
@@ -871,12 +892,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "total_seconds": time.perf_counter() - started,
     }
     markdown = render_markdown(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    md_path = args.out.with_suffix(".md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    md_path = out.with_suffix(".md")
     md_path.write_text(markdown, encoding="utf-8")
     print(markdown)
-    _log(f"wrote {args.out} and {md_path}", started)
+    _log(f"wrote {out} and {md_path}", started)
     return 0
 
 

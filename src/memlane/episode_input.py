@@ -7,7 +7,8 @@ stores with :func:`build_episode`, so ``remember_episode``, ``remember_episodes`
 
 from __future__ import annotations
 
-import uuid
+import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +25,22 @@ from memlane.validation import (
     normalize_tags,
 )
 
-__all__ = ["EpisodeInput", "build_episode"]
+__all__ = ["EpisodeInput", "build_episode", "new_episode_id"]
+
+
+def new_episode_id() -> str:
+    """A new episode id: 32 lowercase hex characters laid out as a UUIDv7 (RFC 9562, section 5.7).
+
+    48 bits of Unix milliseconds (wall clock, not the memory's clock), the version ``7``, the
+    variant bits and 74 random bits (``os.urandom``). Ids made later sort later (to the
+    millisecond), so the unique index on ``id`` grows at its end instead of splitting pages all
+    over the B-tree as random (v4) ids do; that roughly halves index maintenance at bulk ingest.
+    Collisions need two ids in the same millisecond with the same 74 random bits.
+    """
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 9562 variant
+    return f"{value:032x}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +109,7 @@ def build_episode(
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValidationError(f"retrieve_count must be an integer >= 0, got {count!r}")
     return Episode(
-        id=uuid.uuid4().hex if item.id is None else check_identifier(item.id, "id"),
+        id=new_episode_id() if item.id is None else check_identifier(item.id, "id"),
         tenant_id=tenant_id if item.tenant_id is None else check_identifier(item.tenant_id, "tenant_id"),
         session_id=session_id if item.session_id is None else check_identifier(item.session_id, "session_id"),
         event_type=check_identifier(item.event_type, "event_type"),

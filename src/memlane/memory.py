@@ -32,7 +32,13 @@ from memlane.clock import Clock, SystemClock, ensure_utc
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
 from memlane.episode_input import EpisodeInput, build_episode
-from memlane.errors import EmbeddingError, EmbeddingModelMismatchError, StoreClosedError, ValidationError
+from memlane.errors import (
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    MemlaneError,
+    StoreClosedError,
+    ValidationError,
+)
 from memlane.lifecycle import retention
 from memlane.lifecycle.methods import LifecycleMethods, remember_superseding
 from memlane.models import Episode, Scope
@@ -351,8 +357,10 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
 
         Archived and superseded episodes are included; expired ones (``config.retention_days``)
         are not, even before a prune removes them.
+        Buffered retrieval counts are written first, so an export carries them.
         """
         self._check_open()
+        self.store.flush()
         flt = self._filter(
             event_type=None if event_type is None else check_identifier(event_type, "event_type"),
             tags=normalize_tags(tags),
@@ -486,12 +494,31 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         if self._closed:
             raise StoreClosedError("this EpisodicMemory is closed")
 
+    def flush(self) -> None:
+        """Write deferred retrieval bookkeeping (``retrieve_count``/``last_retrieved_at``) now.
+
+        Ranked recalls buffer these counts in the store object and write them with the next
+        write, every few dozen recalls or seconds, and on :meth:`close`
+        (:mod:`memlane.stores.retrievals`); call this to see them at once (e.g. before
+        reading them from another process).
+
+        Raises:
+            StoreError: the database failed (the counts stay buffered).
+        """
+        self._check_open()
+        self.store.flush()
+
     def close(self) -> None:
-        """Close the memory (and its store, if it owns it). Idempotent."""
+        """Close the memory (and its store, if it owns it; else write its deferred counts). Idempotent."""
         if not self._closed:
             self._closed = True
             if self._owns_store:
                 self.store.close()
+            else:
+                try:
+                    self.store.flush()
+                except MemlaneError as exc:  # the store may already be closed; closing never fails
+                    logger.debug("close: retrieval counts not written: %s", exc)
 
     def __enter__(self) -> EpisodicMemory:
         return self

@@ -37,12 +37,14 @@ def test_ranked_recall_counts_returned_hits(memory: EpisodicMemory, clock: Froze
     assert first[0].episode.retrieve_count == 0  # hits show the counts from before this recall
     clock.set(T0 + 2 * DAY)
     memory.recall_episodes("window seats", retrieval="keyword")
+    memory.flush()  # counts are buffered off the recall path (memlane.stores.retrievals)
     stored = memory.get_episode(hit.id)
     assert stored is not None
     assert (stored.retrieve_count, stored.last_retrieved_at) == (2, T0 + 2 * DAY)
     untouched = memory.get_episode(miss.id)
     assert untouched is not None and untouched.retrieve_count == 0
     memory.recall_episodes(None)  # structured lookups are not counted
+    memory.flush()
     again = memory.get_episode(hit.id)
     assert again is not None and again.retrieve_count == 2
 
@@ -51,6 +53,7 @@ def test_tracking_can_be_turned_off(make_memory: MemoryFactory) -> None:
     memory = make_memory(track_retrievals=False)
     ep = memory.remember_episode("pref", "user prefers window seats")
     assert memory.recall_episodes("window seats")
+    memory.flush()
     stored = memory.get_episode(ep.id)
     assert stored is not None and stored.retrieve_count == 0 and stored.last_retrieved_at is None
 
@@ -66,6 +69,7 @@ def test_bookkeeping_keeps_the_vector_cache(memory: EpisodicMemory, store: Store
 def test_export_round_trips_counts(memory: EpisodicMemory, make_memory: MemoryFactory) -> None:
     ep = memory.remember_episode("pref", "user prefers window seats")
     memory.recall_episodes("window seats")
+    memory.flush()
     exported = memory.get_episode(ep.id)
     assert exported is not None
     data = exported.to_dict()
@@ -148,6 +152,7 @@ def test_merged_originals_are_archived_with_a_pointer_not_deleted(
 
 def test_dry_run_changes_nothing(dupes: tuple[EpisodicMemory, list[str]], store: Store) -> None:
     memory, _ = dupes
+    memory.flush()  # buffered retrieval counts are written by compact() too
     before = list(store.iter_episodes(EpisodeFilter()))
     report = memory.compact(dry_run=True, never_retrieved_older_than_days=0.5)
     assert report.dry_run and len(report.merges) == 1 and report.archived >= 3

@@ -32,7 +32,6 @@ filters, scores and ranks.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -42,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane import wire
+from memlane.episode_input import new_episode_id
 from memlane.errors import ValidationError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, Store
@@ -261,6 +261,7 @@ def compact(
     ):
         raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
     flt = replace(scope, exclude_archived=True, still_valid_at=at, current_at=at)
+    store.flush()  # merged episodes sum retrieve_count: write the buffered counts first
     active = [ep for ep in store.iter_episodes(flt) if not ep.session_scoped]
 
     def never_forget(ep: Episode) -> bool:
@@ -288,7 +289,7 @@ def compact(
         matrix = np.stack([vectors[ep.id] for ep in members])
         for rows, min_cos in cluster(matrix, float(similarity), [never_forget(ep) for ep in members]):
             originals = tuple(members[i] for i in rows)
-            merged = merge_episodes(originals, new_id=uuid.uuid4().hex, now=at, min_cosine=min_cos)
+            merged = merge_episodes(originals, new_id=new_episode_id(), now=at, min_cosine=min_cos)
             merges.append(
                 (MergeGroup(merged=merged, originals=originals, min_cosine=min_cos), matrix[rows[0]])
             )

@@ -402,15 +402,23 @@ class Store(Protocol):
         ...
 
     def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
-        """Add 1 to ``retrieve_count`` and set ``last_retrieved_at = at`` on rows ``keys``; return how many.
+        """Add 1 to ``retrieve_count`` and set ``last_retrieved_at = at`` on rows ``keys``.
 
-        One batched update per call; it must not invalidate any search index or cache (the
-        two columns are never filtered on by recall).
+        May be deferred (both built-in stores buffer the counts, :mod:`memlane.stores.retrievals`)
+        until the next write, :meth:`flush` or ``close``; it must not invalidate any search
+        index or cache (the two columns are never filtered on by recall).
 
         Args:
             keys: Row keys from the ``*_candidates`` methods (unknown keys are ignored).
             at: The recall's reference time (UTC).
+
+        Returns:
+            Rows written now (0 while the counts are buffered).
         """
+        ...
+
+    def flush(self) -> int:
+        """Write every deferred retrieval count now; return how many rows were updated."""
         ...
 
     def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:

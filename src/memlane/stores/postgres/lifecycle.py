@@ -18,6 +18,7 @@ from psycopg import sql
 from memlane.stores.base import Supersession
 from memlane.stores.common import MergeInto, check_superseded, supersede_params
 from memlane.stores.postgres.base import CODEC, reject_nul
+from memlane.stores.retrievals import Pending
 
 __all__ = [
     "archive",
@@ -93,17 +94,20 @@ def archive(cur: Cursor, t: sql.Composed, episode_ids: Sequence[str], at: dateti
     return int(cur.rowcount)
 
 
-def record_retrievals(cur: Cursor, t: sql.Composed, keys: Sequence[int], at: datetime) -> int:
-    """Count one retrieval of each row key at ``at``, committed without waiting for the WAL flush."""
-    cur.execute("SET LOCAL synchronous_commit = off")
+def record_retrievals(cur: Cursor, t: sql.Composed, pending: Pending) -> int:
+    """Add buffered retrieval counts (:mod:`memlane.stores.retrievals`) in one statement; return rows."""
+    if not pending:
+        return 0
+    keys = list(pending)
     cur.execute(
         sql.SQL(
-            "UPDATE {t} SET retrieve_count = retrieve_count + 1, last_retrieved_at = %s "
-            "WHERE seq = ANY(%s::bigint[])"
+            "UPDATE {t} AS e SET retrieve_count = e.retrieve_count + p.n, "
+            "last_retrieved_at = greatest(e.last_retrieved_at, p.at) "
+            "FROM unnest(%s::bigint[], %s::bigint[], %s::timestamptz[]) AS p(seq, n, at) WHERE e.seq = p.seq"
         ).format(t=t),
-        (at, [int(k) for k in keys]),
+        (keys, [pending[k][0] for k in keys], [pending[k][1] for k in keys]),
     )
-    return int(cur.rowcount)
+    return len(keys)
 
 
 def delete_session_scoped(cur: Cursor, t: sql.Composed, tenant_id: str, session_id: str) -> int:

@@ -27,17 +27,11 @@ rule, its guarantees and the bulk-load advice are in :mod:`memlane.stores.postgr
 Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle statements
 (supersede, merge, archive, delete) live in :mod:`memlane.stores.postgres.lifecycle`.
 
-Statements whose best plan depends on the filter values (lookups, counts, searches,
-deletes) are sent unprepared (``prepare=False``), so PostgreSQL plans each with its actual
-values instead of switching to a generic plan that ignores how selective a tag or event
-type is.
-
-Keyword search is PostgreSQL full-text search over a generated ``tsvector`` column with a GIN
-index (:mod:`memlane.stores.postgres.fts`).
-
-Every ``psycopg``/``psycopg_pool`` exception is translated into
-:class:`~memlane.errors.StoreError` (or a subclass) with the original chained as
-``__cause__``.
+Statements whose best plan depends on the filter values (lookups, counts, searches, deletes)
+are sent unprepared (``prepare=False``): PostgreSQL plans each with its actual values.
+Keyword search: :mod:`memlane.stores.postgres.fts`. Retrieval counts are buffered
+(:mod:`memlane.stores.retrievals`). Every ``psycopg``/``psycopg_pool`` exception is translated
+into :class:`~memlane.errors.StoreError` (or a subclass), the original chained as ``__cause__``.
 """
 
 from __future__ import annotations
@@ -81,6 +75,7 @@ from memlane.stores.postgres.migrations import (
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
 from memlane.stores.postgres.vector_search import DEFAULT_EXACT_SEARCH_LIMIT, SearchPlan
+from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
 
@@ -109,7 +104,7 @@ _COPY_TEMPORAL_TYPES = [
 ]
 
 
-class PostgresStore(PostgresConnection, EpisodeStoreBase):
+class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     """Episodes in a PostgreSQL database with pgvector.
 
     Args:
@@ -152,6 +147,7 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
             raise ValidationError(f"exact_search_limit must be >= 0, got {exact_search_limit}")
         self.exact_search_limit = int(exact_search_limit)
         self._binding: tuple[str, int] | None = None
+        self._retrievals = RetrievalBuffer()
         super().__init__(
             url_or_pool,
             schema=schema,
@@ -258,14 +254,20 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
             reject_nul((*texts, ep.superseded_by, ep.supersede_reason), f"episode {ep.id!r}: ")
             rows.append(CODEC.episode_row(ep, vector))
         reject_nul(sup.reason for sup in supersessions)
-        with self._transaction("insert") as cur:
-            with cur.copy(self._copy) as copy:
-                copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
-                for row in rows:
-                    copy.write_row(row)
-            lifecycle.retire(cur, self._t, supersessions)
-            if merge is not None:
-                lifecycle.archive_merged(cur, self._t, merge)
+        pending = self._retrievals.take()
+        try:
+            with self._transaction("insert") as cur:
+                with cur.copy(self._copy) as copy:
+                    copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
+                    for row in rows:
+                        copy.write_row(row)
+                lifecycle.retire(cur, self._t, supersessions)
+                if merge is not None:
+                    lifecycle.archive_merged(cur, self._t, merge)
+                lifecycle.record_retrievals(cur, self._t, pending)
+        except BaseException:
+            self._retrievals.put_back(pending)
+            raise
 
     def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
         """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
@@ -283,17 +285,20 @@ class PostgresStore(PostgresConnection, EpisodeStoreBase):
         with self._transaction("archive") as cur:
             return lifecycle.archive(cur, self._t, episode_ids, at)
 
-    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
-        """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
+    def _write_retrievals(self, pending: Pending, *, soon: bool) -> int | None:
+        """Buffered retrieval counts in one ``UPDATE ... FROM unnest(...)`` (:class:`BufferedRetrievals`).
 
-        One ``UPDATE ... WHERE seq = ANY(%s)`` in its own short transaction, committed with
-        ``synchronous_commit = off`` (the commit does not wait for the WAL flush; a crash may
-        lose the last few counts, never other data).
+        Committed with ``synchronous_commit = off`` (the commit does not wait for the WAL flush).
         """
-        if len(keys) == 0:
-            return 0
         with self._transaction("record_retrievals") as cur:
-            return lifecycle.record_retrievals(cur, self._t, keys, at)
+            cur.execute("SET LOCAL synchronous_commit = off")
+            return lifecycle.record_retrievals(cur, self._t, pending)
+
+    def close(self) -> None:
+        """Write buffered retrieval counts, then close the owned connection pool. Idempotent."""
+        if not self._closed:
+            self._flush_on_close()
+        super().close()
 
     def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""

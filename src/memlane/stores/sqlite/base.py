@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -59,7 +60,8 @@ def opt_us(value: datetime | None) -> int | None:
 
 
 def _tags_in(tags: tuple[str, ...]) -> str:
-    return json.dumps(list(tags), ensure_ascii=False)
+    """Tags as JSON text, byte for byte what ``json.dumps(list(tags), ensure_ascii=False)`` gives."""
+    return "[" + ", ".join(map(encode_basestring, tags)) + "]"
 
 
 CODEC = RowCodec(

@@ -2,9 +2,10 @@
 
 The index is the external-content FTS5 table ``episodes_fts`` over ``terms`` (schema migration
 8 in :mod:`memlane.stores.sqlite.migrations`) with the ``ascii`` tokenizer, which only splits
-at the spaces memlane put between the terms (:mod:`memlane.analysis`), kept in step with
-``episodes`` by triggers, so explicit deletes and retention pruning remove an episode from it
-in the same transaction.
+at the spaces memlane put between the terms (:mod:`memlane.analysis`). Each insert transaction
+fills it with one set-based ``INSERT ... SELECT`` over the batch's new rows (migration 9 dropped
+the per-row insert trigger); delete and update triggers keep it in step, so explicit deletes and
+retention pruning remove an episode from it in the same transaction.
 
 Query safety: the MATCH expression is built only from :func:`memlane.analysis.query_terms`
 output, each term wrapped in double quotes (an FTS5 string: no operator, column filter,
@@ -20,7 +21,7 @@ term), so another tenant's rows never change a tenant's scores.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memlane.stores.base import KeywordCandidates
@@ -40,6 +41,37 @@ def fts5_match_expression(terms: Sequence[str]) -> str:
         E.g. ``'"window" OR "seat"'``; empty string for no terms.
     """
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms if term)
+
+
+def _informative(
+    conn: sqlite3.Connection, terms: list[str], n_rows: int, count: Callable[[str, int], int]
+) -> list[str]:
+    """``terms`` without those in no row and, once the scope has ``MIN_ROWS`` rows, in over half of it.
+
+    Table-wide document counts come from the FTS5 vocabulary (``episodes_fts_terms``, one index
+    lookup per term). A term in at most half of the table's rows is in at most half of any scope,
+    so only the others are checked; when the scope is the whole table (its ``N`` equals
+    ``max(seq) - min(seq) + 1``, so no row lies outside it) the table-wide count is the scope's,
+    else the scope is counted up to ``N / 2 + 1`` matches. The same rule as
+    :class:`~memlane.stores.common_terms.CommonTermFilter`, applied before the search so a
+    common term never makes FTS5 find and score most of the scope.
+    """
+    marks = ",".join("?" * len(terms))
+    docs = dict(
+        conn.execute(f"SELECT term, doc FROM episodes_fts_terms WHERE term IN ({marks})", terms).fetchall()
+    )
+    if n_rows < CommonTermFilter.MIN_ROWS:
+        return [t for t in terms if docs.get(t, 0) > 0]
+    half = n_rows // 2
+    low, high = conn.execute("SELECT min(seq), max(seq) FROM episodes").fetchone()
+    whole = low is not None and n_rows == high - low + 1
+    kept = []
+    for term in terms:
+        doc = int(docs.get(term, 0))
+        if doc == 0 or (doc > half and (whole or count(term, half + 1) > half)):
+            continue
+        kept.append(term)
+    return kept
 
 
 def keyword_search(
@@ -83,6 +115,10 @@ def keyword_search(
 
     def count(term: str, cap: int) -> int:
         return int(conn.execute(counted, [fts5_match_expression([term]), *params, cap]).fetchone()[0])
+
+    terms = _informative(conn, terms, int(n_rows), count)
+    if not terms:
+        return KeywordCandidates.empty()
 
     sql = (
         "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM ("

@@ -234,4 +234,14 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild')",
         "CREATE INDEX ix_episodes_session_seq ON episodes (tenant_id, session_id, seq)",
     ),
+    # 9: set-based keyword index maintenance on insert. The per-row insert trigger is dropped:
+    # ``SQLiteStore`` fills ``episodes_fts`` (and ``episode_tags``) with one ``INSERT ... SELECT``
+    # over the batch's new rows, in the transaction that inserts them. The delete and update
+    # triggers stay, so deletes, retention pruning and session-scoped removal still remove FTS
+    # rows in their own transaction.
+    ("DROP TRIGGER IF EXISTS episodes_fts_insert",),
+    # 10: the FTS5 vocabulary (term -> documents, table-wide) as a virtual table: lets a keyword search
+    # drop a query term found in over half of a scope without scanning its matches when the scope is
+    # the whole table (memlane.stores.sqlite.fts).
+    ("CREATE VIRTUAL TABLE episodes_fts_terms USING fts5vocab(episodes_fts, 'row')",),
 )

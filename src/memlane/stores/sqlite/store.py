@@ -18,8 +18,8 @@
 * Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
   and ``recorded_at_us``/``invalidated_at_us`` (transaction time), ``superseded_by`` and
   ``supersede_reason``; forgetting columns (migration 6): ``archived_at_us``, ``session_scoped``.
-* Keyword search: an FTS5 index over ``content`` kept in step by triggers, ranked by BM25
-  (:mod:`memlane.stores.sqlite.fts`).
+* Keyword search: an FTS5 index over the analysed ``terms``, filled set-based by each insert
+  transaction and kept in step on delete/update by triggers (:mod:`memlane.stores.sqlite.fts`).
 * Every ``sqlite3`` exception is translated into :class:`memlane.errors.StoreError`.
 """
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import cached_property
@@ -39,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import memlane.stores.sqlite.filters as filters
-from memlane.errors import DuplicateEpisodeError, StoreError
+from memlane.errors import DuplicateEpisodeError
 from memlane.models import Episode
 from memlane.stores.ann import ANN_THRESHOLD
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
@@ -54,6 +53,7 @@ from memlane.stores.common import (
     supersede_params,
 )
 from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
 from memlane.stores.sqlite.base import (
     CODEC,
     bump_generation,
@@ -86,6 +86,14 @@ _SUPERSEDE = (
     "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
 )
 
+_INSERT = (
+    "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, importance, "
+    "created_at_us, metadata, embedding, embedding_model, valid_from_us, valid_until_us, recorded_at_us, "
+    "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped, retrieve_count, "
+    "last_retrieved_at_us, terms, token_count) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 BOOKKEEPING_BUSY_MS = 20
 """Longest wait (ms) of retrieval bookkeeping for another writer's lock before deferring."""
 
@@ -97,6 +105,17 @@ def _read_binding(conn: sqlite3.Connection) -> tuple[str, int] | None:
     if "embedding_model" not in rows:
         return None
     return rows["embedding_model"], int(rows["embedding_dims"])
+
+
+def _apply_retrievals(conn: sqlite3.Connection, pending: Pending) -> int:
+    """Add buffered retrieval counts in the caller's write transaction; return rows given."""
+    if pending:
+        conn.executemany(
+            "UPDATE episodes SET retrieve_count = retrieve_count + ?, "
+            "last_retrieved_at_us = max(coalesce(last_retrieved_at_us, ?), ?) WHERE seq = ?",
+            [(count, to_us(last), to_us(last), seq) for seq, (count, last) in pending.items()],
+        )
+    return len(pending)
 
 
 def _archive_merged(conn: sqlite3.Connection, merge: MergeInto) -> int:
@@ -111,7 +130,7 @@ def _archive_merged(conn: sqlite3.Connection, merge: MergeInto) -> int:
     return changed
 
 
-class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
+class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     """Episodes in one SQLite file.
 
     Args:
@@ -150,8 +169,7 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
             ann_threshold=ann_threshold,
         )
         self._vectors = self._vector_search.cache
-        self._pending_lock = threading.Lock()
-        self._pending: dict[int, tuple[int, datetime]] = {}
+        self._retrievals = RetrievalBuffer()
         super().__init__(path, busy_timeout_s=busy_timeout_s)
 
     # -- embedding model binding -----------------------------------------------------
@@ -183,29 +201,37 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
     def _write_episodes(self, batch: EpisodeBatch) -> None:
         """:meth:`insert` and :meth:`merge`: one ``BEGIN IMMEDIATE`` transaction.
 
+        The rows go in with one ``executemany``; their keyword index rows and tag rows follow
+        as two set-based ``INSERT ... SELECT`` statements over the new row keys (``seq`` above
+        the ``sqlite_sequence`` value read at the start of the transaction, which the write
+        lock keeps to this batch), so no per-row trigger runs (schema migration 9).
         Retiring supersessions or archiving a merge's originals bumps ``delete_generation``,
         so every process rebuilds its vector index.
         """
         episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
-        blobs: list[bytes | None] = (
-            [None] * len(episodes) if batch.vectors is None else [*encode_vectors(batch.vectors)]
-        )
-        rows = [CODEC.episode_row(ep, blob) for ep, blob in zip(episodes, blobs, strict=True)]
+        if batch.vectors is None:
+            rows = [CODEC.episode_row(ep, None) for ep in episodes]
+        else:
+            row = CODEC.episode_row
+            rows = [row(ep, blob) for ep, blob in zip(episodes, encode_vectors(batch.vectors), strict=True)]
+        pending = self._retrievals.take()
         try:
             with self._translate("insert"), self._write() as conn:
-                conn.executemany(
-                    "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, "
-                    "importance, created_at_us, metadata, embedding, embedding_model, valid_from_us, "
-                    "valid_until_us, recorded_at_us, invalidated_at_us, superseded_by, supersede_reason, "
-                    "archived_at_us, session_scoped, retrieve_count, last_retrieved_at_us, terms, "
-                    "token_count) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
+                _apply_retrievals(conn, pending)
+                before = conn.execute(
+                    "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'episodes'), 0)"
+                ).fetchone()[0]
+                conn.executemany(_INSERT, rows)
+                conn.execute(
+                    "INSERT INTO episodes_fts (rowid, terms) SELECT seq, terms FROM episodes WHERE seq > ?",
+                    (before,),
                 )
-                conn.executemany(
-                    "INSERT INTO episode_tags (tag, seq) SELECT ?, seq FROM episodes WHERE id = ?",
-                    [(tag, ep.id) for ep in episodes for tag in ep.tags],
-                )
+                if any(ep.tags for ep in episodes):
+                    conn.execute(
+                        "INSERT OR IGNORE INTO episode_tags (tag, seq) SELECT j.value, e.seq "
+                        "FROM episodes AS e, json_each(e.tags) AS j WHERE e.seq > ? AND e.tags <> '[]'",
+                        (before,),
+                    )
                 for sup in supersessions:
                     sql = _SUPERSEDE if sup.tenant_id is None else _SUPERSEDE + " AND tenant_id = ?"
                     check_superseded(sup, conn.execute(sql, supersede_params(sup, CODEC)).rowcount)
@@ -213,7 +239,8 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                     merge.check(_archive_merged(conn, merge))
                 if supersessions or merge is not None:
                     bump_generation(conn, _GENERATION)
-        except StoreError as exc:
+        except BaseException as exc:
+            self._retrievals.put_back(pending)
             cause = exc.__cause__
             if isinstance(cause, sqlite3.IntegrityError) and "episodes.id" in str(cause):
                 raise DuplicateEpisodeError(
@@ -259,47 +286,29 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
                 bump_generation(conn, _GENERATION)
         return changed
 
-    def record_retrievals(self, keys: Sequence[int], at: datetime) -> int:
-        """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows updated.
+    def _write_retrievals(self, pending: Pending, *, soon: bool) -> int | None:
+        """Buffered retrieval counts in one transaction (:class:`BufferedRetrievals`).
 
-        One short write transaction (an ``UPDATE`` per key, batched with ``executemany``) that
-        does not bump ``delete_generation``: the in-memory vector index holds neither column,
-        so no process rebuilds it. It waits at most :data:`BOOKKEEPING_BUSY_MS` for the write
-        lock: if another writer holds it (a long ingest), the counts stay pending in this
-        store object and are written by the next call, so recall never waits for a writer.
-        Pending counts are lost if the process ends first.
+        Does not bump ``delete_generation`` (the vector index holds neither column). With
+        ``soon`` (a recall's flush) it waits at most :data:`BOOKKEEPING_BUSY_MS` for another
+        writer's lock and else returns ``None``, so recall never waits for a long ingest.
         """
-        with self._pending_lock:
-            for key in keys:
-                count, last = self._pending.get(int(key), (0, at))
-                self._pending[int(key)] = (count + 1, max(last, at))
-            pending, self._pending = self._pending, {}
-        if not pending:
-            return 0
-        rows = [(count, to_us(last), to_us(last), seq) for seq, (count, last) in pending.items()]
         conn = self._conn()
-        try:
-            with self._translate("record_retrievals"):
-                conn.execute(f"PRAGMA busy_timeout={BOOKKEEPING_BUSY_MS:d}")
-                try:
-                    with self._write() as tx:
-                        tx.executemany(
-                            "UPDATE episodes SET retrieve_count = retrieve_count + ?, "
-                            "last_retrieved_at_us = max(coalesce(last_retrieved_at_us, ?), ?) WHERE seq = ?",
-                            rows,
-                        )
-                finally:
-                    conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
-        except StoreError as exc:
-            if not (isinstance(exc.__cause__, sqlite3.OperationalError) and "locked" in str(exc.__cause__)):
-                raise
-            with self._pending_lock:  # another writer holds the lock: keep them for the next call
-                for seq, (count, last) in pending.items():
-                    old_count, old_last = self._pending.get(seq, (0, last))
-                    self._pending[seq] = (old_count + count, max(old_last, last))
-            logger.debug("record_retrievals: database locked, %d row(s) deferred", len(pending))
-            return 0
-        return len(rows)
+        with self._translate("record_retrievals"):
+            if not soon:
+                with self._write() as tx:
+                    return _apply_retrievals(tx, pending)
+            conn.execute(f"PRAGMA busy_timeout={BOOKKEEPING_BUSY_MS:d}")
+            try:
+                with self._write() as tx:
+                    return _apply_retrievals(tx, pending)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                logger.debug("record_retrievals: database locked, %d row(s) deferred", len(pending))
+                return None
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
 
     def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """``{id: float32 [dims] vector}`` of the given episodes that have one (others absent)."""
@@ -527,7 +536,9 @@ class SQLiteStore(SQLiteConnection, EpisodeStoreBase):
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every connection this store opened and drop its vector cache. Idempotent."""
+        """Write buffered retrieval counts, close every connection and drop the vector cache. Idempotent."""
+        if not self._closed:
+            self._flush_on_close()
         super().close()
         self._vector_search.clear()
 
