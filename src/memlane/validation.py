@@ -129,7 +129,8 @@ def is_blank(text: str) -> bool:
     space/joiners U+200B..U+200D, word joiner U+2060, BOM U+FEFF, bidi marks, soft hyphen),
     separators (Zs, Zl, Zp) and invisible fillers (U+034F, U+115F, U+1160, U+3164, U+FFA0).
     """
-    if text[:1].isalnum() and text[0] not in _FILLERS:  # the common case: a visible first character
+    first = text[:1]
+    if first.isascii() and first.isalnum():  # the common case (non-ASCII fillers can be "alnum")
         return False
     return all(
         ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES for ch in text
