@@ -1,60 +1,33 @@
-"""Pure three-factor ranking of recall candidates: relevance, recency, importance.
+"""Pure relevance-first ranking: relevance decides, recency and importance break near-ties.
 
-No I/O here: every store hands the same arrays to :func:`rank`, so ranking is
-identical for every backend.
+No I/O here: every store hands the same arrays to :func:`rank`, so ranking is identical for
+every backend. The relevance signals (dense calibration, saturated per-scope BM25, session
+context, entity and time-window boosts) and their constants are in
+:mod:`memlane.recall.relevance`; the README's "Ranking" section gives the whole formula.
 
-The formula follows the retrieval function of Park et al. 2023, *Generative Agents:
-Interactive Simulacra of Human Behavior* (UIST '23), section 4.1: a candidate's score
-is a weighted combination of relevance, recency and importance, each scaled to
-[0, 1], with equal weights by default. memlane's differences from the paper:
+The combination keeps the three factors of Park et al. 2023, *Generative Agents: Interactive
+Simulacra of Human Behavior* (UIST '23, section 4.1) — relevance, recency, importance — but
+not their plain weighted mean, which on data spanning months lets recency bury clearly better
+matches. Instead (a lexicographic order with a tolerance band)::
 
-* **Recency** decays per *day of age* since the episode's ``created_at``
-  (``decay ** age_days``, default decay 0.995 per day, so 30 days -> 0.8604,
-  138 days -> ~0.5), not per game hour since the memory was last *accessed*.
-  Recall does not change an episode's recency. Episodes dated after ``now``
-  (clock skew, backfills) count as age 0. With a forgetting policy enabled
-  (``MemoryConfig(forgetting=True)``), recency is instead the episode's strength
-  ``0.5 ** (age_days / half_life)``, the half-life chosen by its importance band
-  (Ebbinghaus-style half-life decay; :mod:`memlane.lifecycle.forgetting`), 1 for never-forget ones.
-* **Relevance** is ``max(0, cosine)`` of L2-normalised embeddings: negative cosine
-  carries no evidence of relevance and is clipped to 0. It is *not* min-max
-  normalised per query as in the paper, so a relevance of 0.2 means the same thing
-  in every recall (an absolute, comparable signal), and the best candidate of an
-  unrelated query does not get relevance 1.
-* **Importance** is the caller's rating / 10 (ratings are clamped to [1, 10]);
-  unrated episodes score a neutral 0.5 instead of being penalised.
-* The three signals are combined as a **weighted mean** (weights divided by their
-  sum), so the score also stays in [0, 1].
+    score = (relevance + TIE_BAND * (w_rec * recency + w_imp * importance) / w_sum) / (1 + TIE_BAND)
 
-**Hybrid relevance** (:func:`fuse_noisy_or`, :func:`fuse_rrf`, :func:`fuse_convex`). A
-recall can draw candidates from the embeddings (*dense*: ``max(0, cosine)`` as above) and
-from the store's full-text index (*keyword*: BM25 in SQLite, Robertson & Zaragoza 2009;
-cover density in PostgreSQL). Keyword scores are divided by the best one of the recall
-(:func:`keyword_signal`), because their scale depends on the backend and the corpus. The
-default fusion is a **noisy-OR** (probabilistic sum) of the two pieces of evidence::
+with ``TIE_BAND = 0.1``: an episode more relevant by more than ``TIE_BAND * (w_rec + w_imp) /
+w_sum`` always ranks first; equally relevant -> newer first; equally relevant and equally old
+-> more important first. The presets (:data:`PRESETS`) keep their meaning inside the band.
 
-    relevance = 1 - (1 - dense) * (1 - lam * keyword)        lam = keyword_weight = 0.6
-
-It stays in [0, 1], never falls below ``dense``, equals ``dense`` when no query term
-matches (so an episode without keyword evidence is scored exactly as in dense recall, and
-``min_relevance`` keeps an absolute meaning), and a keyword match lifts it towards 1.
-Measured on LoCoMo conversations 0-4 (``benchmarks/results/locomo.md``) against
-**reciprocal rank fusion** (Cormack, Clarke & Büttcher 2009, *Reciprocal Rank Fusion
-outperforms Condorcet and individual Rank Learning Methods*, SIGIR '09; normalised so the
-first candidate of both lists gets 1) and **convex score fusion** ``w * dense + (1 - w) *
-keyword`` (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for Hybrid
-Retrieval*, ACM TOIS): noisy-OR and RRF (``k = 5``) tie on recall@10 and noisy-OR has the
-higher NDCG@10, while RRF and convex fusion compress or halve the dense evidence of
-episodes without a keyword match, which lets recency and importance outvote a clearly
-better semantic match under the default balanced weights. All three are available
-(:class:`HybridSettings`); RRF ranks are competition ranks (ties share the best rank), so
-they do not depend on the order a backend returns rows in.
-
-**Time windows** (:mod:`memlane.recall.temporal`). When the query names a time ("last May"),
-relevance becomes ``1 - (1 - relevance) * (1 - b * in_window)`` with ``b = temporal_boost``
-(default 0.5, tuned on LoCoMo conversations 0-4), ``in_window`` being 1 for episodes
-created inside the window and 0 otherwise: episodes in the window move halfway towards
-relevance 1, the others keep their relevance. A soft boost that reorders but never hides.
+* **Recency** decays per *day of age* since ``created_at`` (``decay ** age_days``, default
+  0.995: 30 days -> 0.8604), not per hour since last access; episodes dated after ``now``
+  count as age 0. With a forgetting policy (``MemoryConfig(forgetting=True)``) it is the
+  half-life strength ``0.5 ** (age_days / half_life)`` of the episode's importance band.
+* **Importance** is the rating / 10 (clamped to [1, 10]); unrated episodes score a neutral 0.5.
+* **Base relevance** fuses the calibrated dense and keyword signals: convex ``0.4 * dense +
+  0.6 * keyword`` by default (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for
+  Hybrid Retrieval*, ACM TOIS); noisy-OR (:func:`fuse_noisy_or`) and reciprocal rank fusion
+  (:func:`fuse_rrf`; Cormack, Clarke & Büttcher 2009, SIGIR '09; competition ranks, so the
+  order rows arrive in does not matter) are selectable (:class:`HybridSettings`).
+* Hits come only from the ``pool_size`` candidates with the highest base relevance (and their
+  neighbours), so an approximate index that returns that top-N gives the same hits.
 """
 
 from __future__ import annotations
