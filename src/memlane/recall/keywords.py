@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from memlane.analysis import STOPWORDS
+
 __all__ = ["MAX_TERMS", "MAX_TERM_CHARS", "STOPWORDS", "keyword_terms"]
 
 MAX_TERMS = 32
@@ -26,20 +28,6 @@ MAX_TERM_CHARS = 64
 """Longer runs of letters/digits are cut to this many characters (no real word is longer)."""
 
 _TERM = re.compile(r"[^\W_]+")  # letters and digits of any script; '_' and punctuation split terms
-
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren as at be because been before being
-    below between both but by can cannot could couldn did didn do does doesn doing don down during
-    each few for from further had hadn has hasn have haven having he her here hers herself him
-    himself his how i if in into is isn it its itself just let ll me more most mustn my myself no
-    nor not now of off on once only or other ought our ours ourselves out over own re s same shan
-    she should shouldn so some such t than that the their theirs them themselves then there these
-    they this those through to too under until up ve very was wasn we were weren what when where
-    which while who whom why will with won would wouldn you your yours yourself yourselves
-    """.split()  # noqa: SIM905 - a word list reads better as text
-)
-"""Common English function words (after Lucene's and NLTK's lists), plus contraction fragments."""
 
 
 def keyword_terms(text: str, *, max_terms: int = MAX_TERMS) -> tuple[str, ...]:
