@@ -113,9 +113,10 @@ def test_neighbours_follow_insertion_order_within_tenant_and_session(
     assert rows[key_of[2]] == [key_of[0], key_of[1], key_of[3], key_of[4]]
     assert rows[key_of[0]] == [-1, -1, key_of[1], key_of[2]]
     assert set(found.session_ids) == {"s1"}
-    # The filter also bounds the neighbours: outside it, they do not exist.
-    narrow = store.neighbours(EpisodeFilter(tenant_id="U"), [key_of[2]], radius=1)
-    assert len(narrow) == 0
+    # The neighbours are the stored turns of the key's own (tenant, session), whatever the
+    # filter says: the ranking drops a neighbour that is not itself a candidate.
+    narrow = store.neighbours(EpisodeFilter(tenant_id="T", event_type="other"), [key_of[2]], radius=1)
+    assert narrow.adjacent.tolist() == [[key_of[1], key_of[3]]]
 
 
 @pytest.fixture(scope="module")

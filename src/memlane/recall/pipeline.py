@@ -6,8 +6,11 @@ The facade validates the arguments and builds the scoped :class:`~memlane.stores
 1. embeds the query (unless ``retrieval="keyword"``); if the embedder fails and the fallback
    is on, the recall continues with keywords only and every breakdown says ``fallback=True``;
 2. asks the store for vector candidates and/or keyword candidates
-   (:func:`memlane.recall.keywords.keyword_terms`), ``top_n = max(20 * limit, 200)`` each;
-3. merges them (:func:`memlane.recall.candidates.merge_candidates`);
+   (:func:`memlane.recall.keywords.keyword_terms`): exactly the ``top_n = max(20 * limit, 200)``
+   best of each (the pool; the cost of everything after this grows with ``top_n``, never with
+   the scope, and an approximate index that finds the same dense top-N changes nothing);
+3. merges them (:func:`memlane.recall.candidates.merge_candidates`) and reads the candidates'
+   stored neighbours (:func:`conversation_context`);
 4. marks the candidates inside a time window the query names
    (:func:`memlane.recall.temporal.parse_time_window`, when ``config.temporal`` is on);
 5. ranks them (:func:`memlane.recall.ranking.rank`), with forgetting half-lives as recency
@@ -203,8 +206,9 @@ def conversation_context(
 ) -> Context:
     """Neighbours (as candidate indices), groups and the entity signal of ``keys``.
 
-    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2, within ``flt``). A
-    neighbour that is not itself a candidate counts as absent.
+    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2): a few index probes
+    per candidate. A stored neighbour that is not itself a candidate counts as absent, so nothing
+    outside the pool (or failing ``flt``) contributes.
     """
     n = len(keys)
     found = store.neighbours(flt, [int(k) for k in keys], radius=2)

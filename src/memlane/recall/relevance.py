@@ -16,11 +16,12 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
 
        rc = (r0 + 0.5 * nb1 + 0.2 * nb2 + 0.35 * gbest) / (1 + 0.5 * [nb1] + 0.2 * [nb2] + 0.35)
 
-   ``nb1``/``nb2``: the larger ``r0`` of the episode's +-1 / +-2 neighbours by insertion order in
-   the same memlane session (:meth:`memlane.stores.base.Store.neighbours`) and the same *group*
-   (a run of the session without a pause over 1 hour between consecutive candidates);
-   ``gbest``: the best ``r0`` of the group. A neighbour that is absent (edge of a group, not a
-   candidate) is left out of the mean, so a lone episode has ``rc = r0``.
+   ``nb1``/``nb2``: the larger ``r0`` of the episode's +-1 / +-2 stored neighbours by insertion
+   order in the same memlane session (:meth:`memlane.stores.base.Store.neighbours`) that are
+   candidates of the same *group* (the candidates of the session without a pause over 1 hour
+   between consecutive ones); ``gbest``: the best ``r0`` of the group. A neighbour that is
+   absent (edge of a group, not a candidate) is left out of the mean, so a lone episode has
+   ``rc = r0``.
 5. **Boosts** ``rel = 1 - (1 - rc) * (1 - 0.2 * entity) * (1 - 0.3 * in_window)``: ``entity`` = 1
    when the query names exactly one of the candidates' tags (every word of the tag occurs in the
    query) and the episode carries it; ``in_window`` = 1 inside the time window the query names.

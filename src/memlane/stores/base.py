@@ -152,6 +152,37 @@ class VectorCandidates:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def top(self, n: int) -> VectorCandidates:
+        """The ``n`` most similar rows: cosine descending, ties to the lower key (the pool rule).
+
+        Every backend trims its dense candidates with this order (PostgreSQL's exact path sorts
+        ``cosine DESC, seq``), so an exact scan and an approximate index that finds the same
+        top-``n`` hand the ranking the same pool. Order of the result: best first.
+
+        Args:
+            n: Pool size, >= 1.
+        """
+        if len(self.keys) == 0:
+            return self
+        cosine = np.asarray(self.cosine, dtype=np.float64)
+        if len(self.keys) > n:
+            # Everything strictly above the n-th best cosine, then the ties at it by key.
+            kth = float(np.partition(cosine, len(cosine) - n)[len(cosine) - n])
+            above = np.flatnonzero(cosine > kth)
+            tied = np.flatnonzero(cosine == kth)
+            tied = tied[np.argsort(self.keys[tied], kind="stable")][: n - len(above)]
+            chosen = np.concatenate([above, tied])
+        else:
+            chosen = np.arange(len(self.keys))
+        chosen = chosen[np.lexsort((self.keys[chosen], -cosine[chosen]))]
+        return VectorCandidates(
+            keys=self.keys[chosen],
+            cosine=self.cosine[chosen],
+            created_at_seconds=self.created_at_seconds[chosen],
+            importance=self.importance[chosen],
+            exhaustive=self.exhaustive and len(chosen) == len(self.keys),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class KeywordCandidates:
@@ -335,8 +366,9 @@ class Store(Protocol):
         Args:
             flt: The filter; no returned row may fail it.
             query: float32 ``[dims]`` unit vector.
-            top_n: The caller needs at least the ``top_n`` most similar rows; an exact
-                store may return every filtered row.
+            top_n: Pool size, >= 1: exactly the ``top_n`` most similar rows (fewer when fewer
+                pass ``flt``), best first, ties to the lower key (:meth:`VectorCandidates.top`).
+                An approximate index may miss some of them; it never returns more.
         """
         ...
 
@@ -353,13 +385,16 @@ class Store(Protocol):
         ...
 
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
-        """Return the session, tags and insertion-order neighbours of candidate rows.
+        """Return the session, tags and stored insertion-order neighbours of candidate rows.
 
-        One query (a window function over the candidates' sessions within ``flt``); its cost
-        grows with the number of rows of the sessions the candidates belong to.
+        The neighbours are the ``radius`` rows before and after each key in its (tenant,
+        session), by insertion order, whatever they hold: the ranking treats one that is not
+        itself a candidate as absent, so a row failing the recall's filter never contributes.
+        Cost: a few index probes per key (index on tenant, session, key), independent of the
+        size of the scope.
 
         Args:
-            flt: The recall's filter; neighbours that fail it are skipped (never returned).
+            flt: The recall's filter (kept for the signature; the rows of ``keys`` already pass it).
             keys: Row keys from the ``*_candidates`` methods.
             radius: How many neighbours on each side (>= 1).
         """

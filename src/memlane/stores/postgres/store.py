@@ -453,9 +453,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     ) -> VectorCandidates:
         """Episodes passing ``flt`` that have vectors, with their cosine to ``query``.
 
-        Exact search over small filtered sets, the HNSW index over large ones (the rule is
-        in :mod:`memlane.stores.postgres.vector_search`); never fewer than
-        ``min(top_n, filtered rows with vectors)`` rows.
+        Exact search over small filtered sets, the HNSW index over large ones (rule in
+        :mod:`memlane.stores.postgres.vector_search`), trimmed by :meth:`VectorCandidates.top`.
 
         Args:
             flt: The filter; no returned row fails it.
@@ -463,8 +462,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             top_n: How many of the most similar rows the caller needs (>= 1).
 
         Returns:
-            At most ``top_n`` candidates; ``exhaustive`` says whether every filtered row
-            with a vector is among them.
+            At most ``top_n`` candidates, best first.
 
         Raises:
             EmbeddingModelMismatchError: ``query`` has another dimension than the store's vectors.
@@ -474,7 +472,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         top_n = max(1, int(top_n))
         with self._transaction("vector_candidates") as cur:
             rows, exhaustive = self._search.run(cur, flt, q, top_n, self.exact_search_limit)
-        return VectorCandidates.from_rows(rows, exhaustive=exhaustive)
+        return VectorCandidates.from_rows(rows, exhaustive=exhaustive).top(top_n)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
@@ -494,32 +492,36 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             return keyword_search(cur, self._t, flt, terms, top_n, self._common_terms)
 
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
-        """Session, tags and the ``radius`` insertion-order neighbours of each key within ``flt``.
+        """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
-        One query: ``lag``/``lead`` over the rows of the keys' (tenant, session) pairs that pass
-        ``flt`` (index ``ix_memlane_episodes_session_seq``), keeping the requested keys' rows.
+        Per key ``2 * radius`` probes of ``ix_memlane_episodes_session_seq``: no session scan.
         """
+        del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         if len(keys) == 0:
             return Neighbours.from_rows([], radius)
         radius = max(1, int(radius))
-        wanted = [int(k) for k in keys]
-        where, params = filters.where(flt, "TRUE")  # always " WHERE ...", so the next clause can be ANDed
-        sessions = sql.SQL(
-            "(tenant_id, session_id) IN (SELECT tenant_id, session_id FROM {t} "
-            "WHERE seq OPERATOR(pg_catalog.=) ANY(%s::int8[]))"
-        ).format(t=self._t)
-        where = where + sql.SQL(" AND ") + sessions
-        window = sql.SQL(", ").join(
-            [sql.SQL("lag(seq, {k}) OVER w").format(k=sql.Literal(k)) for k in range(radius, 0, -1)]
-            + [sql.SQL("lead(seq, {k}) OVER w").format(k=sql.Literal(k)) for k in range(1, radius + 1)]
+        same = sql.SQL(
+            "e.tenant_id OPERATOR(pg_catalog.=) c.tenant_id "
+            "AND e.session_id OPERATOR(pg_catalog.=) c.session_id"
+        )
+        before = sql.SQL(
+            "(SELECT e.seq FROM {t} AS e WHERE {same} AND e.seq OPERATOR(pg_catalog.<) c.seq "
+            "ORDER BY e.seq DESC LIMIT 1 OFFSET {k})"
+        )
+        after = sql.SQL(
+            "(SELECT e.seq FROM {t} AS e WHERE {same} AND e.seq OPERATOR(pg_catalog.>) c.seq "
+            "ORDER BY e.seq LIMIT 1 OFFSET {k})"
+        )
+        probes = sql.SQL(", ").join(
+            [before.format(t=self._t, same=same, k=sql.Literal(k - 1)) for k in range(radius, 0, -1)]
+            + [after.format(t=self._t, same=same, k=sql.Literal(k - 1)) for k in range(1, radius + 1)]
         )
         statement = sql.SQL(
-            "SELECT * FROM (SELECT seq, session_id, tags, {window} FROM {t}{where} "
-            "WINDOW w AS (PARTITION BY tenant_id, session_id ORDER BY seq)) AS x "
-            "WHERE seq OPERATOR(pg_catalog.=) ANY(%s::int8[]) ORDER BY seq"
-        ).format(window=window, t=self._t, where=where)
+            "SELECT c.seq, c.session_id, c.tags, {probes} FROM {t} AS c "
+            "WHERE c.seq OPERATOR(pg_catalog.=) ANY(%s::int8[]) ORDER BY c.seq"
+        ).format(probes=probes, t=self._t)
         with self._transaction("neighbours") as cur:
-            rows = cur.execute(statement, [*params, wanted, wanted]).fetchall()
+            rows = cur.execute(statement, [[int(k) for k in keys]]).fetchall()
         return Neighbours.from_rows(rows, radius)
 
     def explain_vector_candidates(

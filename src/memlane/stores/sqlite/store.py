@@ -369,30 +369,33 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             return [CODEC.episode(r) for r in self._conn().execute(sql, [*params, limit])]
 
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
-        """Session, tags and the ``radius`` insertion-order neighbours of each key within ``flt``.
+        """Session, tags and the ``radius`` stored neighbours of each key (see :meth:`Store.neighbours`).
 
-        One query: ``lag``/``lead`` over the rows of the keys' (tenant, session) pairs that pass
-        ``flt`` (index ``ix_episodes_session_seq``), keeping the requested keys' rows.
+        One query: per key, ``2 * radius`` correlated probes of the index
+        ``ix_episodes_session_seq`` (tenant, session, seq), so the cost grows with the number
+        of keys, never with the size of their sessions.
         """
+        del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         if len(keys) == 0:
             return Neighbours.from_rows([], radius)
         radius = max(1, int(radius))
-        where, params = filters.where(flt)
-        joiner = " AND " if where else " WHERE "
-        window = ", ".join(
-            [f"lag(seq, {k}) OVER w" for k in range(radius, 0, -1)]
-            + [f"lead(seq, {k}) OVER w" for k in range(1, radius + 1)]
+        same = "e.tenant_id = c.tenant_id AND e.session_id = c.session_id"
+        probes = [
+            f"(SELECT e.seq FROM episodes e WHERE {same} AND e.seq < c.seq "
+            f"ORDER BY e.seq DESC LIMIT 1 OFFSET {k - 1})"
+            for k in range(radius, 0, -1)
+        ] + [
+            f"(SELECT e.seq FROM episodes e WHERE {same} AND e.seq > c.seq "
+            f"ORDER BY e.seq LIMIT 1 OFFSET {k - 1})"
+            for k in range(1, radius + 1)
+        ]
+        sql = (
+            f"SELECT c.seq, c.session_id, c.tags, {', '.join(probes)} FROM episodes c "
+            "WHERE c.seq IN (SELECT value FROM json_each(?)) ORDER BY c.seq"
         )
         wanted = json.dumps([int(k) for k in keys])
-        sql = (
-            f"SELECT * FROM (SELECT seq, session_id, tags, {window} FROM episodes{where}{joiner}"
-            "(tenant_id, session_id) IN (SELECT tenant_id, session_id FROM episodes "
-            "WHERE seq IN (SELECT value FROM json_each(?))) "
-            "WINDOW w AS (PARTITION BY tenant_id, session_id ORDER BY seq)) "
-            "WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq"
-        )
         with self._translate("neighbours"):
-            rows = self._conn().execute(sql, [*params, wanted, wanted]).fetchall()
+            rows = self._conn().execute(sql, [wanted]).fetchall()
         parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
         for r in rows:
             if r[2] not in parsed:
@@ -489,9 +492,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     ) -> VectorCandidates:
         """Cosine of ``query`` against the filtered episodes with a vector.
 
-        Exact (every filtered row, ``exhaustive=True``) when at most ``ann_threshold`` rows pass
-        the filter; above it, at least the ``top_n`` most similar rows from the ANN index plus
-        every row added since it was built (``exhaustive=False``, cosines exact).
+        The ``top_n`` most similar filtered rows (:meth:`VectorCandidates.top`): an exact scan
+        when at most ``ann_threshold`` rows pass the filter; above it, the ANN index's
+        candidates plus every row added since it was built, rescored exactly and trimmed.
         """
         with self._translate("vector_candidates"):
             allowed: NDArray[np.int64] | None = None
@@ -520,7 +523,8 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                     retained_after_us=opt_us(flt.retained_after),
                     never_forget_from=flt.never_forget_from,
                 )
-                return self._vector_search.search(self._conn(), index, mask, vector, max(1, int(top_n)))
+                top = max(1, int(top_n))
+                return self._vector_search.search(self._conn(), index, mask, vector, top).top(top)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
