@@ -110,7 +110,7 @@ def keyword_search(
     # FTS subquery only exposes ``fts_seq`` (and ``r``).
     counted = (
         "SELECT count(*) FROM (SELECT 1 FROM (SELECT rowid AS fts_seq FROM episodes_fts "
-        f"WHERE episodes_fts MATCH ?) AS f JOIN episodes AS e ON e.seq = f.fts_seq{where} LIMIT ?)"
+        f"WHERE episodes_fts MATCH ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq{where} LIMIT ?)"
     )
 
     def count(term: str, cap: int) -> int:
@@ -124,7 +124,7 @@ def keyword_search(
         "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM ("
         "SELECT rowid AS fts_seq, bm25(episodes_fts) AS r FROM episodes_fts "
         "WHERE episodes_fts MATCH ?"
-        f") AS f JOIN episodes AS e ON e.seq = f.fts_seq{where} "
+        f") AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq{where} "
         "ORDER BY f.r, e.seq LIMIT ?"
     )
     limit = max(MATCH_LIMIT, 5 * int(top_n))
