@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 ANN_THRESHOLD = 50_000
 """Filtered candidate sets with at most this many rows are searched exactly (2-14 ms here)."""
 
-BASE_NPROBE = 32
+BASE_NPROBE = 24
 """Unfiltered lists' worth of passing candidates a query examines (tuned in benchmarks/ann.py)."""
 
 _TRAIN_SAMPLE = 32
