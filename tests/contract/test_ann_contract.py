@@ -212,3 +212,77 @@ def test_sidecar_off_and_memory_store(tmp_path: Path) -> None:
     _fill(mem)
     got = mem.vector_candidates(EpisodeFilter(), _vectors(1, 1)[0], TOP_N)
     assert _top(got) == _top(store.vector_candidates(EpisodeFilter(), _vectors(1, 1)[0], TOP_N))
+
+
+# -- IVF lists: persistence, folding, quantized vectors ----------------------------------
+
+
+def test_cold_open_loads_ivf_without_training(tmp_path: Path) -> None:
+    db = tmp_path / "ivf.db"
+    first = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    ids = _fill(first)
+    q = _vectors(2, 8)
+    first.vector_candidates(EpisodeFilter(), q[0], TOP_N)
+    assert first._vector_search.ann_trainings == 1
+    assert Path(str(db) + ".ivf").exists()
+    first.close()
+    other = SQLiteStore(db, vector_sidecar=False)
+    other.delete(ids[5], None)  # a row the saved lists hold, deleted by another process
+    other.close()
+    second = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    exact = SQLiteStore(db, ann_threshold=None)
+    for flt in FILTERS:
+        for v in q:
+            got, want = second.vector_candidates(flt, v, TOP_N), exact.vector_candidates(flt, v, TOP_N)
+            assert _top(got) == _top(want)
+            assert 6 not in set(got.keys.tolist())
+    assert second._vector_search.ann_trainings == 0  # the saved <db>.ivf served
+    assert second._vector_search.ann_searches > 0
+
+
+def test_corrupt_ivf_is_ignored_and_retrained(tmp_path: Path) -> None:
+    db = tmp_path / "bad.db"
+    first = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    _fill(first)
+    q = _vectors(1, 8)[0]
+    want = _top(first.vector_candidates(EpisodeFilter(), q, TOP_N))
+    first.close()
+    Path(str(db) + ".ivf").write_bytes(b"not an index")
+    second = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    assert _top(second.vector_candidates(EpisodeFilter(), q, TOP_N)) == want
+    assert second._vector_search.ann_trainings == 1
+
+
+def test_rows_from_another_writer_are_folded_into_the_lists(tmp_path: Path) -> None:
+    ann, exact = _pair(tmp_path)
+    _fill(ann)
+    q = _vectors(3, 6)
+    ann.vector_candidates(EpisodeFilter(), q[0], TOP_N)
+    _fill(exact, n=2100, seed=5, prefix="bulk")  # a tail above the fold size (2,048 rows)
+    for flt in FILTERS:
+        for v in q:
+            assert _top(ann.vector_candidates(flt, v, TOP_N)) == _top(exact.vector_candidates(flt, v, TOP_N))
+    ivf = ann._vector_search._ivf
+    assert ivf is not None and len(ivf.seqs) == 2500  # folded, not retrained
+    assert ann._vector_search.ann_trainings == 1
+
+
+@pytest.mark.parametrize("flt", FILTERS, ids=lambda f: repr(f)[:60])
+def test_quantized_vectors_give_exact_top_n_and_cosines(tmp_path: Path, flt: EpisodeFilter) -> None:
+    db = str(tmp_path / "q.db")
+    for threshold in (50, None):  # the ANN path and the exact path, both on int8 codes
+        quant = SQLiteStore(db, ann_threshold=threshold, sidecar_min_rows=1, quantized_vectors=True)
+        exact = SQLiteStore(db, ann_threshold=None, vector_sidecar=False)
+        if threshold == 50:
+            _fill(quant)
+        for v in _vectors(4, seed=12):
+            got, want = quant.vector_candidates(flt, v, TOP_N), exact.vector_candidates(flt, v, TOP_N)
+            assert _top(got) == _top(want)
+            keys = {int(k): float(c) for k, c in zip(want.keys, want.cosine, strict=True)}
+            for k, c in zip(got.keys, got.cosine, strict=True):
+                assert abs(float(c) - keys[int(k)]) < 1e-5  # exact cosines, not int8 ones
+        assert quant._vectors.index is not None and quant._vectors.index.quantized
+        quant.close()
+        exact.close()
+    header = Path(db + ".vectors").read_bytes()[:4096]
+    assert b'"vectors": "int8"' in header  # the sidecar holds the codes

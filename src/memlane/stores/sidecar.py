@@ -1,8 +1,9 @@
 """A vector index saved beside its database, for a cold start without reading every vector row.
 
 One file (``<db>.vectors``) holds a JSON header and the arrays of a
-:class:`~memlane.stores.vector_index.VectorIndex`: the float32 vectors (memory-mapped on open,
-never copied) and its small filter columns (read in one ``read`` each). Layout::
+:class:`~memlane.stores.vector_index.VectorIndex`: the float32 vectors, or int8 codes for a
+quantized index (memory-mapped on open, never copied), and its small filter columns (read in
+one ``read`` each). Layout::
 
     b"MLVECS01" | uint64 little-endian header length | header JSON | arrays, each 64-byte aligned
 
@@ -112,8 +113,9 @@ def write_index(path: Path, index: VectorIndex, expect: Mapping[str, Any]) -> No
     for name, a in columns.items():
         arrays.append([name, a.dtype.str, list(a.shape), offset])
         offset = _aligned(offset + a.nbytes)
-    arrays.append(["vectors", "<f4", [n, index.dims], offset])
-    data_size = offset + n * index.dims * 4
+    vector_dtype = np.dtype(np.int8 if index.quantized else "<f4")
+    arrays.append(["vectors", vector_dtype.str, [n, index.dims], offset])
+    data_size = offset + n * index.dims * vector_dtype.itemsize
     header: dict[str, Any] = {
         "expect": dict(expect),
         "max_seq": int(index.max_seq),
@@ -136,7 +138,8 @@ def write_index(path: Path, index: VectorIndex, expect: Mapping[str, Any]) -> No
             fh.write(a.tobytes())
         fh.seek(data_start + arrays[-1][3])
         for part in parts:
-            fh.write(np.ascontiguousarray(part, dtype="<f4").tobytes())
+            for lo in range(0, len(part), 65_536):  # bounded temporary copies
+                fh.write(np.ascontiguousarray(part[lo : lo + 65_536], dtype=vector_dtype).tobytes())
         fh.truncate(header["file_size"])
 
     write_atomic(path, write)
@@ -162,13 +165,15 @@ def read_index(path: Path, expect: Mapping[str, Any]) -> VectorIndex | None:
             start = int(header["data_start"])
             columns: dict[str, NDArray[Any]] = {}
             crc = 0
-            vectors: NDArray[np.float32] | None = None
+            vectors: NDArray[Any] | None = None
             for name, dtype, shape, off in header["arrays"]:
                 if name == "vectors":
+                    if dtype not in ("<f4", "|i1"):
+                        return None
                     vectors = (
-                        np.memmap(path, dtype="<f4", mode="r", offset=start + off, shape=tuple(shape))
+                        np.memmap(path, dtype=dtype, mode="r", offset=start + off, shape=tuple(shape))
                         if shape[0]
-                        else np.zeros((0, header["dims"]), dtype=np.float32)
+                        else np.zeros((0, header["dims"]), dtype=np.dtype(dtype))
                     )
                     continue
                 fh.seek(start + off)

@@ -11,6 +11,7 @@ all vectors are L2-normalised).
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from numpy.typing import NDArray
 from memlane.errors import EmbeddingModelMismatchError
 from memlane.stores.base import VectorCandidates
 
-__all__ = ["OPEN_END", "IndexRows", "VectorCache", "VectorIndex"]
+__all__ = ["CHUNK_ROWS", "OPEN_END", "IndexRows", "VectorCache", "VectorIndex", "quantize"]
 
 _MISSING = -1
 
@@ -39,6 +40,24 @@ _COLUMN_NAMES = (
     "importance",
 )
 
+_DTYPES: dict[str, Any] = {
+    "seq": np.int64,
+    "tenant": np.int32,
+    "session": np.int32,
+    "type": np.int32,
+    "created": np.int64,
+    "valid_from": np.int64,
+    "valid_until": np.int64,
+    "recorded": np.int64,
+    "invalidated": np.int64,
+    "archived": np.int64,
+    "importance": np.float64,
+    "qscale": np.float32,
+}
+
+CHUNK_ROWS = 16_384
+"""Rows per vector block allocated by appends (24 MiB at 384-d float32)."""
+
 OPEN_END = int(np.iinfo(np.int64).max)
 """Microsecond value standing for a null ``valid_until``/``invalidated_at`` (never reached)."""
 
@@ -52,6 +71,17 @@ def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.
     """
     result: NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
     return result
+
+
+def quantize(vectors: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
+    """Symmetric per-row int8 codes of ``vectors`` (float32 ``[n, dims]``) and their scales ``[n]``.
+
+    ``vectors[i] ~= scales[i] * codes[i]`` with ``scales[i] = max|vectors[i]| / 127`` (1 for a zero row).
+    """
+    peak = np.abs(vectors).max(axis=1) if len(vectors) else np.zeros(0, dtype=np.float32)
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    return codes, scales
 
 
 class IndexRows:
@@ -117,55 +147,76 @@ class IndexRows:
 
 
 class VectorIndex:
-    """Columnar arrays with amortised O(1) appends (capacity doubling).
+    """Columnar arrays for filtered exact search; vectors in fixed-size blocks that never move.
+
+    The vectors live in a list of blocks: optionally one loaded base block (e.g. the read-only
+    memory map of the sidecar file), then blocks of :data:`CHUNK_ROWS` rows allocated as rows
+    arrive. An append never copies earlier vectors (no capacity doubling of the large matrix);
+    the unused room is at most one block. The filter columns (~90 bytes a row, 6 % of a 384-d
+    float32 vector) are single arrays grown by 1.5x, so a mask stays one vectorised pass.
+
+    With ``quantized=True`` each vector is stored as int8 codes with one float32 scale per row
+    (``v ~= scale * code``, ``scale = max|v| / 127``): a quarter of the memory; the cosines it
+    gives are approximate (absolute error ~1e-3 at 384 dims) and the caller re-ranks with the
+    exact vectors (see :mod:`memlane.stores.sqlite.vectors`).
 
     Args:
         dims: Vector dimension.
+        quantized: Store int8 codes instead of float32 vectors.
 
     Not thread-safe by itself: the owning store serialises access.
     """
 
-    def __init__(self, dims: int) -> None:
+    _seq: NDArray[np.int64]
+    _tenant: NDArray[np.int32]
+    _session: NDArray[np.int32]
+    _type: NDArray[np.int32]
+    _created: NDArray[np.int64]
+    _valid_from: NDArray[np.int64]
+    _valid_until: NDArray[np.int64]
+    _recorded: NDArray[np.int64]
+    _invalidated: NDArray[np.int64]
+    _archived: NDArray[np.int64]
+    _importance: NDArray[np.float64]
+    _qscale: NDArray[np.float32]
+
+    def __init__(self, dims: int, *, quantized: bool = False) -> None:
         self.dims = dims
+        self.quantized = quantized
         self._tenants: dict[str, int] = {}
         self._sessions: dict[tuple[str, str], int] = {}
         self._types: dict[str, int] = {}
         self._n = 0
-        self._base: NDArray[np.float32] = np.zeros((0, dims), dtype=np.float32)
-        self._vectors: NDArray[np.float32] = np.zeros((0, dims), dtype=np.float32)
-        self._alloc(1024)
+        self._blocks: list[NDArray[Any]] = []
+        self._starts: list[int] = []
+        self._capacity = 0
+        self._grow(1024)
         self.max_seq = 0
 
-    def _alloc(self, capacity: int) -> None:
-        """(Re)allocate every column with room for ``capacity`` rows, keeping the first ``_n``."""
-        n = getattr(self, "_n", 0)
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return (*_COLUMN_NAMES, "qscale") if self.quantized else _COLUMN_NAMES
 
-        def grow(old: NDArray[Any] | None, shape: tuple[int, ...], dtype: type[Any]) -> NDArray[Any]:
-            new: NDArray[Any] = np.empty(shape, dtype=dtype)
+    def _grow(self, capacity: int) -> None:
+        """(Re)allocate the filter columns with room for ``capacity`` rows, keeping the first ``_n``."""
+        n = self._n
+        for name in self._names:
+            old: NDArray[Any] | None = getattr(self, "_" + name, None)
+            new: NDArray[Any] = np.empty(capacity, dtype=_DTYPES[name])
             if old is not None and n:
                 new[:n] = old[:n]
-            return new
-
-        old = getattr(self, "_seq", None) is not None
-        self._seq: NDArray[np.int64] = grow(self._seq if old else None, (capacity,), np.int64)
-        self._tenant: NDArray[np.int32] = grow(self._tenant if old else None, (capacity,), np.int32)
-        self._session: NDArray[np.int32] = grow(self._session if old else None, (capacity,), np.int32)
-        self._type: NDArray[np.int32] = grow(self._type if old else None, (capacity,), np.int32)
-        self._created: NDArray[np.int64] = grow(self._created if old else None, (capacity,), np.int64)
-        self._valid_from: NDArray[np.int64] = grow(self._valid_from if old else None, (capacity,), np.int64)
-        self._valid_until: NDArray[np.int64] = grow(self._valid_until if old else None, (capacity,), np.int64)
-        self._recorded: NDArray[np.int64] = grow(self._recorded if old else None, (capacity,), np.int64)
-        self._invalidated: NDArray[np.int64] = grow(self._invalidated if old else None, (capacity,), np.int64)
-        self._archived: NDArray[np.int64] = grow(self._archived if old else None, (capacity,), np.int64)
-        self._importance: NDArray[np.float64] = grow(
-            self._importance if old else None, (capacity,), np.float64
-        )
-        tail = n - len(self._base)
-        vectors: NDArray[np.float32] = np.empty((capacity - len(self._base), self.dims), dtype=np.float32)
-        if old and tail:
-            vectors[:tail] = self._vectors[:tail]
-        self._vectors = vectors
+            setattr(self, "_" + name, new)
         self._capacity = capacity
+
+    def _vector_room(self, rows: int) -> None:
+        """Allocate blocks of :data:`CHUNK_ROWS` until ``rows`` vectors fit."""
+        end = self._starts[-1] + len(self._blocks[-1]) if self._blocks else 0
+        while end < rows:
+            self._blocks.append(
+                np.empty((CHUNK_ROWS, self.dims), dtype=np.int8 if self.quantized else np.float32)
+            )
+            self._starts.append(end)
+            end += CHUNK_ROWS
 
     def __len__(self) -> int:
         return self._n
@@ -177,8 +228,8 @@ class VectorIndex:
         self._types.clear()
         self._n = 0
         self.max_seq = 0
-        self._base = np.zeros((0, self.dims), dtype=np.float32)
-        self._alloc(1024)
+        self._blocks, self._starts = [], []
+        self._grow(1024)
 
     def append(self, rows: IndexRows) -> None:
         """Append a batch of rows (see :class:`IndexRows`)."""
@@ -186,10 +237,7 @@ class VectorIndex:
         if k == 0:
             return
         if self._n + k > self._capacity:
-            capacity = self._capacity
-            while capacity < self._n + k:
-                capacity *= 2
-            self._alloc(capacity)
+            self._grow(max(self._n + k, int(self._capacity * 1.5)))
         sl = slice(self._n, self._n + k)
         self._seq[sl] = rows.seqs
         self._tenant[sl] = [self._tenants.setdefault(t, len(self._tenants)) for t in rows.tenant_ids]
@@ -205,10 +253,26 @@ class VectorIndex:
         self._invalidated[sl] = rows.invalidated_us
         self._archived[sl] = rows.archived_us
         self._importance[sl] = rows.importance
-        base = len(self._base)
-        self._vectors[self._n - base : self._n - base + k] = rows.vectors
+        vectors = np.asarray(rows.vectors, dtype=np.float32)
+        if self.quantized:
+            codes, scale = quantize(vectors)
+            self._qscale[sl] = scale
+            self._write_vectors(codes)
+        else:
+            self._write_vectors(vectors)
         self._n += k
         self.max_seq = int(rows.seqs[-1])
+
+    def _write_vectors(self, vectors: NDArray[Any]) -> None:
+        """Copy ``vectors`` into the blocks at positions ``_n..``."""
+        lo, end = self._n, self._n + len(vectors)
+        self._vector_room(end)
+        b = bisect.bisect_right(self._starts, lo) - 1
+        while lo < end:
+            start, block = self._starts[b], self._blocks[b]
+            hi = min(end, start + len(block))
+            block[lo - start : hi - start] = vectors[lo - self._n : hi - self._n]
+            lo, b = hi, b + 1
 
     def search(self, query: NDArray[np.float32], **flt: Any) -> VectorCandidates:
         """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing the filter.
@@ -218,7 +282,10 @@ class VectorIndex:
         return self.exact(self.mask(**flt), query)
 
     def exact(self, mask: NDArray[np.bool_], query: NDArray[np.float32]) -> VectorCandidates:
-        """Exact cosine of ``query`` against the rows set in ``mask`` (from :meth:`mask`)."""
+        """Cosine of ``query`` against the rows set in ``mask`` (from :meth:`mask`).
+
+        Approximate if the index is quantized.
+        """
         n = self._n
         if n and mask.all():
             # Nothing filtered out (e.g. a one-scope store): views, no copies. Safe because
@@ -248,40 +315,80 @@ class VectorIndex:
             exhaustive=exhaustive,
         )
 
+    def _parts(self) -> list[tuple[int, NDArray[Any]]]:
+        """``(start position, filled view)`` of every block holding rows ``0..n-1``."""
+        out = []
+        for start, block in zip(self._starts, self._blocks, strict=True):
+            if start >= self._n:
+                break
+            out.append((start, block[: self._n - start]))
+        return out
+
+    def _score(
+        self, block: NDArray[Any], query: NDArray[np.float32], scale: NDArray[Any] | None
+    ) -> NDArray[np.float32]:
+        if not self.quantized:
+            return _dot(block, query)
+        assert scale is not None
+        out = np.empty(len(block), dtype=np.float32)
+        for lo in range(0, len(block), 4096):
+            out[lo : lo + 4096] = _dot(block[lo : lo + 4096].astype(np.float32), query)
+        out *= scale
+        return out
+
     def cosine(
         self, query: NDArray[np.float32], rows: NDArray[np.int64] | None = None
     ) -> NDArray[np.float32]:
-        """Dot products of ``query`` with every row (``rows=None``) or the sorted positions ``rows``."""
-        n, base = self._n, len(self._base)
+        """Dot products of ``query`` with every row (``rows=None``) or the sorted positions ``rows``.
+
+        One pass over the blocks; approximate (int8 codes) if the index is quantized.
+        """
+        scale = self._qscale if self.quantized else None
+        parts = self._parts()
         if rows is None:
-            if base == 0:
-                return _dot(self._vectors[: n - base], query)
-            if n == base:
-                return _dot(self._base, query)
-            return np.concatenate([_dot(self._base, query), _dot(self._vectors[: n - base], query)])
-        split = int(np.searchsorted(rows, base))
-        if split == len(rows):
-            return _dot(self._base[rows], query)
-        if split == 0:
-            return _dot(self._vectors[rows - base], query)
-        return np.concatenate(
-            [_dot(self._base[rows[:split]], query), _dot(self._vectors[rows[split:] - base], query)]
-        )
+            scores = [
+                self._score(v, query, None if scale is None else scale[s : s + len(v)]) for s, v in parts
+            ]
+        else:
+            cuts = np.searchsorted(rows, [s for s, _ in parts[1:]]).tolist()
+            bounds = zip([0, *cuts], [*cuts, len(rows)], strict=True)
+            scores = []
+            for (start, view), (lo, hi) in zip(parts, bounds, strict=True):
+                if hi > lo:
+                    pos = rows[lo:hi]
+                    scores.append(
+                        self._score(view[pos - start], query, None if scale is None else scale[pos])
+                    )
+        if not scores:
+            return np.zeros(0, dtype=np.float32)
+        return scores[0] if len(scores) == 1 else np.concatenate(scores)
+
+    def gather(self, rows: NDArray[np.int64]) -> NDArray[np.float32]:
+        """The vectors (float32 ``[k, dims]``, dequantized if quantized) at sorted positions ``rows``."""
+        parts = self._parts()
+        out = np.empty((len(rows), self.dims), dtype=np.float32)
+        cuts = np.searchsorted(rows, [s for s, _ in parts[1:]]).tolist()
+        for (start, view), lo, hi in zip(parts, [0, *cuts], [*cuts, len(rows)], strict=True):
+            if hi > lo:
+                out[lo:hi] = view[rows[lo:hi] - start]
+        if self.quantized:
+            out *= self._qscale[rows][:, None]
+        return out
 
     @property
     def seqs(self) -> NDArray[np.int64]:
         """The row keys, int64 ``[n]`` ascending (a view)."""
         return self._seq[: self._n]
 
-    def vector_parts(self) -> list[NDArray[np.float32]]:
-        """The vectors of rows ``0..n-1`` as consecutive blocks (no copy), to write or index them."""
-        tail = self._n - len(self._base)
-        return [part for part in (self._base, self._vectors[:tail]) if len(part)]
+    def vector_parts(self) -> list[NDArray[Any]]:
+        """The stored vectors of rows ``0..n-1`` as consecutive blocks (views, no copy): float32
+        ``[*, dims]``, or int8 codes if quantized (scales in :meth:`columns` ``["qscale"]``)."""
+        return [view for _, view in self._parts()]
 
     def columns(self) -> dict[str, NDArray[Any]]:
         """Every filter column of rows ``0..n-1`` by name (views), for :meth:`from_arrays`."""
         n = self._n
-        return {name: getattr(self, "_" + name)[:n] for name in _COLUMN_NAMES}
+        return {name: getattr(self, "_" + name)[:n] for name in self._names}
 
     def codes(self) -> dict[str, Any]:
         """The string code tables (JSON-serialisable), for :meth:`from_arrays`."""
@@ -296,24 +403,33 @@ class VectorIndex:
         cls,
         dims: int,
         columns: dict[str, NDArray[Any]],
-        vectors: NDArray[np.float32],
+        vectors: NDArray[Any],
         codes: dict[str, Any],
         max_seq: int,
     ) -> VectorIndex:
-        """An index over saved arrays: ``vectors`` (float32 ``[n, dims]``, e.g. a read-only memory map)
-        is used in place; the columns are copied once (no per-row Python work).
+        """An index over saved arrays: ``vectors`` (float32 ``[n, dims]``, or int8 codes with a
+        ``"qscale"`` column; e.g. a read-only memory map) is used in place as the first block;
+        the columns are copied once (no per-row Python work).
 
         Raises:
-            ValueError: arrays of inconsistent lengths or dimension.
+            ValueError: arrays of inconsistent lengths, dimension or type.
         """
         n = len(vectors)
-        if vectors.ndim != 2 or vectors.shape[1] != dims or any(len(a) != n for a in columns.values()):
+        quantized = vectors.dtype == np.int8
+        if (
+            vectors.ndim != 2
+            or vectors.shape[1] != dims
+            or vectors.dtype not in (np.float32, np.int8)
+            or any(len(a) != n for a in columns.values())
+            or set(columns) != set((*_COLUMN_NAMES, "qscale") if quantized else _COLUMN_NAMES)
+        ):
             raise ValueError("inconsistent saved vector index")
-        index = cls(dims)
-        index._base = vectors
-        index._alloc(n + max(1024, n // 8))
-        for name in _COLUMN_NAMES:
+        index = cls(dims, quantized=quantized)
+        index._grow(n + max(1024, n // 8))
+        for name in index._names:
             getattr(index, "_" + name)[:n] = columns[name]
+        if n:
+            index._blocks, index._starts = [vectors], [0]
         index._tenants = {t: i for i, t in enumerate(codes["tenants"])}
         index._sessions = {(t, s): i for i, (t, s) in enumerate(codes["sessions"])}
         index._types = {e: i for i, e in enumerate(codes["types"])}
@@ -377,8 +493,15 @@ class VectorIndex:
             if never_forget_from is not None:
                 kept |= self._importance[:n] >= never_forget_from
             mask &= kept
-        if allowed_seqs is not None:
-            mask &= np.isin(self._seq[:n], allowed_seqs)
+        if allowed_seqs is not None:  # seqs ascend: O(k log n) lookups instead of np.isin over n
+            keys = self._seq[:n]
+            wanted = np.asarray(allowed_seqs, dtype=np.int64)
+            pos = np.searchsorted(keys, wanted)
+            inside = pos < n
+            pos = pos[inside]
+            allowed = np.zeros(n, dtype=bool)
+            allowed[pos[keys[pos] == wanted[inside]]] = True
+            mask &= allowed
         return mask
 
 
@@ -392,14 +515,16 @@ class VectorCache:
 
     Args:
         what: Names the vectors in the dimension mismatch error (e.g. ``"vectors"``).
+        quantized: Keep int8 codes instead of float32 vectors (see :class:`VectorIndex`).
 
     Attributes:
         lock: Held by the caller around :meth:`refresh` and the search that follows.
     """
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, quantized: bool = False) -> None:
         self.lock = threading.Lock()
         self._what = what
+        self.quantized = quantized
         self._index: VectorIndex | None = None
         self._generation: object = None
         self.rows_read = 0
@@ -438,7 +563,10 @@ class VectorCache:
         """
         if self._index is None or self._index.dims != dims or generation != self._generation:
             loaded = None if load is None else load()
-            self._index = loaded if loaded is not None and loaded.dims == dims else VectorIndex(dims)
+            fits = loaded is not None and loaded.dims == dims and loaded.quantized == self.quantized
+            self._index = (
+                loaded if loaded is not None and fits else VectorIndex(dims, quantized=self.quantized)
+            )
             self._generation = generation
             self.rows_unsaved = 0
         index = self._index

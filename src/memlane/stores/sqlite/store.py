@@ -145,6 +145,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             (IVF) index, smaller ones exact search (default :data:`memlane.stores.ann.ANN_THRESHOLD`);
             ``None`` = always exact.
         sidecar_min_rows: Rows a refresh must read from SQLite before it rewrites the sidecar.
+        quantized_vectors: Keep the in-memory vectors and the sidecar as int8 codes (1/4 of the
+            memory of float32); candidates are re-ranked with the exact vectors from SQLite, so
+            cosines stay exact (default off). See :mod:`memlane.stores.sqlite.vectors`.
 
     Raises:
         SchemaVersionError: the file was written by a newer memlane.
@@ -159,6 +162,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         vector_sidecar: bool = True,
         ann_threshold: int | None = ANN_THRESHOLD,
         sidecar_min_rows: int = SIDECAR_MIN_ROWS,
+        quantized_vectors: bool = False,
     ) -> None:
         self._common_terms = CommonTermFilter()
         memory = str(path) == ":memory:"
@@ -167,6 +171,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             sidecar=vector_sidecar,
             sidecar_min_rows=sidecar_min_rows,
             ann_threshold=ann_threshold,
+            quantized=quantized_vectors,
         )
         self._vectors = self._vector_search.cache
         self._retrievals = RetrievalBuffer()

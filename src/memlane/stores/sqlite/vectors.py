@@ -10,10 +10,18 @@
   are then read from SQLite. A stale, missing or corrupt file is ignored and rewritten once a
   refresh has read at least ``sidecar_min_rows`` rows from SQLite.
 * ANN (:mod:`memlane.stores.ann`): when the filtered set has more than ``ann_threshold`` rows,
-  an IVF-Flat index over the rows up to its ``built_max_seq`` (saved as ``<db>.ivf``, trained on
-  first need) gives the top-N, filtered by a bitmap of the passing row keys; rows added since
-  are scanned exactly and merged, and cosines are recomputed exactly. It falls back to exact
-  search when the filter keeps < 5 % of the indexed rows or fewer than N rows come back.
+  an inverted file over the index's own rows (centroids plus the list of every row key, saved as
+  ``<db>.ivf``; trained once on first need, then loaded on open) walks the lists nearest the query,
+  keeps the members passing the filter mask until it holds ``nprobe`` unfiltered lists' worth of
+  them, and adds every row the lists do not hold yet (appended since; folded into the lists once
+  that tail exceeds max(2,048, 1/64 of the rows)). Cosines are computed exactly on the one
+  in-memory copy of the vectors and the best ``top_n`` are returned (``exhaustive=False``). The
+  lists are keyed by row key, so deletes drop out on re-attachment and supersession, archiving
+  and time filters act through the mask; the IVF is retrained when the store has grown 4x.
+* Quantized (``quantized=True``, the store's ``quantized_vectors``): the in-memory index and the
+  sidecar hold int8 codes with a per-row scale (1/4 of the float32 bytes); a search scores
+  candidates on the codes, keeps the best ``2 * top_n + 64`` and re-ranks them with the exact
+  float32 vectors read from SQLite by row key, so the returned cosines are exact.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from numpy.typing import NDArray
 from memlane.stores import ann
 from memlane.stores.base import VectorCandidates
 from memlane.stores.sidecar import file_lock, read_index, write_index
-from memlane.stores.sqlite.base import read_generation, vector_batches
+from memlane.stores.sqlite.base import decode_vectors, in_chunks, read_generation, vector_batches
 from memlane.stores.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
 
 __all__ = ["SIDECAR_MIN_ROWS", "SQLiteVectors", "index_rows"]
@@ -81,8 +89,11 @@ class SQLiteVectors:
     Args:
         path: The database file, or ``None`` for ``":memory:"`` (nothing saved beside it).
         sidecar: Save/load the ``<db>.vectors`` cold-start file and the ``<db>.ivf`` ANN file.
-        sidecar_min_rows: Rows read from SQLite in one refresh that trigger a sidecar write.
+        sidecar_min_rows: Rows read from SQLite in one refresh that trigger a sidecar write
+            (at least 1/16 of the index, so a large sidecar is not rewritten for a few rows).
         ann_threshold: Filtered sets above this many rows use the ANN index; ``None`` = always exact.
+        quantized: Keep the in-memory vectors (and the sidecar) as int8 codes, 1/4 of the memory;
+            candidates are re-ranked with the exact float32 vectors read from SQLite (see module doc).
     """
 
     def __init__(
@@ -92,15 +103,24 @@ class SQLiteVectors:
         sidecar: bool = True,
         sidecar_min_rows: int = SIDECAR_MIN_ROWS,
         ann_threshold: int | None = ann.ANN_THRESHOLD,
+        quantized: bool = False,
     ) -> None:
-        self.cache = VectorCache("vectors")
+        self.cache = VectorCache("vectors", quantized=quantized)
+        self.quantized = quantized
         self._sidecar = None if path is None or not sidecar else Path(path + ".vectors")
-        self._ivf = None if path is None or not sidecar else Path(path + ".ivf")
+        self._ivf_path = None if path is None or not sidecar else Path(path + ".ivf")
         self._min_rows = max(1, int(sidecar_min_rows))
         self.ann_threshold = ann_threshold
-        self._ann: ann.AnnIndex | None = None
+        self._ivf: ann.IvfIndex | None = None
+        self._lists: ann.AttachedLists | None = None
+        self._lists_of: VectorIndex | None = None
+        self._ivf_unsaved = 0
+        self.nprobe = ann.BASE_NPROBE
+        """Unfiltered lists' worth of candidates an ANN query examines (see :meth:`ann.IvfIndex.probe`)."""
         self.ann_searches = 0
         """Searches served by the ANN index (a structural probe for tests)."""
+        self.ann_trainings = 0
+        """IVF trainings in this process (a structural probe: none on a cold open with ``<db>.ivf``)."""
 
     # -- identity --------------------------------------------------------------------------
 
@@ -138,6 +158,7 @@ class SQLiteVectors:
         generation = read_generation(conn, GENERATION)
         max_seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
         load = None
+        kind = "int8" if self.quantized else "float32"
         if self._sidecar is not None:
             sidecar = self._sidecar
 
@@ -145,21 +166,21 @@ class SQLiteVectors:
                 ident = self._identity(conn, dims, create=False)
                 if ident is None or not sidecar.exists():
                     return None
-                return read_index(sidecar, {**ident, "generation": generation})
+                return read_index(sidecar, {**ident, "generation": generation, "vectors": kind})
 
         index = self.cache.refresh(dims, generation, max_seq, lambda after: index_rows(conn, after), load)
-        if self._sidecar is not None and self.cache.rows_unsaved >= self._min_rows:
-            self._save(conn, index, dims, generation)
+        if self._sidecar is not None and self.cache.rows_unsaved >= max(self._min_rows, len(index) // 16):
+            self._save(conn, index, dims, {"generation": generation, "vectors": kind})
         return index
 
-    def _save(self, conn: sqlite3.Connection, index: VectorIndex, dims: int, generation: object) -> None:
+    def _save(self, conn: sqlite3.Connection, index: VectorIndex, dims: int, extra: dict[str, Any]) -> None:
         assert self._sidecar is not None
         try:
             ident = self._identity(conn, dims, create=True)
             assert ident is not None
             with file_lock(Path(str(self._sidecar) + ".lock")) as mine:
                 if mine:
-                    write_index(self._sidecar, index, {**ident, "generation": generation})
+                    write_index(self._sidecar, index, {**ident, **extra})
             self.cache.mark_saved()
         except (OSError, sqlite3.Error) as exc:  # the DB is the source of truth: keep going
             logger.warning("vector sidecar %s not written: %s", self._sidecar, exc)
@@ -175,78 +196,129 @@ class SQLiteVectors:
         query: NDArray[np.float32],
         top_n: int,
     ) -> VectorCandidates:
-        """Candidates of the rows set in ``mask``: exact below the threshold, else ANN (see module doc)."""
-        count = int(mask.sum())
-        if self.ann_threshold is None or count <= self.ann_threshold or count <= top_n or not ann.available():
-            return index.exact(mask, query)
-        found = self._ann_search(conn, index, mask, query, top_n)
-        return index.exact(mask, query) if found is None else found
+        """Candidates of the rows set in ``mask``: exact below the threshold, else ANN (see module doc).
 
-    def _ann_search(
+        Every returned cosine is exact. Exact search of a float32 index returns every filtered row
+        (``exhaustive=True``); the ANN path and a quantized index return at least the ``top_n``
+        best candidates found (``exhaustive`` only if they are all the filtered rows).
+        """
+        count = int(mask.sum())
+        rows = None
+        if self.ann_threshold is not None and count > self.ann_threshold and count > top_n:
+            rows = self._ann_rows(conn, index, mask, query, top_n)
+        if rows is None:
+            if not index.quantized:
+                return index.exact(mask, query)
+            rows = np.flatnonzero(mask)
+        else:
+            self.ann_searches += 1
+        exhaustive = len(rows) == count
+        cosine = index.cosine(query, rows)
+        if index.quantized:  # keep the best by int8 cosine, then exact float32 cosines from SQLite
+            keep = 2 * top_n + 64
+            if len(rows) > keep:
+                best = np.sort(np.argpartition(-cosine, keep - 1)[:keep])
+                rows, exhaustive = rows[best], False
+            rows, cosine = _exact_cosines(conn, index, rows, query)
+        elif len(rows) > top_n and not exhaustive:
+            best = np.sort(np.argpartition(-cosine, top_n - 1)[:top_n])
+            rows, cosine = rows[best], cosine[best]
+        return index.candidates(rows, cosine, exhaustive=exhaustive)
+
+    def _ann_rows(
         self,
         conn: sqlite3.Connection,
         index: VectorIndex,
         mask: NDArray[np.bool_],
         query: NDArray[np.float32],
         top_n: int,
-    ) -> VectorCandidates | None:
-        ann_index = self._ann_index(conn, index)
-        if ann_index is None:
+    ) -> NDArray[np.int64] | None:
+        """Sorted positions of the ANN candidates (probed list members plus the unlisted tail), or None."""
+        lists = self._attached(conn, index)
+        if lists is None or self._ivf is None:
             return None
-        seqs = index.seqs
-        cut = int(np.searchsorted(seqs, ann_index.built_max_seq, side="right"))
-        if cut > ann_index.rows:  # vectors filled in place below built_max_seq: not in the index
-            self._ann = ann_index = self.build_ann(index, ann_index.meta["expect"])
-            if ann_index is None:
-                return None
-            cut = len(index)
-        inside = np.flatnonzero(mask[:cut])
-        share = len(inside) / max(1, ann_index.rows)
-        if share < ann.MIN_SELECTIVITY:
-            return None
-        allowed = np.zeros(ann_index.built_max_seq + 1, dtype=bool)
-        allowed[seqs[inside]] = True
-        found = ann_index.search(query, top_n, allowed, share)
-        if len(found) < min(top_n, len(inside)):
-            return None  # fewer than N survived the filter: exact instead
-        rows = np.unique(np.concatenate([np.searchsorted(seqs, found), cut + np.flatnonzero(mask[cut:])]))
-        self.ann_searches += 1
-        return index.candidates(rows, index.cosine(query, rows), exhaustive=False)
+        found = self._ivf.probe(query, lists, mask, top_n, self.nprobe)
+        tail = lists.covered + np.flatnonzero(mask[lists.covered :])
+        return np.unique(np.concatenate([found, tail]))
 
-    def _ann_index(self, conn: sqlite3.Connection, index: VectorIndex) -> ann.AnnIndex | None:
-        """The ANN index: kept, loaded from ``<db>.ivf``, or (re)built when missing or too far behind."""
-        ident = self._identity(conn, index.dims, create=self._ivf is not None)
-        expect = {**(ident or {}), "kind": "ivf-flat"}
-        current = self._ann
-        if current is not None and current.meta["expect"] != expect:
-            current = None
-        if current is None and self._ivf is not None and self._ivf.exists():
-            current = ann.AnnIndex.load(self._ivf, expect)
-        behind = (
-            0
-            if current is None
-            else len(index) - int(np.searchsorted(index.seqs, current.built_max_seq, "right"))
-        )
-        if current is None or behind > max(self.ann_threshold or 0, current.rows // 5):
-            current = self.build_ann(index, expect)
-        self._ann = current
-        return current
-
-    def build_ann(self, index: VectorIndex, expect: dict[str, Any]) -> ann.AnnIndex | None:
-        """Train and fill the ANN index over every row of ``index`` and save it (if the store has a file)."""
+    def _attached(self, conn: sqlite3.Connection, index: VectorIndex) -> ann.AttachedLists | None:
+        """The IVF lists as positions of ``index``: kept, loaded from ``<db>.ivf`` or trained, then
+        extended with the rows added since (folded in when the unlisted tail is large)."""
         if len(index) == 0:
             return None
-        built = ann.AnnIndex.build(index.seqs.copy(), index.vector_parts(), expect)
-        if self._ivf is not None:
-            try:
-                with file_lock(Path(str(self._ivf) + ".lock")) as mine:
-                    if mine:
-                        built.save(self._ivf)
-            except OSError as exc:
-                logger.warning("ANN index %s not written: %s", self._ivf, exc)
-        return built
+        ident = self._identity(conn, index.dims, create=self._ivf_path is not None) or {}
+        expect = {**ident, "kind": "ivf-lists"}
+        ivf = self._ivf
+        if ivf is not None and ivf.meta["expect"] != expect:
+            ivf = self._lists_of = None
+        if ivf is None and self._ivf_path is not None and self._ivf_path.exists():
+            ivf = ann.IvfIndex.load(self._ivf_path, expect)
+            self._lists_of = None
+        if ivf is None or len(index) >= 4 * max(ivf.trained_rows, 4096):
+            ivf = self._train(index, expect)
+            self._lists_of = None
+        self._ivf = ivf
+        lists = self._lists if self._lists_of is index else None
+        if lists is None:
+            lists, missing = ivf.attach(index.seqs)
+            if len(missing):  # rows the saved lists do not hold (added since, filled in place)
+                ivf.add(index.seqs[missing], index.gather(missing))
+                self._ivf_unsaved += len(missing)
+                lists, _ = ivf.attach(index.seqs)
+        tail = len(index) - lists.covered
+        if tail >= max(2048, lists.covered // 64):
+            new = np.arange(lists.covered, len(index))
+            ivf.add(index.seqs[new], index.gather(new))
+            self._ivf_unsaved += tail
+            lists, _ = ivf.attach(index.seqs)
+        self._lists, self._lists_of = lists, index
+        if self._ivf_unsaved >= max(self._min_rows, len(ivf.seqs) // 16):
+            self._save_ivf(ivf)
+        return lists
+
+    def _train(self, index: VectorIndex, expect: dict[str, Any]) -> ann.IvfIndex:
+        n = len(index)
+        rng = np.random.default_rng(0)
+        size = min(n, ann.nlist_for(n) * 32)
+        sample = index.gather(np.sort(rng.choice(n, size=size, replace=False)))
+        ivf = ann.IvfIndex.train(sample, n, expect)
+        for lo in range(0, n, 65_536):
+            rows = np.arange(lo, min(n, lo + 65_536))
+            ivf.add(index.seqs[rows], index.gather(rows))
+        self.ann_trainings += 1
+        self._save_ivf(ivf)
+        return ivf
+
+    def _save_ivf(self, ivf: ann.IvfIndex) -> None:
+        self._ivf_unsaved = 0
+        if self._ivf_path is None:
+            return
+        try:
+            with file_lock(Path(str(self._ivf_path) + ".lock")) as mine:
+                if mine:
+                    ivf.save(self._ivf_path)
+        except OSError as exc:
+            logger.warning("ANN index %s not written: %s", self._ivf_path, exc)
 
     def clear(self) -> None:
         """Drop the in-memory state (on close)."""
         self.cache.clear()
-        self._ann = None
+        self._ivf = self._lists = self._lists_of = None
+
+
+def _exact_cosines(
+    conn: sqlite3.Connection, index: VectorIndex, rows: NDArray[np.int64], query: NDArray[np.float32]
+) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """Exact cosines of positions ``rows`` from the float32 vectors in SQLite (rows gone are dropped)."""
+    keys = index.seqs[rows]
+    found: dict[int, bytes] = {}
+    for chunk, marks in in_chunks(keys.tolist()):
+        sql = f"SELECT seq, embedding FROM episodes WHERE seq IN ({marks}) AND embedding IS NOT NULL"
+        found.update(conn.execute(sql, chunk).fetchall())
+    present = np.fromiter((int(k) in found for k in keys), dtype=bool, count=len(keys))
+    rows = rows[present]
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.float32)
+    vectors = decode_vectors([found[int(k)] for k in keys[present]])
+    cosine: NDArray[np.float32] = np.einsum("ij,j->i", vectors, query)
+    return rows, cosine
