@@ -209,11 +209,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         so every process rebuilds its vector index.
         """
         episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
-        if batch.vectors is None:
-            rows = [CODEC.episode_row(ep, None) for ep in episodes]
-        else:
-            row = CODEC.episode_row
-            rows = [row(ep, blob) for ep, blob in zip(episodes, encode_vectors(batch.vectors), strict=True)]
+        rows = CODEC.episode_rows(episodes, None if batch.vectors is None else encode_vectors(batch.vectors))
         pending = self._retrievals.take()
         try:
             with self._translate("insert"), self._write() as conn:
