@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import numpy as np
@@ -46,14 +47,33 @@ def _same(value: Any) -> Any:
     return value
 
 
-_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+_CANONICAL_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_CANONICAL = _CANONICAL_ENCODER.encode
 """``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder per call."""
+
+_FLAT = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _CANONICAL_ENCODER.default, encode_basestring, None, ": ", ", ", True, False, True
+    )
+)
+"""The C encoder :data:`_CANONICAL` builds per call, built once without a cycle check (``markers=None``):
+used only for an object whose values are all scalars, which cannot hold a cycle."""
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def canonical_json(value: Any) -> str:
-    """JSON text with sorted keys and non-ASCII characters kept, as both backends store metadata."""
-    if not value and type(value) is dict:
-        return "{}"
+    """JSON text with sorted keys and non-ASCII characters kept, as both backends store metadata.
+
+    Byte for byte ``json.dumps(value, ensure_ascii=False, sort_keys=True)``.
+    """
+    if type(value) is dict:
+        if not value:
+            return "{}"
+        if _FLAT is not None and _SCALARS.issuperset(map(type, value.values())):
+            return "".join(_FLAT(value, 0))
     return _CANONICAL(value)
 
 
