@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +17,9 @@ from hypothesis import strategies as st
 
 from memlane.analysis import index_terms, index_terms_batch, terms_column
 from memlane.episode_input import EpisodeInput, build_episode, build_episodes, new_episode_ids
-from memlane.errors import ValidationError
+from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.models import Episode
+from memlane.stores.sqlite import SQLiteStore
 from memlane.stores.sqlite.base import CODEC, encode_vectors, to_us
 
 TEXTS = [
@@ -177,3 +179,43 @@ def test_to_us_is_exact_for_any_timezone() -> None:
     delta = at.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
     assert to_us(at) == (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     assert to_us(datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)) == -1
+
+
+def test_sqlite_insert_keeps_batch_order_keyword_rows_and_tag_rows(tmp_path: Path) -> None:
+    now = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    items = [
+        EpisodeInput("note", f"episode {i} about topic {i % 7}", tags=[f"t{i % 3}"]) for i in range(1037)
+    ]
+    episodes = build_episodes(items, now, tenant_id="t", session_id="s", embedding_model="m")
+    vectors = np.random.default_rng(2).standard_normal((len(episodes), 8)).astype(np.float32)
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        store.bind_embedding_model("m", 8)
+        store.insert(episodes, vectors)  # 1037 rows: statements of 512, 512, 8, 4 and 1 rows
+        conn = store.connection()
+        ids = [r[0] for r in conn.execute("SELECT id FROM episodes ORDER BY seq")]
+        assert ids == [ep.id for ep in episodes]
+        assert conn.execute("SELECT count(*) FROM episode_tags").fetchone()[0] == 1037
+        assert (
+            conn.execute("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH 'topic'").fetchone()[0]
+            == 1037
+        )
+        got = store.vectors([episodes[0].id, episodes[-1].id])
+        assert np.array_equal(got[episodes[-1].id], vectors[-1])
+        assert store.get(episodes[600].id) == episodes[600]
+    finally:
+        store.close()
+
+
+def test_sqlite_insert_refuses_a_batch_with_a_repeated_id(tmp_path: Path) -> None:
+    now = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    items = [EpisodeInput("note", f"e {i}", id=f"id-{i % 600}") for i in range(700)]
+    episodes = build_episodes(items, now, tenant_id="t", session_id="s", embedding_model="m")
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        with pytest.raises(DuplicateEpisodeError):
+            store.insert(episodes, None)
+        assert store.connection().execute("SELECT count(*) FROM episodes").fetchone()[0] == 0
+        assert store.connection().execute("SELECT count(*) FROM episodes_fts_terms").fetchone()[0] == 0
+    finally:
+        store.close()
