@@ -227,7 +227,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     def _write_episodes(self, batch: EpisodeBatch) -> None:
         """:meth:`insert` and :meth:`merge`: one ``BEGIN IMMEDIATE`` transaction.
 
-        The rows go in with one ``executemany``; their keyword index rows and tag rows follow
+        The rows are built for the whole batch at once (:meth:`RowCodec.episode_rows`: one text
+        analysis call, shared encodings) and go in with multi-row ``INSERT`` statements
+        (:func:`_insert_rows`); their keyword index rows and tag rows follow
         as two set-based ``INSERT ... SELECT`` statements over the new row keys (``seq`` above
         the ``sqlite_sequence`` value read at the start of the transaction, which the write
         lock keeps to this batch), so no per-row trigger runs (schema migration 9).
