@@ -45,6 +45,7 @@ __all__ = [
     "STOPWORDS",
     "analyze",
     "index_terms",
+    "index_terms_batch",
     "keyword_text",
     "query_terms",
     "runs",
@@ -220,6 +221,65 @@ def index_terms(text: str) -> tuple[list[str], int]:
     """
     pairs = _analyze(text, unigrams=True)
     return [t for t, _ in pairs], sum(1 for _, stop in pairs if not stop)
+
+
+_STEM_CACHE: dict[str, str] = {}
+"""``run -> stem`` of the ASCII runs seen by :func:`index_terms_batch` (bounded)."""
+_STEM_CACHE_MAX = 200_000
+
+
+def _ascii_stems(runs_: set[str]) -> dict[str, str]:
+    """``{run: stem}`` of ASCII runs: from the cache, the rest stemmed in one call."""
+    cache = _STEM_CACHE
+    found = {run: stem for run in runs_ if (stem := cache.get(run)) is not None}
+    missing = [run for run in runs_ if run not in found]
+    if missing:
+        words = [run[:MAX_TERM_CHARS] for run in missing]
+        stems = _STEM(words) if _STEM is not None else words
+        if len(cache) + len(missing) > _STEM_CACHE_MAX:
+            cache.clear()
+        for run, stem in zip(missing, stems, strict=True):
+            found[run] = cache[run] = stem
+    return found
+
+
+def index_terms_batch(texts: Sequence[str]) -> list[tuple[str, int]]:
+    """:func:`index_terms` of many texts at once, as stored: ``(terms_column(terms), token_count)``.
+
+    The same terms as :func:`index_terms` text by text (a test checks it). ASCII texts take a
+    fast path: NFKC leaves ASCII unchanged and case folding is ``lower()``, so their runs are
+    the regex matches of the lower-cased text; each distinct run is stemmed once per process
+    (a bounded cache) and the batch's new runs in one stemmer call. A stop word is at most
+    :data:`MAX_TERM_CHARS` characters, so a run is one exactly when it is in :data:`STOPWORDS`.
+    Other texts go through :func:`index_terms`.
+
+    Args:
+        texts: Keyword texts (:func:`keyword_text`).
+
+    Returns:
+        One ``(terms, token_count)`` per text, in order: the space-joined terms and the
+        number of terms that are not stop words.
+    """
+    split: list[list[str] | None] = []
+    distinct: set[str] = set()
+    findall = _ASCII_RUN.findall
+    for text in texts:
+        if text.isascii():
+            ascii_runs: list[str] = findall(text.lower())
+            distinct.update(ascii_runs)
+            split.append(ascii_runs)
+        else:
+            split.append(None)
+    stem_of = _ascii_stems(distinct).__getitem__
+    is_stop = STOPWORDS.__contains__
+    out: list[tuple[str, int]] = []
+    for text, found in zip(texts, split, strict=True):
+        if found is None:
+            terms, count = index_terms(text)
+            out.append((terms_column(terms), count))
+        else:
+            out.append((" ".join(filter(None, map(stem_of, found))), len(found) - sum(map(is_stop, found))))
+    return out
 
 
 def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> tuple[str, ...]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from memlane.clock import ensure_utc
 from memlane.errors import ValidationError
@@ -25,7 +27,7 @@ from memlane.validation import (
     normalize_tags,
 )
 
-__all__ = ["EpisodeInput", "build_episode", "new_episode_id"]
+__all__ = ["EpisodeInput", "build_episode", "build_episodes", "new_episode_id", "new_episode_ids"]
 
 
 def new_episode_id() -> str:
@@ -41,6 +43,25 @@ def new_episode_id() -> str:
     value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
     value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 9562 variant
     return f"{value:032x}"
+
+
+def new_episode_ids(n: int) -> list[str]:
+    """``n`` new episode ids laid out as :func:`new_episode_id`'s, made at once and in ascending order.
+
+    One clock read and one ``os.urandom`` call for the batch: every id has the same 48-bit
+    millisecond prefix and its own 74 random bits, and the list is sorted, so a batch's ids
+    also grow at the end of the unique index in insertion order.
+    """
+    if n <= 0:
+        return []
+    ms = (time.time_ns() // 1_000_000) & (2**48 - 1)
+    raw = np.empty((n, 16), dtype=np.uint8)
+    raw[:, :6] = np.frombuffer(ms.to_bytes(6, "big"), dtype=np.uint8)
+    raw[:, 6:] = np.frombuffer(os.urandom(10 * n), dtype=np.uint8).reshape(n, 10)
+    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x70  # version 7
+    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 9562 variant
+    text = raw.tobytes().hex()
+    return sorted(text[i : i + 32] for i in range(0, 32 * n, 32))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +97,86 @@ class EpisodeInput:
     last_retrieved_at: datetime | None = None
 
 
+class _Shared:
+    """What one batch validates once: each distinct event type and tag list, and its new ids."""
+
+    __slots__ = ("_ids", "_labels", "_tags")
+
+    def __init__(self, new_ids: int) -> None:
+        self._labels: dict[str, str] = {}
+        self._tags: dict[tuple[Any, ...], tuple[str, ...]] = {}
+        self._ids: Iterator[str] = iter(new_episode_ids(new_ids))
+
+    def new_id(self) -> str:
+        return next(self._ids)
+
+    def event_type(self, value: object) -> str:
+        if type(value) is not str:
+            return check_identifier(value, "event_type")
+        hit = self._labels.get(value)
+        if hit is None:
+            hit = self._labels[value] = check_identifier(value, "event_type")
+        return hit
+
+    def tags(self, value: Sequence[str] | str | None) -> tuple[str, ...]:
+        kind = type(value)
+        if kind is not tuple and kind is not list:
+            return normalize_tags(value)
+        key = tuple(value)  # type: ignore[arg-type]  # a list or tuple here
+        try:
+            hit = self._tags.get(key)
+        except TypeError:  # an unhashable element: not a tag list, refused below
+            return normalize_tags(value)
+        if hit is None:
+            hit = normalize_tags(value)
+            if all(type(tag) is str for tag in key):
+                self._tags[key] = hit
+        return hit
+
+
+def build_episodes(
+    items: Sequence[EpisodeInput], now: datetime, *, tenant_id: str, session_id: str, embedding_model: str
+) -> list[Episode]:
+    """Validate a batch: :func:`build_episode` of each item, with the per-batch work shared.
+
+    Each distinct event type and tag list is validated once; new ids come from
+    :func:`new_episode_ids`. The episodes and errors are those of :func:`build_episode`.
+
+    Args:
+        items: The caller's episodes.
+        now: See :func:`build_episode`.
+        tenant_id: See :func:`build_episode`.
+        session_id: See :func:`build_episode`.
+        embedding_model: See :func:`build_episode`.
+
+    Returns:
+        The episodes, in input order.
+
+    Raises:
+        ValidationError: an invalid item; with more than one item the message starts with its
+            position (``episode #3: ...``).
+    """
+    shared = _Shared(sum(1 for item in items if item.id is None))
+    episodes = []
+    for position, item in enumerate(items):
+        try:
+            episodes.append(
+                _build(
+                    item,
+                    now,
+                    tenant_id=tenant_id,
+                    session_id=session_id,
+                    model=embedding_model,
+                    shared=shared,
+                )
+            )
+        except ValidationError as exc:
+            if len(items) == 1:
+                raise
+            raise ValidationError(f"episode #{position}: {exc}") from None
+    return episodes
+
+
 def build_episode(
     item: EpisodeInput, now: datetime, *, tenant_id: str, session_id: str, embedding_model: str
 ) -> Episode:
@@ -95,6 +196,12 @@ def build_episode(
     Raises:
         ValidationError: any invalid field; the message names it.
     """
+    return _build(item, now, tenant_id=tenant_id, session_id=session_id, model=embedding_model, shared=None)
+
+
+def _build(
+    item: EpisodeInput, now: datetime, *, tenant_id: str, session_id: str, model: str, shared: _Shared | None
+) -> Episode:
     created_at = now if item.created_at is None else ensure_utc(item.created_at, "created_at")
     valid_from = created_at if item.valid_from is None else ensure_utc(item.valid_from, "valid_from")
     valid_until = None if item.valid_until is None else ensure_utc(item.valid_until, "valid_until")
@@ -109,16 +216,20 @@ def build_episode(
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValidationError(f"retrieve_count must be an integer >= 0, got {count!r}")
     return Episode(
-        id=new_episode_id() if item.id is None else check_identifier(item.id, "id"),
+        id=(new_episode_id() if shared is None else shared.new_id())
+        if item.id is None
+        else check_identifier(item.id, "id"),
         tenant_id=tenant_id if item.tenant_id is None else check_identifier(item.tenant_id, "tenant_id"),
         session_id=session_id if item.session_id is None else check_identifier(item.session_id, "session_id"),
-        event_type=check_identifier(item.event_type, "event_type"),
+        event_type=check_identifier(item.event_type, "event_type")
+        if shared is None
+        else shared.event_type(item.event_type),
         content=check_text(item.content, "content"),
-        tags=normalize_tags(item.tags),
+        tags=normalize_tags(item.tags) if shared is None else shared.tags(item.tags),
         importance=clamp_importance(item.importance),
         created_at=created_at,
         metadata=normalize_metadata(item.metadata),
-        embedding_model=embedding_model,
+        embedding_model=model,
         valid_from=valid_from,
         valid_until=valid_until,
         recorded_at=now if item.recorded_at is None else ensure_utc(item.recorded_at, "recorded_at"),

@@ -31,13 +31,12 @@ from numpy.typing import NDArray
 from memlane.clock import Clock, SystemClock, ensure_utc
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
-from memlane.episode_input import EpisodeInput, build_episode
+from memlane.episode_input import EpisodeInput, build_episode, build_episodes
 from memlane.errors import (
     EmbeddingError,
     EmbeddingModelMismatchError,
     MemlaneError,
     StoreClosedError,
-    ValidationError,
 )
 from memlane.lifecycle import retention
 from memlane.lifecycle.methods import LifecycleMethods, remember_superseding
@@ -313,16 +312,13 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             EmbeddingError, StoreError: as for :meth:`remember_episode`.
         """
         self._check_open()
-        now = self.clock.now()
-        batch = list(items)
-        episodes = []
-        for position, item in enumerate(batch):
-            try:
-                episodes.append(self._build_episode(item, now))
-            except ValidationError as exc:
-                if len(batch) == 1:
-                    raise
-                raise ValidationError(f"episode #{position}: {exc}") from None
+        episodes = build_episodes(
+            list(items),
+            self.clock.now(),
+            tenant_id=self.tenant_id,
+            session_id=self.session_id,
+            embedding_model=self.embedder.model_id,
+        )
         if not episodes:
             return []
         vectors = self._embed([ep.content for ep in episodes], "remember")

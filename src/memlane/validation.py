@@ -113,7 +113,7 @@ def check_chars(value: str, name: str) -> str:
     """
     if "\x00" in value:
         raise ValidationError(f"{name} must not contain NUL characters (\\x00)")
-    bad = _SURROGATE.search(value)
+    bad = None if value.isascii() else _SURROGATE.search(value)
     if bad is not None:
         raise ValidationError(
             f"{name} contains a lone surrogate (U+{ord(bad.group()):04X}) at character {bad.start()}; "
@@ -192,6 +192,12 @@ def clamp_importance(value: object) -> float | None:
     """
     if value is None:
         return None
+    if type(value) is float:  # the common cases first; the same results as below
+        if not math.isfinite(value):
+            raise ValidationError(f"importance must be finite, got {value!r}")
+        return min(IMPORTANCE_MAX, max(IMPORTANCE_MIN, value))
+    if type(value) is int and value.bit_length() <= 1000:
+        return min(IMPORTANCE_MAX, max(IMPORTANCE_MIN, float(value)))
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValidationError(
             f"importance must be a number (clamped to 1-10) or null, got {json_type_name(value)}"
@@ -287,11 +293,42 @@ def normalize_metadata(metadata: Mapping[str, Any] | None, name: str = "metadata
     """
     if metadata is None:
         return {}
+    if type(metadata) is dict:
+        flat = _flat_copy(metadata)
+        if flat is not None:
+            return flat
     if not isinstance(metadata, Mapping):
         raise ValidationError(f"{name} must be an object (a mapping), got {json_type_name(metadata)}")
     check_json_value(metadata, name)
     copy: dict[str, Any] = _json_copy(metadata)
     return copy
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Exact types of the JSON scalars :func:`_flat_copy` accepts (subclasses take the full path)."""
+
+
+def _clean(text: str) -> bool:
+    return "\x00" not in text and (text.isascii() or _SURROGATE.search(text) is None)
+
+
+def _flat_copy(metadata: dict[Any, Any]) -> dict[str, Any] | None:
+    """The fast path of :func:`normalize_metadata`: a copy of a flat object of plain JSON scalars.
+
+    Returns ``None`` (take the full path, which names any error) unless every key is a ``str``
+    and every value a ``str``, ``int``, finite ``float``, ``bool`` or ``None`` (exact types), with
+    no NUL or lone surrogate in any string; then the result equals the full path's.
+    """
+    for key, value in metadata.items():
+        kind = type(value)
+        if type(key) is not str or kind not in _SCALARS or not _clean(key):
+            return None
+        if kind is str:
+            if not _clean(value):
+                return None
+        elif kind is float and not math.isfinite(value):
+            return None
+    return dict(metadata)
 
 
 def _json_copy(value: Any) -> Any:

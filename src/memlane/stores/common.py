@@ -16,12 +16,13 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.analysis import index_terms, keyword_text, terms_column
+from memlane.analysis import index_terms, index_terms_batch, keyword_text, terms_column
 from memlane.errors import EmbeddingModelMismatchError, EpisodeNotFoundError, ValidationError
 from memlane.models import Episode
 from memlane.stores.base import StoreStats, Supersession
@@ -46,9 +47,34 @@ def _same(value: Any) -> Any:
     return value
 
 
+_CANONICAL_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_CANONICAL = _CANONICAL_ENCODER.encode
+"""``json.dumps(value, ensure_ascii=False, sort_keys=True)`` without building an encoder per call."""
+
+_FLAT = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _CANONICAL_ENCODER.default, encode_basestring, None, ": ", ", ", True, False, True
+    )
+)
+"""The C encoder :data:`_CANONICAL` builds per call, built once without a cycle check (``markers=None``):
+used only for an object whose values are all scalars, which cannot hold a cycle."""
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def canonical_json(value: Any) -> str:
-    """JSON text with sorted keys and non-ASCII characters kept, as both backends store metadata."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """JSON text with sorted keys and non-ASCII characters kept, as both backends store metadata.
+
+    Byte for byte ``json.dumps(value, ensure_ascii=False, sort_keys=True)``.
+    """
+    if type(value) is dict:
+        if not value:
+            return "{}"
+        if _FLAT is not None and _SCALARS.issuperset(map(type, value.values())):
+            return "".join(_FLAT(value, 0))
+    return _CANONICAL(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +145,68 @@ class RowCodec:
             terms_column(terms),
             token_count,
         )
+
+    def episode_rows(
+        self, episodes: Sequence[Episode], vectors: Sequence[Any] | None
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`episode_row` of a whole batch (the same tuples), with the per-row work shared.
+
+        The keyword texts are analysed in one :func:`memlane.analysis.index_terms_batch` call;
+        a time that is the same object as the row's ``created_at`` (a defaulted ``valid_from``)
+        or as the previous row's ``recorded_at`` (the batch's "now") is encoded once; equal tag
+        tuples are encoded once.
+
+        Args:
+            episodes: The batch.
+            vectors: One encoded embedding per episode, or ``None`` (no vectors).
+        """
+        time_in, tags_in, json_in, flag_in = self.time_in, self.tags_in, self.json_in, self.flag_in
+        analysed = index_terms_batch([keyword_text(ep.content, ep.metadata) for ep in episodes])
+        tag_memo: dict[tuple[str, ...], Any] = {}
+        last_recorded: Any = None
+        last_recorded_in: Any = None
+        rows: list[tuple[Any, ...]] = []
+        for i, ep in enumerate(episodes):
+            vector = None if vectors is None else vectors[i]
+            created = ep.created_at
+            created_in = time_in(created)
+            recorded = ep.recorded_at
+            if recorded is not last_recorded:
+                last_recorded, last_recorded_in = recorded, time_in(recorded)
+            tags = ep.tags
+            tags_value = tag_memo.get(tags)
+            if tags_value is None:
+                tags_value = tag_memo[tags] = tags_in(tags)
+            metadata = ep.metadata
+            terms, token_count = analysed[i]
+            rows.append(
+                (
+                    ep.id,
+                    ep.tenant_id,
+                    ep.session_id,
+                    ep.event_type,
+                    ep.content,
+                    tags_value,
+                    ep.importance,
+                    created_in,
+                    json_in(metadata if type(metadata) is dict else dict(metadata)),
+                    vector,
+                    ep.embedding_model if vector is not None else None,
+                    created_in if ep.valid_from is created else time_in(ep.valid_from),
+                    None if ep.valid_until is None else time_in(ep.valid_until),
+                    last_recorded_in,
+                    None if ep.invalidated_at is None else time_in(ep.invalidated_at),
+                    ep.superseded_by,
+                    ep.supersede_reason,
+                    None if ep.archived_at is None else time_in(ep.archived_at),
+                    flag_in(ep.session_scoped),
+                    int(ep.retrieve_count),
+                    None if ep.last_retrieved_at is None else time_in(ep.last_retrieved_at),
+                    terms,
+                    token_count,
+                )
+            )
+        return rows
 
     def episode(self, row: Sequence[Any]) -> Episode:
         """The episode of a row read as ``seq, id, ..., retrieve_count, last_retrieved_at`` (``_COLUMNS``)."""

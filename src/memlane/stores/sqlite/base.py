@@ -39,14 +39,19 @@ __all__ = [
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
 
 _T = TypeVar("_T")
 
 
 def to_us(value: datetime) -> int:
-    """A timezone-aware ``datetime`` as Unix microseconds (exact integer arithmetic)."""
-    delta = value.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    """A timezone-aware ``datetime`` as Unix microseconds (exact integer arithmetic).
+
+    A naive one is taken as local time (as ``astimezone`` takes it).
+    """
+    if value.tzinfo is None:
+        value = value.astimezone(UTC)
+    return (value - _EPOCH) // _ONE_US
 
 
 def from_us(value: int) -> datetime:

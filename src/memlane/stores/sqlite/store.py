@@ -30,7 +30,8 @@ import logging
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from functools import cached_property
+from functools import cache, cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +87,38 @@ _SUPERSEDE = (
     "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
 )
 
-_INSERT = (
+_INSERT_HEAD = (
     "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, importance, "
     "created_at_us, metadata, embedding, embedding_model, valid_from_us, valid_until_us, recorded_at_us, "
     "invalidated_at_us, superseded_by, supersede_reason, archived_at_us, session_scoped, retrieve_count, "
-    "last_retrieved_at_us, terms, token_count) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "last_retrieved_at_us, terms, token_count) VALUES "
 )
+_INSERT_ROW = "(" + ", ".join("?" * 23) + ")"
+_INSERT_CHUNK = 512
+"""Rows per multi-row ``INSERT`` (23 parameters each: 11,776, under SQLite's 32,766)."""
+
+
+@cache
+def _insert_sql(rows: int) -> str:
+    """The ``INSERT`` of ``rows`` rows in one ``VALUES`` list."""
+    return _INSERT_HEAD + ",".join([_INSERT_ROW] * rows)
+
+
+def _insert_rows(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert episode rows, in order, with multi-row ``INSERT`` statements.
+
+    One statement per :data:`_INSERT_CHUNK` rows and the rest in power-of-two chunks, so a
+    connection prepares at most ten statement texts (``sqlite3`` caches them) and runs about
+    ``len(rows) / 512`` statements instead of one per row: the per-statement work (reset,
+    ``AUTOINCREMENT`` bookkeeping) is paid per chunk. The rows of one ``VALUES`` list are
+    inserted in list order, so ``seq`` follows the batch's order.
+    """
+    start, total = 0, len(rows)
+    while start < total:
+        size = min(_INSERT_CHUNK, 1 << ((total - start).bit_length() - 1))
+        conn.execute(_insert_sql(size), list(chain.from_iterable(rows[start : start + size])))
+        start += size
+
 
 BOOKKEEPING_BUSY_MS = 20
 """Longest wait (ms) of retrieval bookkeeping for another writer's lock before deferring."""
@@ -206,7 +232,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     def _write_episodes(self, batch: EpisodeBatch) -> None:
         """:meth:`insert` and :meth:`merge`: one ``BEGIN IMMEDIATE`` transaction.
 
-        The rows go in with one ``executemany``; their keyword index rows and tag rows follow
+        The rows are built for the whole batch at once (:meth:`RowCodec.episode_rows`: one text
+        analysis call, shared encodings) and go in with multi-row ``INSERT`` statements
+        (:func:`_insert_rows`); their keyword index rows and tag rows follow
         as two set-based ``INSERT ... SELECT`` statements over the new row keys (``seq`` above
         the ``sqlite_sequence`` value read at the start of the transaction, which the write
         lock keeps to this batch), so no per-row trigger runs (schema migration 9).
@@ -214,11 +242,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         so every process rebuilds its vector index.
         """
         episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
-        if batch.vectors is None:
-            rows = [CODEC.episode_row(ep, None) for ep in episodes]
-        else:
-            row = CODEC.episode_row
-            rows = [row(ep, blob) for ep, blob in zip(episodes, encode_vectors(batch.vectors), strict=True)]
+        rows = CODEC.episode_rows(episodes, None if batch.vectors is None else encode_vectors(batch.vectors))
         pending = self._retrievals.take()
         try:
             with self._translate("insert"), self._write() as conn:
@@ -226,7 +250,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 before = conn.execute(
                     "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'episodes'), 0)"
                 ).fetchone()[0]
-                conn.executemany(_INSERT, rows)
+                _insert_rows(conn, rows)
                 conn.execute(
                     "INSERT INTO episodes_fts (rowid, terms) SELECT seq, terms FROM episodes WHERE seq > ?",
                     (before,),
