@@ -257,6 +257,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         pending = self._retrievals.take()
         try:
             with self._transaction("insert") as cur:
+                lifecycle.refuse_taken_ids(cur, self._t, [ep.id for ep in episodes])
                 with cur.copy(self._copy) as copy:
                     copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
                     for row in rows:
