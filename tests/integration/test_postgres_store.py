@@ -158,7 +158,8 @@ def test_migrations_are_recorded_and_idempotent(pg_url: str, pg_schema: str) -> 
         "ix_memlane_episodes_session_time",
         "ix_memlane_episodes_time",
         "ix_memlane_episodes_tags",
-        "memlane_episodes_id_key",
+        "memlane_episodes_tenant_id_key",
+        "ix_memlane_episodes_id",
     } <= indexes
     assert HNSW_INDEX not in indexes  # the dimension is not known yet
 
