@@ -463,3 +463,38 @@ def test_recall_through_the_facade_with_retention(pg_url: str, pg_schema: str) -
     assert memory.prune(now=T0) == 1
     assert memory.store.count(EpisodeFilter()) == 1
     memory.close()
+
+
+def _index_oid(url: str, schema: str) -> object:
+    rows = _fetchall(
+        url,
+        "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s",
+        (schema, HNSW_INDEX),
+    )
+    return rows[0][0] if rows else None
+
+
+def test_a_batch_large_next_to_the_table_rebuilds_the_hnsw_index_in_its_transaction(
+    pg_url: str, pg_schema: str
+) -> None:
+    from memlane.stores.postgres.ingest import REBUILD_MIN_ROWS
+
+    rng = np.random.default_rng(7)
+    store = PostgresStore(pg_url, schema=pg_schema)
+    try:
+        store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+        built = _index_oid(pg_url, pg_schema)
+        n = REBUILD_MIN_ROWS
+        vectors = _unit(rng, n + 10)
+        store.insert([_episode(i, ("all",)) for i in range(n)], vectors[:n])  # into an empty table
+        rebuilt = _index_oid(pg_url, pg_schema)
+        assert rebuilt is not None and rebuilt != built
+        store.insert(
+            [_episode(i, ("all",)) for i in range(n, n + 10)], vectors[n:]
+        )  # below the floor: row by row
+        assert _index_oid(pg_url, pg_schema) == rebuilt
+        found = store.vector_candidates(EpisodeFilter(), vectors[n + 3], 5)
+        assert store.fetch([int(found.keys[0])])[int(found.keys[0])].id == _episode(n + 3, ()).id
+    finally:
+        store.close()
