@@ -498,3 +498,21 @@ def test_a_batch_large_next_to_the_table_rebuilds_the_hnsw_index_in_its_transact
         assert store.fetch([int(found.keys[0])])[int(found.keys[0])].id == _episode(n + 3, ()).id
     finally:
         store.close()
+
+
+def test_retrieval_counts_are_buffered_off_the_recall_path(pg_url: str, pg_schema: str) -> None:
+    """The PostgreSQL store shares the buffered bookkeeping (memlane.stores.retrievals) with SQLite."""
+    memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder())
+    count = sql.SQL("SELECT retrieve_count FROM {}.memlane_episodes WHERE id = %s").format(
+        sql.Identifier(pg_schema)
+    )
+    try:
+        ep = memory.remember_episode("pref", "user prefers window seats")
+        assert [h.episode.id for h in memory.recall_episodes("window seats")] == [ep.id]
+        assert _fetchall(pg_url, count, (ep.id,)) == [(0,)]  # the recall wrote nothing
+        memory.remember_episode("pref", "user likes tea")  # the next write transaction carries it
+        assert _fetchall(pg_url, count, (ep.id,)) == [(1,)]
+        memory.recall_episodes("window seats")
+    finally:
+        memory.close()  # a clean shutdown writes what is pending
+    assert _fetchall(pg_url, count, (ep.id,)) == [(2,)]
