@@ -516,3 +516,24 @@ def test_retrieval_counts_are_buffered_off_the_recall_path(pg_url: str, pg_schem
     finally:
         memory.close()  # a clean shutdown writes what is pending
     assert _fetchall(pg_url, count, (ep.id,)) == [(2,)]
+
+
+def test_a_rebuild_that_cannot_get_the_table_lock_keeps_the_index(pg_url: str, pg_schema: str) -> None:
+    from memlane.stores.postgres.ingest import REBUILD_MIN_ROWS
+
+    rng = np.random.default_rng(8)
+    store = PostgresStore(pg_url, schema=pg_schema)
+    try:
+        store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+        built = _index_oid(pg_url, pg_schema)
+        n = REBUILD_MIN_ROWS
+        with psycopg.connect(pg_url) as reader:  # a long read elsewhere holds ACCESS SHARE on the table
+            reader.execute(
+                sql.SQL("SELECT count(*) FROM {}.memlane_episodes").format(sql.Identifier(pg_schema))
+            )
+            store.insert([_episode(i, ("all",)) for i in range(n)], _unit(rng, n))
+            reader.rollback()
+        assert _index_oid(pg_url, pg_schema) == built  # kept, maintained row by row
+        assert store.count(EpisodeFilter()) == n
+    finally:
+        store.close()

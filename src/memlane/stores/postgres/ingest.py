@@ -4,20 +4,21 @@
 one transaction with one binary ``COPY`` (no per-row statements; tags, keyword terms and the
 vector are columns of the same row). What a row costs is then almost all pgvector's HNSW
 maintenance: each inserted vector is a graph search plus updates of its neighbours' lists,
-through shared buffers, about 2-3 ms per 384-dim row on this project's 2-core test machine (a
-few hundred rows/s), against about 0.3 ms per row when ``CREATE INDEX`` builds the graph in
-memory (measured with PostgreSQL 18 / pgvector 0.8.1; ``benchmarks/results/scale.md``).
+through shared buffers: 2-4 ms per 384-dim row on this project's shared 2-core test machine (a
+few hundred rows/s; without the index the same ``COPY`` runs at about 7,000 rows/s), against
+about 0.3-0.6 ms per row when ``CREATE INDEX`` builds the graph in memory (PostgreSQL 18,
+pgvector 0.8.6).
 
 So when a batch is large next to the table -- at least :data:`REBUILD_MIN_ROWS` rows with
 vectors and the table holding fewer than :data:`REBUILD_RATIO` times as many rows -- the
 transaction drops the HNSW index, copies the rows and builds the index again before it commits
-(``maintenance_work_mem`` raised for the transaction to fit the graph, at most 1 GB). The
-index is never missing for other sessions: they see the old index or the new one. The price is
-the lock: ``DROP INDEX`` holds an ``ACCESS EXCLUSIVE`` lock on ``memlane_episodes`` until the
-commit, so readers of that store wait for the build (at most ``(1 + REBUILD_RATIO) x batch``
-rows). Smaller batches, and every batch into a large table, maintain the index row by row.
-A one-off import of a large store is still fastest with ``drop_vector_index`` /
-``build_vector_index`` around it.
+(``maintenance_work_mem`` raised for the transaction to fit the graph, at most 1 GB). Other
+sessions see the old index or the new one, never none. The price is the lock: ``DROP INDEX``
+holds an ``ACCESS EXCLUSIVE`` lock on ``memlane_episodes`` until the commit, so readers of the
+store wait for the build (at most ``(1 + REBUILD_RATIO) x batch`` rows). If the lock does not
+come within :data:`LOCK_WAIT` (a long reader elsewhere), the batch keeps the index. Smaller
+batches, and batches into a large table, maintain the index row by row. A one-off import into a
+large store is still fastest with ``drop_vector_index`` / ``build_vector_index`` around it.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ from psycopg import sql
 
 from memlane.stores.postgres.migrations import HNSW_MAX_DIMS, bind_vector_statements
 
-__all__ = ["REBUILD_MIN_ROWS", "REBUILD_RATIO", "copy_episodes", "copy_types"]
+__all__ = ["LOCK_WAIT", "REBUILD_MIN_ROWS", "REBUILD_RATIO", "copy_episodes", "copy_types"]
 
 REBUILD_MIN_ROWS = 256
 """Batches with fewer vectors than this always maintain the HNSW index row by row."""
 
-REBUILD_RATIO = 4
+REBUILD_RATIO = 6
 """A batch of ``b`` vectors rebuilds the index when the table holds fewer than ``REBUILD_RATIO * b``
 rows: the build costs about ``0.3 ms x (n + b)``, row-by-row maintenance ``2-3 ms x b``."""
 
@@ -61,6 +62,10 @@ def copy_types(vector_oid: int) -> list[int | str]:
     """The column types of the store's episode ``COPY`` (``vector_oid``: pgvector's ``vector`` type)."""
     return [*_COPY_TYPES, vector_oid, "text", *_COPY_TEMPORAL_TYPES]
 
+
+LOCK_WAIT = "1s"
+"""How long a rebuild waits for the table lock (readers in other sessions finishing) before the
+batch maintains the index row by row instead."""
 
 _INDEX = "ix_memlane_episodes_embedding_hnsw"
 _MAX_WORK_MEM_KB = 1024 * 1024
@@ -101,6 +106,21 @@ def _raise_work_mem(cur: psycopg.Cursor[Any], table: sql.Composable, dims: int) 
         )
 
 
+def _drop_index(cur: psycopg.Cursor[Any], schema: str) -> bool:
+    """Drop the HNSW index if its lock comes within :data:`LOCK_WAIT` (else keep it; ``False``)."""
+    row = cur.execute("SELECT current_setting('lock_timeout')").fetchone()
+    previous = str(row[0]) if row else "0"
+    try:
+        with cur.connection.transaction():  # a savepoint: a lock timeout leaves the batch intact
+            cur.execute("SELECT set_config('lock_timeout', %s, true)", (LOCK_WAIT,))
+            cur.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(schema), sql.Identifier(_INDEX)))
+    except psycopg.errors.LockNotAvailable:
+        return False
+    finally:
+        cur.execute("SELECT set_config('lock_timeout', %s, true)", (previous,))
+    return True
+
+
 def copy_episodes(
     cur: psycopg.Cursor[Any],
     statement: sql.Composed,
@@ -130,7 +150,7 @@ def copy_episodes(
     """
     rebuild = dims is not None and dims <= HNSW_MAX_DIMS and _rebuild_pays(cur, table, schema, len(rows))
     if rebuild:
-        cur.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(schema), sql.Identifier(_INDEX)))
+        rebuild = _drop_index(cur, schema)
     with cur.copy(statement) as copy:
         copy.set_types(list(types))
         for row in rows:
