@@ -38,6 +38,9 @@ __all__ = ["PostgresConnection"]
 
 logger = logging.getLogger(__name__)
 
+_ID_CONSTRAINTS = frozenset({"memlane_episodes_tenant_id_key", "memlane_episodes_id_key"})
+"""The unique constraint on episode ids: ``(tenant_id, id)`` since migration 9 (``id`` before)."""
+
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -174,7 +177,7 @@ class PostgresConnection:
                 f"no PostgreSQL connection to {self._location} within {self._timeout:g} s during {action}"
             ) from exc
         except psycopg.errors.UniqueViolation as exc:
-            if exc.diag.constraint_name == "memlane_episodes_id_key":
+            if exc.diag.constraint_name in _ID_CONSTRAINTS:
                 raise DuplicateEpisodeError(
                     f"an episode id already exists (episodes are append-only): {exc.diag.message_detail}"
                 ) from exc

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from memlane.errors import DuplicateEpisodeError
 from memlane.stores.base import Supersession
 from memlane.stores.common import MergeInto, check_superseded, supersede_params
 from memlane.stores.postgres.base import CODEC, reject_nul
@@ -27,6 +28,7 @@ __all__ = [
     "delete_created_before",
     "delete_session_scoped",
     "record_retrievals",
+    "refuse_taken_ids",
     "retire",
 ]
 
@@ -38,6 +40,29 @@ _SUPERSEDE = sql.SQL(
 )
 _SUPERSEDE_WHERE = sql.SQL("id = %s AND superseded_by IS NULL")
 _SUPERSEDE_WHERE_TENANT = sql.SQL("id = %s AND superseded_by IS NULL AND tenant_id = %s")
+
+
+def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
+    """Refuse ids that repeat in the batch or exist for any tenant (one lookup on ``ix_memlane_episodes_id``).
+
+    The unique constraint is ``(tenant_id, id)`` (a tenant-sharded cluster can enforce no other),
+    so an id taken by another tenant is refused here, before the ``COPY``, as the SQLite store
+    refuses it. Two transactions inserting one new id for two tenants at the same instant can
+    both pass this check (within one tenant the constraint still refuses the second).
+
+    Raises:
+        DuplicateEpisodeError: an id repeats in ``ids`` or already exists.
+    """
+    unique = set(ids)
+    if len(unique) != len(ids):
+        raise DuplicateEpisodeError("an episode id repeats in the batch (episodes are append-only)")
+    row = cur.execute(
+        sql.SQL("SELECT id FROM {t} WHERE id = ANY(%s::text[]) LIMIT 1").format(t=t),
+        (list(unique),),
+        prepare=False,
+    ).fetchone()
+    if row is not None:
+        raise DuplicateEpisodeError(f"episode id {row[0]!r} already exists (episodes are append-only)")
 
 
 def retire(cur: Cursor, t: sql.Composed, supersessions: Sequence[Supersession]) -> None:

@@ -99,6 +99,36 @@ def backfill_terms(conn: psycopg.Connection[Any], schema: sql.Identifier) -> Non
             )
 
 
+_TENANT_CHILDREN = (
+    # (table, parent table, column holding the parent's seq, drop rows whose parent is gone)
+    ("memlane_session_messages", "memlane_sessions", "session_seq", False),  # a foreign key: none
+    ("memlane_session_windows", "memlane_sessions", "session_seq", False),
+    ("memlane_reembed_staging", "memlane_episodes", "seq", True),  # no foreign key: stale rows
+    ("memlane_reembed_window_staging", "memlane_session_windows", "seq", True),
+)
+
+
+def add_tenant_columns(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+    """Migration 9: give each table of :data:`_TENANT_CHILDREN` a ``tenant_id`` copied from its parent.
+
+    Staged vectors of rows deleted since they were staged have no parent and are dropped (the
+    switch would skip them anyway); then the column becomes ``NOT NULL``.
+    """
+    for table, parent, key, drop_orphans in _TENANT_CHILDREN:
+        names = {"t": sql.Identifier(table), "p": sql.Identifier(parent), "k": sql.Identifier(key)}
+        conn.execute(sql.SQL("ALTER TABLE {s}.{t} ADD COLUMN tenant_id text").format(s=schema, **names))
+        conn.execute(
+            sql.SQL(
+                "UPDATE {s}.{t} AS c SET tenant_id = p.tenant_id FROM {s}.{p} AS p WHERE p.seq = c.{k}"
+            ).format(s=schema, **names)
+        )
+        if drop_orphans:
+            conn.execute(sql.SQL("DELETE FROM {s}.{t} WHERE tenant_id IS NULL").format(s=schema, **names))
+        conn.execute(
+            sql.SQL("ALTER TABLE {s}.{t} ALTER COLUMN tenant_id SET NOT NULL").format(s=schema, **names)
+        )
+
+
 MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: episodes (tags inline as text[]), their indexes, and store metadata.
     (
@@ -295,6 +325,71 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         sql.SQL(
             "CREATE INDEX ix_memlane_episodes_session_seq ON {schema}.memlane_episodes "
             "(tenant_id, session_id, seq)"
+        ),
+    ),
+    # 9: ready for a tenant-sharded cluster (Citus distributes a table by one column and requires
+    # every primary key, unique constraint and foreign key between distributed tables to include
+    # it): ``tenant_id`` leads every key. Session messages, session windows and both re-embedding
+    # staging tables get a ``tenant_id`` column, filled from their parent rows (staged vectors of
+    # rows deleted since are dropped: nothing could use them). Episode ids stay unique across
+    # tenants on one server: the store checks ``id`` before inserting (see PostgresStore); the
+    # constraint itself is per tenant. Lookups by ``seq`` or ``id`` alone keep plain b-tree indexes.
+    (
+        add_tenant_columns,
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_session_messages "
+            "DROP CONSTRAINT memlane_session_messages_session_seq_fkey, "
+            "DROP CONSTRAINT memlane_session_messages_pkey"
+        ),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_session_windows "
+            "DROP CONSTRAINT memlane_session_windows_session_seq_fkey, "
+            "DROP CONSTRAINT memlane_session_windows_pkey, "
+            "DROP CONSTRAINT memlane_session_windows_turn_key"
+        ),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes DROP CONSTRAINT memlane_episodes_pkey, "
+            "DROP CONSTRAINT memlane_episodes_id_key, "
+            "ADD CONSTRAINT memlane_episodes_pkey PRIMARY KEY (tenant_id, seq), "
+            "ADD CONSTRAINT memlane_episodes_tenant_id_key UNIQUE (tenant_id, id)"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_episodes_seq ON {schema}.memlane_episodes (seq)"),
+        sql.SQL("CREATE INDEX ix_memlane_episodes_id ON {schema}.memlane_episodes (id)"),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_sessions DROP CONSTRAINT memlane_sessions_pkey, "
+            "ADD CONSTRAINT memlane_sessions_pkey PRIMARY KEY (tenant_id, seq)"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_sessions_seq ON {schema}.memlane_sessions (seq)"),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_session_messages "
+            "ADD CONSTRAINT memlane_session_messages_pkey PRIMARY KEY (tenant_id, session_seq, position), "
+            "ADD CONSTRAINT memlane_session_messages_session_fkey FOREIGN KEY (tenant_id, session_seq) "
+            "REFERENCES {schema}.memlane_sessions (tenant_id, seq) ON DELETE CASCADE"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_session_messages_session "
+            "ON {schema}.memlane_session_messages (session_seq, position)"
+        ),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_session_windows "
+            "ADD CONSTRAINT memlane_session_windows_pkey PRIMARY KEY (tenant_id, seq), "
+            "ADD CONSTRAINT memlane_session_windows_turn_key UNIQUE (tenant_id, session_seq, turn), "
+            "ADD CONSTRAINT memlane_session_windows_session_fkey FOREIGN KEY (tenant_id, session_seq) "
+            "REFERENCES {schema}.memlane_sessions (tenant_id, seq) ON DELETE CASCADE"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_session_windows_seq ON {schema}.memlane_session_windows (seq)"),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_session_windows_session_turn "
+            "ON {schema}.memlane_session_windows (session_seq, turn)"
+        ),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_reembed_staging DROP CONSTRAINT memlane_reembed_staging_pkey, "
+            "ADD CONSTRAINT memlane_reembed_staging_pkey PRIMARY KEY (tenant_id, seq)"
+        ),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_reembed_window_staging "
+            "DROP CONSTRAINT memlane_reembed_window_staging_pkey, "
+            "ADD CONSTRAINT memlane_reembed_window_staging_pkey PRIMARY KEY (tenant_id, seq)"
         ),
     ),
 )

@@ -1,11 +1,11 @@
 """Re-embedding operations of the PostgreSQL store (the backend half of :mod:`memlane.lifecycle.reembed`).
 
 Staged vectors live in ``memlane_reembed_staging`` (episodes) and
-``memlane_reembed_window_staging`` (session windows), each ``(seq, embedding,
-embedding_model)`` keyed by the source row (schema migration 4; untyped ``vector`` columns,
-since the target dimension is only known when a job starts). The job's target and cursors
-are the ``reembed_model``, ``reembed_dims``, ``reembed_cursor`` and ``reembed_window_cursor``
-rows of ``memlane_meta``, written in the same transaction as each staged batch.
+``memlane_reembed_window_staging`` (session windows), each ``(tenant_id, seq, embedding,
+embedding_model)`` keyed by the source row's ``(tenant_id, seq)`` (schema migrations 4 and 9;
+untyped ``vector`` columns, since the target dimension is only known when a job starts). The
+job's target and cursors are the ``reembed_model``, ``reembed_dims``, ``reembed_cursor`` and
+``reembed_window_cursor`` rows of ``memlane_meta``, written in the same transaction as each staged batch.
 
 The switch is one transaction:
 
@@ -119,14 +119,15 @@ class PostgresReembed:
     def _put_staged(
         self, cur: psycopg.Cursor[Any], table: _Table, model_id: str, seqs: Sequence[int], vectors: Any
     ) -> None:
-        cur.executemany(
+        cur.executemany(  # the row's tenant comes from its source row (gone since: nothing staged)
             sql.SQL(
-                "INSERT INTO {staging} (seq, embedding, embedding_model) VALUES (%s, {vec}, %s) "
-                "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding, "
+                "INSERT INTO {staging} (tenant_id, seq, embedding, embedding_model) "
+                "SELECT tenant_id, seq, {vec}, %s FROM {source} WHERE seq = %s "
+                "ON CONFLICT (tenant_id, seq) DO UPDATE SET embedding = excluded.embedding, "
                 "embedding_model = excluded.embedding_model"
-            ).format(staging=table.staging, vec=self._vec),
+            ).format(staging=table.staging, vec=self._vec, source=table.source),
             [
-                (int(seq), self._store.vector_param(row), model_id)
+                (self._store.vector_param(row), model_id, int(seq))
                 for seq, row in zip(seqs, np.asarray(vectors, dtype=np.float32), strict=True)
             ],
         )
@@ -261,7 +262,7 @@ class PostgresReembed:
                 cur.execute(
                     sql.SQL(
                         "UPDATE {} AS e SET embedding = s.embedding, embedding_model = s.embedding_model "
-                        "FROM {} AS s WHERE s.seq = e.seq"
+                        "FROM {} AS s WHERE s.tenant_id = e.tenant_id AND s.seq = e.seq"
                     ).format(t.source, t.staging)
                 )
                 moved += cur.rowcount

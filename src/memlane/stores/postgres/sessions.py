@@ -7,13 +7,17 @@ its pgvector binary parameters. Tables (schema migration 3 in
 
 * ``memlane_sessions``: one header row per ``(tenant_id, session_id)`` (unique constraint);
   an index on ``(tenant_id, agent_id, user_id, ended_at)`` serves "recent" and the owner filter.
-* ``memlane_session_messages (session_seq, position, message)``: each message's JSON text
-  (``text``, not ``json``, so it reads back byte for byte).
+* ``memlane_session_messages (tenant_id, session_seq, position, message)``: each message's JSON
+  text (``text``, not ``json``, so it reads back byte for byte).
 * ``memlane_session_windows``: one row per turn: position range, time, embedded text and
   its pgvector ``vector``; deleting a session cascades to both child tables.
 
+Every key leads with ``tenant_id`` (migration 9: ready for a tenant-sharded cluster); the child
+rows carry their session's tenant and reference ``(tenant_id, seq)`` of the session. Reads by a
+session key alone use the plain ``(session_seq, ...)`` indexes.
+
 Search is exact: the owner's windows (through the owner index and the
-``(session_seq, turn)`` key) are scored with pgvector's inner product ``<#>`` (the cosine,
+``(session_seq, turn)`` index) are scored with pgvector's inner product ``<#>`` (the cosine,
 for the unit vectors memlane stores) and the ``top_n`` best returned. A tenant's agent
 and user rarely have more than a few thousand windows, where this takes a few
 milliseconds; no ANN index is kept for windows.
@@ -118,13 +122,14 @@ class PostgresSessionStore(SessionStoreBase):
                     sql.SQL(
                         "UPDATE {t} SET started_at = least(started_at, %s), "
                         "ended_at = greatest(ended_at, %s), message_count = %s, turn_count = %s, "
-                        "metadata = %s WHERE seq = %s RETURNING {cols}"
+                        "metadata = %s WHERE tenant_id = %s AND seq = %s RETURNING {cols}"
                     ).format(t=self._sessions, cols=_HEADER),
                     (
                         write.started_at,
                         write.ended_at,
                         *where.counts(write),
                         Json(where.metadata),
+                        owner.tenant_id,
                         existing.key,
                     ),
                 ).fetchone()
@@ -132,18 +137,19 @@ class PostgresSessionStore(SessionStoreBase):
             header = header_from_row(row, CODEC)
             if write.messages:
                 cur.executemany(
-                    sql.SQL("INSERT INTO {t} (session_seq, position, message) VALUES (%s, %s, %s)").format(
-                        t=self._messages
-                    ),
-                    where.message_rows(header.key, write),
+                    sql.SQL(
+                        "INSERT INTO {t} (tenant_id, session_seq, position, message) VALUES (%s, %s, %s, %s)"
+                    ).format(t=self._messages),
+                    [(owner.tenant_id, *r) for r in where.message_rows(header.key, write)],
                 )
             if write.windows:
                 cur.executemany(
                     sql.SQL(
-                        "INSERT INTO {t} (session_seq, turn, first_position, last_position, created_at, "
-                        "text, embedding, embedding_model) VALUES (%s, %s, %s, %s, %s, %s, {vec}, %s)"
+                        "INSERT INTO {t} (tenant_id, session_seq, turn, first_position, last_position, "
+                        "created_at, text, embedding, embedding_model) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, {vec}, %s)"
                     ).format(t=self._windows, vec=self._vec),
-                    where.window_rows(header.key, write, params, CODEC),
+                    [(owner.tenant_id, *r) for r in where.window_rows(header.key, write, params, CODEC)],
                 )
         return header
 
@@ -230,7 +236,8 @@ class PostgresSessionStore(SessionStoreBase):
             rows = cur.execute(
                 sql.SQL(
                     "SELECT w.seq, w.turn, w.first_position, w.last_position, w.created_at, {cols}, w.text "
-                    "FROM {w} w JOIN {s} s ON s.seq = w.session_seq WHERE w.seq = ANY(%s::bigint[])"
+                    "FROM {w} w JOIN {s} s ON s.tenant_id = w.tenant_id AND s.seq = w.session_seq "
+                    "WHERE w.seq = ANY(%s::bigint[])"
                 ).format(cols=_S_HEADER, w=self._windows, s=self._sessions),
                 ([int(k) for k in keys],),
             ).fetchall()
@@ -250,7 +257,7 @@ class PostgresSessionStore(SessionStoreBase):
             params.append(created_after)
         statement = sql.SQL(
             "SELECT w.seq, -(w.embedding {ip} {vec}) AS cosine, extract(epoch FROM w.created_at)::float8 "
-            "FROM {w} w JOIN {s} s ON s.seq = w.session_seq "
+            "FROM {w} w JOIN {s} s ON s.tenant_id = w.tenant_id AND s.seq = w.session_seq "
             "WHERE s.tenant_id = %s AND s.agent_id = %s AND s.user_id = %s{time} "
             "ORDER BY cosine DESC, w.seq LIMIT %s"
         ).format(ip=self._ip, vec=self._vec, w=self._windows, s=self._sessions, time=time_clause)

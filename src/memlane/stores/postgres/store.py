@@ -66,6 +66,7 @@ from memlane.stores.common import (
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
+from memlane.stores.postgres.ingest import copy_episodes, copy_types
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
     HNSW_MAX_DIMS,
@@ -87,21 +88,6 @@ _COLUMNS = sql.SQL(
     "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
     "archived_at, session_scoped, retrieve_count, last_retrieved_at"
 )
-_COPY_TYPES = ["text", "text", "text", "text", "text", "text[]", "float8", "timestamptz", "json"]
-_COPY_TEMPORAL_TYPES = [
-    "timestamptz",
-    "timestamptz",
-    "timestamptz",
-    "timestamptz",
-    "text",
-    "text",
-    "timestamptz",
-    "bool",
-    "int8",
-    "timestamptz",
-    "text",
-    "int4",
-]
 
 
 class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
@@ -242,7 +228,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     # -- writes ------------------------------------------------------------------------
 
     def _write_episodes(self, batch: EpisodeBatch) -> None:
-        """:meth:`insert` and :meth:`merge`: one transaction, the episodes in one binary ``COPY``."""
+        """:meth:`insert` and :meth:`merge`: one transaction, one binary ``COPY`` (:mod:`.ingest`)."""
         episodes, supersessions, merge = batch.episodes, batch.supersessions, batch.merge
         params: list[VectorParam | None] = (
             [None] * len(episodes) if batch.vectors is None else [VectorParam(row) for row in batch.vectors]
@@ -257,10 +243,17 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         pending = self._retrievals.take()
         try:
             with self._transaction("insert") as cur:
-                with cur.copy(self._copy) as copy:
-                    copy.set_types([*_COPY_TYPES, self._vector_oid, "text", *_COPY_TEMPORAL_TYPES])
-                    for row in rows:
-                        copy.write_row(row)
+                lifecycle.refuse_taken_ids(cur, self._t, [ep.id for ep in episodes])
+                copy_episodes(
+                    cur,
+                    self._copy,
+                    copy_types(self._vector_oid),
+                    rows,
+                    table=self._t,
+                    schema=self.schema,
+                    ext=self._ext,
+                    dims=None if batch.vectors is None else int(batch.vectors.shape[1]),
+                )
                 lifecycle.retire(cur, self._t, supersessions)
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
