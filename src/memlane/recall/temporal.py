@@ -5,8 +5,9 @@ happened (``created_at``). :func:`parse_time_window` finds such expressions with
 ``dateparser`` library (its ``search_dates`` finder, which also reports the period each
 expression covers; before dateparser 1.5 a ``DateDataParser`` re-parses each phrase for it),
 relative to the recall's ``now``, and returns the window they denote. A query without an
-anchor (see below) never reaches dateparser. :mod:`memlane.recall.ranking` then boosts episodes inside the window (a soft boost, never
-a filter: a wrong parse can reorder hits but never hide one).
+anchor (see below) never reaches dateparser. :mod:`memlane.recall.ranking` then boosts
+episodes inside the window (a soft boost, never a filter: a wrong parse can reorder hits but
+never hide one).
 
 What is understood (English; relative expressions count back from ``now``, dates without a
 year take the most recent past one):

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memlane.stores.base import KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter
 
 __all__ = ["fts5_match_expression", "keyword_search"]
 
@@ -147,9 +147,12 @@ def keyword_search(
     else:
         sql = columns + joined.format(rank=", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
         rows = conn.execute(sql, [*match, limit]).fetchall()
-    df = (common or CommonTermFilter()).df_from_matches(
-        terms, n, rows, len(rows) >= limit, lambda term, cap: counts([term], cap)[0]
+    return (common or CommonTermFilter()).score(
+        terms,
+        n,
+        float(avgdl or 0.0),
+        rows,
+        len(rows) >= limit,
+        lambda term, cap: counts([term], cap)[0],
+        top_n,
     )
-    if not df:
-        return KeywordCandidates.empty()
-    return score_matches(rows, df, n, float(avgdl or 0.0), top_n)
