@@ -118,15 +118,18 @@ def keyword_search(
     if not n_rows:
         return KeywordCandidates.empty()
     n = int(n_rows)
+
     # FTS5 finds the matches first (CROSS JOIN fixes that order: the planner would otherwise walk
     # the scope and re-run the MATCH per row), only between the scope's first and last rowid;
     # each match is then one primary-key probe of ``episodes`` tested against the filter. The
     # filter's column names are unambiguous: the FTS subquery only exposes ``fts_seq`` (and ``r``).
-    fts = (
-        "SELECT rowid AS fts_seq{rank} FROM episodes_fts WHERE episodes_fts MATCH ? AND rowid BETWEEN ? AND ?"
-    )
-    joined = "(" + fts + ") AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq" + where
-    one = "(SELECT count(*) FROM (SELECT 1 FROM " + joined.format(rank="") + " LIMIT ?))"
+    def joined(rank: str = "") -> str:
+        return (
+            f"(SELECT rowid AS fts_seq{rank} FROM episodes_fts WHERE episodes_fts MATCH ? "
+            "AND rowid BETWEEN ? AND ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq" + where
+        )
+
+    one = "(SELECT count(*) FROM (SELECT 1 FROM " + joined() + " LIMIT ?))"
 
     def counts(wanted: Sequence[str], cap: int) -> list[int]:
         args: list[Any] = []
@@ -143,9 +146,9 @@ def keyword_search(
     limit = max(MATCH_LIMIT, 5 * int(top_n))
     if n < limit:
         # Every match of the scope fits under the limit: all are scored, in any order.
-        rows = conn.execute(columns + joined.format(rank=""), match).fetchall()
+        rows = conn.execute(columns + joined(), match).fetchall()
     else:
-        sql = columns + joined.format(rank=", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
+        sql = columns + joined(", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
         rows = conn.execute(sql, [*match, limit]).fetchall()
     return (common or CommonTermFilter()).score(
         terms,
