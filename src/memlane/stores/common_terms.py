@@ -18,7 +18,7 @@ with the Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (always > 0), ``k1 =
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from memlane.stores.base import KeywordCandidates
@@ -88,13 +88,55 @@ class CommonTermFilter:
         """
         if truncated:
             return self.scope_df(terms, rows, count)
-        wanted = set(terms)
+        wanted = frozenset(terms)
         df: dict[str, int] = dict.fromkeys(terms, 0)
         for match in matches:
             for term in wanted.intersection(str(match[1]).split()):
                 df[term] += 1
+        return self._kept(df, rows)
+
+    def _kept(self, df: dict[str, int], rows: int) -> dict[str, int]:
+        """``df`` without the terms in no row and, once ``rows >= MIN_ROWS``, in over half of them."""
         common = rows >= self.MIN_ROWS
         return {t: d for t, d in df.items() if d > 0 and not (common and d > rows // 2)}
+
+    def score(
+        self,
+        terms: Sequence[str],
+        rows: int,
+        avgdl: float,
+        matches: Sequence[Sequence[Any]],
+        truncated: bool,
+        count: Callable[[str, int], int],
+        top_n: int,
+    ) -> KeywordCandidates:
+        """:meth:`df_from_matches` then :func:`score_matches`, splitting each row's terms once.
+
+        Args:
+            terms: Distinct query terms.
+            rows: ``N``, rows in the scope (>= 1).
+            avgdl: Mean ``token_count`` over the scope.
+            matches: As for :func:`score_matches`.
+            truncated: As for :meth:`df_from_matches`.
+            count: As for :meth:`scope_df`.
+            top_n: Rows to return (>= 1).
+
+        Returns:
+            Exactly what ``score_matches(matches, df_from_matches(...), rows, avgdl, top_n)``
+            returns (the same rows, the same float scores), empty when no term is kept.
+        """
+        parsed = _parse(matches, terms)
+        if truncated:
+            df = self.scope_df(terms, rows, count)
+        else:
+            found: dict[str, int] = dict.fromkeys(terms, 0)
+            for _, _, hit in parsed:
+                for term in hit:
+                    found[term] += 1
+            df = self._kept(found, rows)
+        if not df:
+            return KeywordCandidates.empty()
+        return _score(parsed, df, rows, avgdl, top_n, BM25_K1, BM25_B)
 
     def informative(self, terms: Sequence[str], rows: int, count: Callable[[str, int], int]) -> list[str]:
         """The ``terms`` kept by :meth:`scope_df` (occurring in the scope, not in over half of it)."""
@@ -128,18 +170,43 @@ def score_matches(
         Up to ``top_n`` candidates, best BM25 first (ties: lower key first); rows whose score is
         0 (none of ``df``'s terms) are left out.
     """
+    return _score(_parse(rows, df), df, n_rows, avgdl, top_n, k1, b)
+
+
+_Parsed = list[tuple[Sequence[Any], list[str], frozenset[str]]]
+
+
+def _parse(rows: Sequence[Sequence[Any]], terms: Iterable[str]) -> _Parsed:
+    """Each row containing any of ``terms``, with its tokens and the terms it contains."""
+    wanted = frozenset(terms)
+    parsed: _Parsed = []
+    for row in rows:
+        tokens = str(row[1]).split()
+        hit = wanted.intersection(tokens)
+        if hit:
+            parsed.append((row, tokens, hit))
+    return parsed
+
+
+def _score(
+    parsed: _Parsed, df: dict[str, int], n_rows: int, avgdl: float, top_n: int, k1: float, b: float
+) -> KeywordCandidates:
+    """BM25 of parsed rows (see :func:`score_matches`).
+
+    A row's terms are summed in the order they first occur in it (as a per-token count would
+    meet them), so the float score never depends on how the row was parsed.
+    """
     idf = {t: math.log1p((n_rows - d + 0.5) / (d + 0.5)) for t, d in df.items()}
     avg = max(float(avgdl), 1e-9)
     scored: list[tuple[float, int, Any, Any]] = []
-    for key, terms, token_count, created, importance in rows:
-        tf: dict[str, int] = {}
-        for term in str(terms).split():
-            if term in idf:
-                tf[term] = tf.get(term, 0) + 1
-        if not tf:
+    for (key, _, token_count, created, importance), tokens, hit in parsed:
+        present = [t for t in hit if t in idf]
+        if not present:
             continue
+        if len(present) > 1:
+            present.sort(key=tokens.index)
         norm = k1 * (1.0 - b + b * float(token_count) / avg)
-        score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in tf.items())
+        score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t in present for f in (tokens.count(t),))
         scored.append((score, int(key), created, importance))
     scored.sort(key=lambda r: (-r[0], r[1]))
     return KeywordCandidates.from_rows([(k, s, c, i) for s, k, c, i in scored[: max(1, int(top_n))]])

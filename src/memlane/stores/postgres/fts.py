@@ -23,7 +23,7 @@ from psycopg import sql
 
 import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter
 
 __all__ = [
     "TERMS_ARRAY",
@@ -108,7 +108,4 @@ def keyword_search(
     rows = cur.execute(
         keyword_statement(table, any_where), [*any_params, wanted, wanted, limit], prepare=False
     ).fetchall()
-    df = common.df_from_matches(terms, int(n_rows), rows, len(rows) >= limit, count)
-    if not df:
-        return KeywordCandidates.empty()
-    return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))
+    return common.score(terms, int(n_rows), float(avgdl), rows, len(rows) >= limit, count, max(1, int(top_n)))

@@ -14,8 +14,14 @@ expression is then passed as a bound parameter, never spliced into SQL.
 
 Scoring: the index only finds the scope's rows that contain a query term; their BM25 is
 computed with the scope's own statistics by :func:`memlane.stores.common_terms.score_matches`
-(``N`` and ``avgdl`` from one filtered aggregate, ``df`` from one capped filtered count per
-term), so another tenant's rows never change a tenant's scores.
+(``N`` and ``avgdl`` from one filtered aggregate, ``df`` from the fetched matches or, for a
+term in over half of the table, one capped filtered count), so another tenant's rows never
+change a tenant's scores.
+
+Cost: every statement walks FTS5's matches first, bounded to the rowid range of the scope
+(``min(seq)``..``max(seq)`` from the same aggregate), and probes ``episodes`` by primary key
+per match; when the scope has fewer rows than the match limit all its matches are fetched
+without FTS5's ``bm25()`` ordering (they are all scored anyway).
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memlane.stores.base import KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter
 
 __all__ = ["fts5_match_expression", "keyword_search"]
+
+_Counts = Callable[[Sequence[str], int], list[int]]
+"""``counts(terms, cap)`` -> rows of the scope containing each term, each counted up to ``cap``."""
 
 
 def fts5_match_expression(terms: Sequence[str]) -> str:
@@ -43,18 +52,16 @@ def fts5_match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms if term)
 
 
-def _informative(
-    conn: sqlite3.Connection, terms: list[str], n_rows: int, count: Callable[[str, int], int]
-) -> list[str]:
+def _informative(conn: sqlite3.Connection, terms: list[str], n_rows: int, counts: _Counts) -> list[str]:
     """``terms`` without those in no row and, once the scope has ``MIN_ROWS`` rows, in over half of it.
 
     Table-wide document counts come from the FTS5 vocabulary (``episodes_fts_terms``, one index
     lookup per term). A term in at most half of the table's rows is in at most half of any scope,
     so only the others are checked; when the scope is the whole table (its ``N`` equals
     ``max(seq) - min(seq) + 1``, so no row lies outside it) the table-wide count is the scope's,
-    else the scope is counted up to ``N / 2 + 1`` matches. The same rule as
-    :class:`~memlane.stores.common_terms.CommonTermFilter`, applied before the search so a
-    common term never makes FTS5 find and score most of the scope.
+    else the scope is counted up to ``N / 2 + 1`` matches (one statement for all such terms).
+    The same rule as :class:`~memlane.stores.common_terms.CommonTermFilter`, applied before the
+    search so a common term never makes FTS5 find and score most of the scope.
     """
     marks = ",".join("?" * len(terms))
     docs = dict(
@@ -63,15 +70,17 @@ def _informative(
     if n_rows < CommonTermFilter.MIN_ROWS:
         return [t for t in terms if docs.get(t, 0) > 0]
     half = n_rows // 2
-    low, high = conn.execute("SELECT min(seq), max(seq) FROM episodes").fetchone()
-    whole = low is not None and n_rows == high - low + 1
-    kept = []
-    for term in terms:
-        doc = int(docs.get(term, 0))
-        if doc == 0 or (doc > half and (whole or count(term, half + 1) > half)):
-            continue
-        kept.append(term)
-    return kept
+    suspects = [t for t in terms if int(docs.get(t, 0)) > half]
+    common: set[str] = set()
+    if suspects:
+        # Two lookups of the rowid B-tree (one query with both min() and max() scans the table).
+        low, high = conn.execute(
+            "SELECT (SELECT min(seq) FROM episodes), (SELECT max(seq) FROM episodes)"
+        ).fetchone()
+        whole = low is not None and n_rows == high - low + 1
+        found = [half + 1] * len(suspects) if whole else counts(suspects, half + 1)
+        common = {t for t, df in zip(suspects, found, strict=True) if df > half}
+    return [t for t in terms if int(docs.get(t, 0)) > 0 and t not in common]
 
 
 def keyword_search(
@@ -103,33 +112,50 @@ def keyword_search(
     terms = [t for t in terms if t]
     if not terms:
         return KeywordCandidates.empty()
-    n_rows, avgdl = conn.execute(f"SELECT count(*), avg(token_count) FROM episodes{where}", params).fetchone()
+    n_rows, avgdl, low, high = conn.execute(
+        f"SELECT count(*), avg(token_count), min(seq), max(seq) FROM episodes{where}", params
+    ).fetchone()
     if not n_rows:
         return KeywordCandidates.empty()
-    # The filter applies to the joined episode row. Its column names are unambiguous: the
-    # FTS subquery only exposes ``fts_seq`` (and ``r``).
-    counted = (
-        "SELECT count(*) FROM (SELECT 1 FROM (SELECT rowid AS fts_seq FROM episodes_fts "
-        f"WHERE episodes_fts MATCH ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq{where} LIMIT ?)"
-    )
+    n = int(n_rows)
 
-    def count(term: str, cap: int) -> int:
-        return int(conn.execute(counted, [fts5_match_expression([term]), *params, cap]).fetchone()[0])
+    # FTS5 finds the matches first (CROSS JOIN fixes that order: the planner would otherwise walk
+    # the scope and re-run the MATCH per row), only between the scope's first and last rowid;
+    # each match is then one primary-key probe of ``episodes`` tested against the filter. The
+    # filter's column names are unambiguous: the FTS subquery only exposes ``fts_seq`` (and ``r``).
+    def joined(rank: str = "") -> str:
+        return (
+            f"(SELECT rowid AS fts_seq{rank} FROM episodes_fts WHERE episodes_fts MATCH ? "
+            "AND rowid BETWEEN ? AND ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq" + where
+        )
 
-    terms = _informative(conn, terms, int(n_rows), count)
+    one = "(SELECT count(*) FROM (SELECT 1 FROM " + joined() + " LIMIT ?))"
+
+    def counts(wanted: Sequence[str], cap: int) -> list[int]:
+        args: list[Any] = []
+        for term in wanted:
+            args += [fts5_match_expression([term]), low, high, *params, cap]
+        return [int(c) for c in conn.execute("SELECT " + ", ".join([one] * len(wanted)), args).fetchone()]
+
+    terms = _informative(conn, terms, n, counts)
     if not terms:
         return KeywordCandidates.empty()
 
-    sql = (
-        "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM ("
-        "SELECT rowid AS fts_seq, bm25(episodes_fts) AS r FROM episodes_fts "
-        "WHERE episodes_fts MATCH ?"
-        f") AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq{where} "
-        "ORDER BY f.r, e.seq LIMIT ?"
-    )
+    columns = "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM "
+    match = [fts5_match_expression(terms), low, high, *params]
     limit = max(MATCH_LIMIT, 5 * int(top_n))
-    rows = conn.execute(sql, [fts5_match_expression(terms), *params, limit]).fetchall()
-    df = (common or CommonTermFilter()).df_from_matches(terms, int(n_rows), rows, len(rows) >= limit, count)
-    if not df:
-        return KeywordCandidates.empty()
-    return score_matches(rows, df, int(n_rows), float(avgdl or 0.0), top_n)
+    if n < limit:
+        # Every match of the scope fits under the limit: all are scored, in any order.
+        rows = conn.execute(columns + joined(), match).fetchall()
+    else:
+        sql = columns + joined(", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
+        rows = conn.execute(sql, [*match, limit]).fetchall()
+    return (common or CommonTermFilter()).score(
+        terms,
+        n,
+        float(avgdl or 0.0),
+        rows,
+        len(rows) >= limit,
+        lambda term, cap: counts([term], cap)[0],
+        top_n,
+    )
