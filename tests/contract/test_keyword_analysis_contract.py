@@ -158,3 +158,42 @@ def test_session_neighbours_lift_the_answer_next_to_the_match(
     }
     answer = next(h for h in hits if "Patagonia" in h.episode.content)
     assert answer.breakdown is not None and answer.breakdown.relevance > answer.breakdown.own_relevance
+
+
+def test_scope_statistics_follow_writes_and_deletes(store: Store, make_memory: MemoryFactory) -> None:
+    """The kept statistics (rows, tokens, df) after deletes equal those of never having written the rows."""
+    memory = make_memory(tenant_id="S", session_id="one")
+    keep = [memory.remember_episode("note", f"zebra sighting number {i}").id for i in range(3)]
+    memory.remember_episodes(EpisodeInput("note", f"filler entry about lunch {i}") for i in range(6))
+    gone = [memory.remember_episode("note", f"zebra crossing repaint {i} soon").id for i in range(4)]
+    for episode_id in gone:
+        assert memory.delete_episode(episode_id)
+    fresh = make_memory(tenant_id="S2", session_id="one")
+    for i in range(3):
+        fresh.remember_episode("note", f"zebra sighting number {i}")
+    fresh.remember_episodes(EpisodeInput("note", f"filler entry about lunch {i}") for i in range(6))
+    terms = query_terms("zebra sighting")
+    after_deletes = store.keyword_candidates(EpisodeFilter(tenant_id="S", session_id="one"), terms, 10)
+    never_written = store.keyword_candidates(EpisodeFilter(tenant_id="S2", session_id="one"), terms, 10)
+    assert len(after_deletes) == 3
+    assert after_deletes.score.tolist() == pytest.approx(never_written.score.tolist(), rel=1e-12)
+    assert {k for k, ep in store.fetch([int(k) for k in after_deletes.keys]).items() if ep.id in keep} == set(
+        int(k) for k in after_deletes.keys
+    )
+
+
+def test_filters_choose_candidates_not_statistics(store: Store, make_memory: MemoryFactory) -> None:
+    """An event-type filter narrows the candidates; a hit's BM25 stays the scope's (issue 11)."""
+    memory = make_memory(tenant_id="F", session_id="s")
+    memory.remember_episodes(EpisodeInput("error", f"payment gateway timeout {i}") for i in range(5))
+    memory.remember_episode("note", "payment gateway contract renewed")
+    memory.remember_episodes(EpisodeInput("note", f"unrelated note {i}") for i in range(4))
+    terms = query_terms("payment gateway renewed")
+    scope = EpisodeFilter(tenant_id="F", session_id="s")
+    everything = store.keyword_candidates(scope, terms, 10)
+    notes = store.keyword_candidates(
+        EpisodeFilter(tenant_id="F", session_id="s", event_type="note"), terms, 10
+    )
+    assert len(notes) == 1 and len(everything) == 6
+    by_key = dict(zip(everything.keys.tolist(), everything.score.tolist(), strict=True))
+    assert float(notes.score[0]) == pytest.approx(by_key[int(notes.keys[0])], rel=1e-12)

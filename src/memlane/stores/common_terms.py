@@ -3,11 +3,13 @@
 Both stores (:mod:`memlane.stores.sqlite.fts`, :mod:`memlane.stores.postgres.store`) use
 their index only to *find* the rows of the recall's scope that contain a query term; the
 score is computed here, from the ``terms``/``token_count`` columns
-(:mod:`memlane.analysis`) and statistics of the **scope only** (the rows passing the recall's
-filter: its tenant, session, event type, tags, time slice): ``N`` rows, average length
-``avgdl`` and each term's document frequency ``df``. Another tenant's rows never change
-a tenant's keyword results or scores, and the score is the same number on SQLite and
-PostgreSQL.
+(:mod:`memlane.analysis`) and statistics of the recall's **scope only**: every stored row of
+its tenant (tenant scope) or of its tenant and session (session scope); the whole table in the
+global scope. The recall's other filters (event type, tags, time, archived, superseded) choose
+the candidates, not the statistics, so a backend keeps them by write (``scope_stats``) instead
+of counting the scope per recall. ``N`` rows, average length ``avgdl`` and each term's document
+frequency ``df``: another tenant's rows never change a tenant's keyword results or scores,
+and the score is the same number on SQLite and PostgreSQL.
 
 BM25 (Robertson & Zaragoza 2009, *The Probabilistic Relevance Framework: BM25 and Beyond*)
 with the Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (always > 0), ``k1 = 1.2`` and
@@ -59,84 +61,17 @@ class CommonTermFilter:
             ``{term: df}`` for the terms with ``0 < df`` (and ``df <= N / 2`` once ``N >= MIN_ROWS``),
             in the order given.
         """
-        common = rows >= self.MIN_ROWS
-        cap = rows // 2 + 1 if common else rows + 1
-        out: dict[str, int] = {}
-        for term in terms:
-            df = count(term, cap)
-            if df > 0 and not (common and df >= cap):
-                out[term] = df
-        return out
+        cap = self.cap(rows)
+        return self.kept({term: count(term, cap) for term in terms}, rows)
 
-    def df_from_matches(
-        self,
-        terms: Sequence[str],
-        rows: int,
-        matches: Sequence[Sequence[Any]],
-        truncated: bool,
-        count: Callable[[str, int], int],
-    ) -> dict[str, int]:
-        """:meth:`scope_df` from the matching rows already fetched, counting only when they were cut.
+    def cap(self, rows: int) -> int:
+        """How far a backend needs to count a term's rows in a scope of ``rows`` (one past the drop point)."""
+        return rows // 2 + 1 if rows >= self.MIN_ROWS else rows + 1
 
-        Args:
-            terms: Distinct query terms.
-            rows: ``N``, rows in the scope.
-            matches: Every row of the scope containing a query term, unless ``truncated``; the
-                second column is the stored ``terms`` string.
-            truncated: The backend hit its match limit: ``df`` is then counted per term.
-            count: As for :meth:`scope_df`.
-        """
-        if truncated:
-            return self.scope_df(terms, rows, count)
-        wanted = frozenset(terms)
-        df: dict[str, int] = dict.fromkeys(terms, 0)
-        for match in matches:
-            for term in wanted.intersection(str(match[1]).split()):
-                df[term] += 1
-        return self._kept(df, rows)
-
-    def _kept(self, df: dict[str, int], rows: int) -> dict[str, int]:
+    def kept(self, df: dict[str, int], rows: int) -> dict[str, int]:
         """``df`` without the terms in no row and, once ``rows >= MIN_ROWS``, in over half of them."""
         common = rows >= self.MIN_ROWS
         return {t: d for t, d in df.items() if d > 0 and not (common and d > rows // 2)}
-
-    def score(
-        self,
-        terms: Sequence[str],
-        rows: int,
-        avgdl: float,
-        matches: Sequence[Sequence[Any]],
-        truncated: bool,
-        count: Callable[[str, int], int],
-        top_n: int,
-    ) -> KeywordCandidates:
-        """:meth:`df_from_matches` then :func:`score_matches`, splitting each row's terms once.
-
-        Args:
-            terms: Distinct query terms.
-            rows: ``N``, rows in the scope (>= 1).
-            avgdl: Mean ``token_count`` over the scope.
-            matches: As for :func:`score_matches`.
-            truncated: As for :meth:`df_from_matches`.
-            count: As for :meth:`scope_df`.
-            top_n: Rows to return (>= 1).
-
-        Returns:
-            Exactly what ``score_matches(matches, df_from_matches(...), rows, avgdl, top_n)``
-            returns (the same rows, the same float scores), empty when no term is kept.
-        """
-        parsed = _parse(matches, terms)
-        if truncated:
-            df = self.scope_df(terms, rows, count)
-        else:
-            found: dict[str, int] = dict.fromkeys(terms, 0)
-            for _, _, hit in parsed:
-                for term in hit:
-                    found[term] += 1
-            df = self._kept(found, rows)
-        if not df:
-            return KeywordCandidates.empty()
-        return _score(parsed, df, rows, avgdl, top_n, BM25_K1, BM25_B)
 
     def informative(self, terms: Sequence[str], rows: int, count: Callable[[str, int], int]) -> list[str]:
         """The ``terms`` kept by :meth:`scope_df` (occurring in the scope, not in over half of it)."""

@@ -146,6 +146,7 @@ class PostgresConnection:
         self._ext = ext
         fmt = {"schema": self._schema, "ext": ext}
         self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
+        self._scope_stats = sql.SQL("{schema}.memlane_scope_stats").format(**fmt)
         self._common_terms = CommonTermFilter()
         self._meta = sql.SQL("{schema}.memlane_meta").format(**fmt)
         self._search = VectorSearch(

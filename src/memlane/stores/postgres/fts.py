@@ -9,8 +9,9 @@ PostgreSQL matches exactly the rows SQLite's FTS5 index of the same column match
 Query safety: the query terms are one bound ``text[]`` parameter, compared as array elements
 (``&&`` any overlap, ``@>`` containment); no user text reaches a query parser.
 
-Scoring: the index only finds the scope's rows that contain a query term; their BM25 is
-computed with the scope's own statistics by :func:`memlane.stores.common_terms.score_matches`.
+Scoring: the index only finds the rows that contain a query term; their BM25 is computed with
+the statistics of the recall's scope (:mod:`memlane.stores.common_terms`) by
+:func:`memlane.stores.common_terms.score_matches`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from psycopg import sql
 
 import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
 
 __all__ = [
     "TERMS_ARRAY",
@@ -37,11 +38,23 @@ TERMS_ARRAY = "pg_catalog.string_to_array(terms, ' ')"
 """The indexed expression (it must match the GIN index's expression to use it)."""
 
 
-def scope_stats_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
-    """``count(*), avg(token_count)`` over the scope; parameters: the WHERE clause's values."""
-    return sql.SQL("SELECT count(*), coalesce(avg(token_count), 0)::float8 FROM {t}{where}").format(
-        t=table, where=where
-    )
+def scope_stats_statement(
+    stats: sql.Composable, tenant_id: str | None, session_id: str | None
+) -> sql.Composed:
+    """``N, avgdl`` of a scope from ``memlane_scope_stats`` (schema migration 10), no scan of the scope.
+
+    The scope: the tenant and session (session scope), the tenant (tenant scope), or every row
+    (global scope). Parameters: ``tenant_id`` then ``session_id`` where they are not ``None``.
+    """
+    clause: sql.Composable = sql.SQL("")
+    if tenant_id is not None:
+        clause = sql.SQL(" WHERE tenant_id OPERATOR(pg_catalog.=) %s")
+        if session_id is not None:
+            clause = clause + sql.SQL(" AND session_id OPERATOR(pg_catalog.=) %s")
+    return sql.SQL(
+        "SELECT coalesce(sum(rows), 0)::int8, "
+        "coalesce(sum(tokens)::float8 / nullif(sum(rows), 0), 0)::float8 FROM {s}{where}"
+    ).format(s=stats, where=clause)
 
 
 def keyword_count_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
@@ -74,6 +87,7 @@ def keyword_statement(table: sql.Composable, where: sql.Composable) -> sql.Compo
 def keyword_search(
     cur: psycopg.Cursor[Any],
     table: sql.Composable,
+    stats: sql.Composable,
     flt: EpisodeFilter,
     terms: Sequence[str],
     top_n: int,
@@ -81,31 +95,44 @@ def keyword_search(
 ) -> KeywordCandidates:
     """The best ``top_n`` rows passing ``flt`` that contain any of ``terms``, by per-scope BM25.
 
+    The statistics are those of the recall's scope (``flt``'s tenant, or tenant and session):
+    ``N`` and ``avgdl`` from ``memlane_scope_stats``, each term's ``df`` from one capped count of
+    the scope's rows holding it (GIN index); ``flt``'s other fields only choose the candidates.
+
     Args:
         cur: A cursor inside the store's transaction.
         table: The schema-qualified episodes table.
-        flt: The recall's filter (the scope of the statistics too).
+        stats: The schema-qualified ``memlane_scope_stats`` table.
+        flt: The recall's filter.
         terms: Distinct, non-empty query terms without NUL (:func:`memlane.analysis.query_terms`).
         top_n: Maximum rows, >= 1.
-        common: Per-scope document frequencies and the common-term drop.
+        common: The common-term rule.
 
     Raises:
         psycopg.Error: the database failed (the store translates it).
     """
-    where, params = filters.where(flt)
-    n_rows, avgdl = cur.execute(scope_stats_statement(table, where), params).fetchone()  # type: ignore[misc]
+    tenant_id = flt.tenant_id
+    session_id = flt.session_id if tenant_id is not None else None
+    scope_args = [v for v in (tenant_id, session_id) if v is not None]
+    n_rows, avgdl = cur.execute(  # type: ignore[misc]
+        scope_stats_statement(stats, tenant_id, session_id), scope_args
+    ).fetchone()
     if not n_rows:
         return KeywordCandidates.empty()
-    one_where, one_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
+    scope = EpisodeFilter(tenant_id=tenant_id, session_id=session_id)
+    one_where, one_params = filters.where(scope, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
     counted = keyword_count_statement(table, one_where)
 
     def count(term: str, cap: int) -> int:
         return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
 
+    df = common.scope_df(terms, int(n_rows), count)
+    if not df:
+        return KeywordCandidates.empty()
+    kept = list(df)
     any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
     limit = max(MATCH_LIMIT, 5 * int(top_n))
-    wanted = list(terms)
     rows = cur.execute(
-        keyword_statement(table, any_where), [*any_params, wanted, wanted, limit], prepare=False
+        keyword_statement(table, any_where), [*any_params, kept, kept, limit], prepare=False
     ).fetchall()
-    return common.score(terms, int(n_rows), float(avgdl), rows, len(rows) >= limit, count, max(1, int(top_n)))
+    return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))

@@ -65,6 +65,21 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
         raise DuplicateEpisodeError(f"episode id {row[0]!r} already exists (episodes are append-only)")
 
 
+def add_scope_stats(cur: Cursor, t: sql.Composed, stats: sql.Composed, ids: Sequence[str]) -> None:
+    """Add the rows just written (``ids``) to ``memlane_scope_stats`` (schema migration 10), one statement."""
+    if not ids:
+        return
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {s} (tenant_id, session_id, rows, tokens) SELECT tenant_id, session_id, count(*), "
+            "sum(token_count) FROM {t} WHERE id OPERATOR(pg_catalog.=) ANY(%s::text[]) "
+            "GROUP BY tenant_id, session_id ON CONFLICT (tenant_id, session_id) DO UPDATE SET "
+            "rows = {s}.rows + excluded.rows, tokens = {s}.tokens + excluded.tokens"
+        ).format(s=stats, t=t),
+        [list(ids)],
+    )
+
+
 def retire(cur: Cursor, t: sql.Composed, supersessions: Sequence[Supersession]) -> None:
     """Retire each superseded episode (one ``UPDATE`` each).
 

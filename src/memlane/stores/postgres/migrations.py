@@ -392,6 +392,35 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "ADD CONSTRAINT memlane_reembed_window_staging_pkey PRIMARY KEY (tenant_id, seq)"
         ),
     ),
+    # 10: keyword statistics per scope, kept as the rows change (memlane.stores.postgres.fts): the
+    # stored rows and their total token count of every (tenant, session). Inserts add to it in their
+    # transaction (PostgresStore); deletes subtract once per statement (transition table).
+    (
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_scope_stats (tenant_id text NOT NULL, session_id text NOT NULL, "
+            "rows bigint NOT NULL, tokens bigint NOT NULL, PRIMARY KEY (tenant_id, session_id))"
+        ),
+        sql.SQL(
+            "INSERT INTO {schema}.memlane_scope_stats "
+            "SELECT tenant_id, session_id, count(*), sum(token_count) "
+            "FROM {schema}.memlane_episodes GROUP BY tenant_id, session_id"
+        ),
+        sql.SQL(
+            "CREATE FUNCTION {schema}.memlane_scope_stats_delete() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "UPDATE {schema}.memlane_scope_stats AS s SET rows = s.rows - d.n, tokens = s.tokens - d.t "
+            "FROM (SELECT tenant_id, session_id, count(*) AS n, sum(token_count) AS t FROM old_rows "
+            "GROUP BY tenant_id, session_id) AS d "
+            "WHERE s.tenant_id OPERATOR(pg_catalog.=) d.tenant_id "
+            "AND s.session_id OPERATOR(pg_catalog.=) d.session_id; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL(
+            "CREATE TRIGGER memlane_scope_stats_delete AFTER DELETE ON {schema}.memlane_episodes "
+            "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+            "EXECUTE FUNCTION {schema}.memlane_scope_stats_delete()"
+        ),
+    ),
 )
 
 

@@ -12,31 +12,50 @@ output, each term wrapped in double quotes (an FTS5 string: no operator, column 
 prefix ``*`` or ``NEAR`` inside it means anything) and the terms joined with ``OR``. The
 expression is then passed as a bound parameter, never spliced into SQL.
 
-Scoring: the index only finds the scope's rows that contain a query term; their BM25 is
-computed with the scope's own statistics by :func:`memlane.stores.common_terms.score_matches`
-(``N`` and ``avgdl`` from one filtered aggregate, ``df`` from the fetched matches or, for a
-term in over half of the table, one capped filtered count), so another tenant's rows never
-change a tenant's scores.
+Scoring: the index only finds the rows that contain a query term; their BM25 is computed with
+the statistics of the recall's *scope* (its tenant, or its tenant and session; every stored row
+of it, whatever the recall's other filters say) by
+:func:`memlane.stores.common_terms.score_matches`: ``N`` and ``avgdl`` from ``scope_stats``
+(schema migration 11, kept by the writes), ``df`` from FTS5's vocabulary when the scope is the
+whole table, else one capped count per term within the scope. Another tenant's rows never change
+a tenant's scores, and no statistic costs a scan of the scope.
 
 Cost: every statement walks FTS5's matches first, bounded to the rowid range of the scope
-(``min(seq)``..``max(seq)`` from the same aggregate), and probes ``episodes`` by primary key
-per match; when the scope has fewer rows than the match limit all its matches are fetched
-without FTS5's ``bm25()`` ordering (they are all scored anyway).
+(its first and last row key), and probes ``episodes`` by primary key per match; when the scope
+has fewer rows than the match limit all its matches are fetched without FTS5's ``bm25()``
+ordering (they are all scored anyway).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from memlane.stores.base import KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
 
-__all__ = ["fts5_match_expression", "keyword_search"]
+__all__ = ["fts5_match_expression", "index_new_rows", "keyword_search", "scope_statistics"]
 
-_Counts = Callable[[Sequence[str], int], list[int]]
-"""``counts(terms, cap)`` -> rows of the scope containing each term, each counted up to ``cap``."""
+_ADD_SCOPE_STATS = (
+    "INSERT INTO scope_stats (tenant_id, session_id, rows, tokens, min_seq, max_seq) "
+    "SELECT tenant_id, session_id, count(*), sum(token_count), min(seq), max(seq) FROM episodes "
+    "WHERE seq > ? GROUP BY tenant_id, session_id ON CONFLICT (tenant_id, session_id) DO UPDATE SET "
+    "rows = rows + excluded.rows, tokens = tokens + excluded.tokens, "
+    "min_seq = min(min_seq, excluded.min_seq), max_seq = max(max_seq, excluded.max_seq)"
+)
+
+
+def index_new_rows(conn: sqlite3.Connection, after: int) -> None:
+    """Add the rows of a write transaction (``seq > after``) to the keyword index and ``scope_stats``.
+
+    Two set-based statements (schema migrations 9 and 11) instead of per-row triggers; the
+    caller holds the write lock, so the rows above ``after`` are exactly its batch.
+    """
+    conn.execute(
+        "INSERT INTO episodes_fts (rowid, terms) SELECT seq, terms FROM episodes WHERE seq > ?", (after,)
+    )
+    conn.execute(_ADD_SCOPE_STATS, (after,))
 
 
 def fts5_match_expression(terms: Sequence[str]) -> str:
@@ -52,35 +71,48 @@ def fts5_match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms if term)
 
 
-def _informative(conn: sqlite3.Connection, terms: list[str], n_rows: int, counts: _Counts) -> list[str]:
-    """``terms`` without those in no row and, once the scope has ``MIN_ROWS`` rows, in over half of it.
+def scope_statistics(
+    conn: sqlite3.Connection, tenant_id: str | None, session_id: str | None
+) -> tuple[int, float, int, int, bool]:
+    """The keyword statistics of a scope from ``scope_stats`` (schema migration 11), in O(1) rows.
 
-    Table-wide document counts come from the FTS5 vocabulary (``episodes_fts_terms``, one index
-    lookup per term). A term in at most half of the table's rows is in at most half of any scope,
-    so only the others are checked; when the scope is the whole table (its ``N`` equals
-    ``max(seq) - min(seq) + 1``, so no row lies outside it) the table-wide count is the scope's,
-    else the scope is counted up to ``N / 2 + 1`` matches (one statement for all such terms).
-    The same rule as :class:`~memlane.stores.common_terms.CommonTermFilter`, applied before the
-    search so a common term never makes FTS5 find and score most of the scope.
+    Args:
+        conn: An open connection to a migrated memlane database.
+        tenant_id: The scope's tenant, or ``None`` for the whole table (global scope).
+        session_id: The scope's session (session scope), or ``None`` (tenant or global scope).
+
+    Returns:
+        ``(N, avgdl, first_seq, last_seq, whole)``: stored rows of the scope, their mean token
+        count, the scope's first and last row key (bounds of every match), and whether the
+        scope holds every row of the table (then FTS5's table-wide document counts are its own).
     """
-    marks = ",".join("?" * len(terms))
-    docs = dict(
-        conn.execute(f"SELECT term, doc FROM episodes_fts_terms WHERE term IN ({marks})", terms).fetchall()
+    sums = (
+        "SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0), min(min_seq), max(max_seq) FROM scope_stats"
     )
-    if n_rows < CommonTermFilter.MIN_ROWS:
-        return [t for t in terms if docs.get(t, 0) > 0]
-    half = n_rows // 2
-    suspects = [t for t in terms if int(docs.get(t, 0)) > half]
-    common: set[str] = set()
-    if suspects:
-        # Two lookups of the rowid B-tree (one query with both min() and max() scans the table).
-        low, high = conn.execute(
-            "SELECT (SELECT min(seq) FROM episodes), (SELECT max(seq) FROM episodes)"
+    if tenant_id is None:
+        row = conn.execute(sums).fetchone()
+        whole = True
+    elif session_id is None:
+        row = conn.execute(sums + " WHERE tenant_id = ?", (tenant_id,)).fetchone()
+        whole = not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id < ? AND rows > 0) "
+            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id > ? AND rows > 0)",
+            (tenant_id, tenant_id),
+        ).fetchone()[0]
+    else:
+        row = conn.execute(
+            sums + " WHERE tenant_id = ? AND session_id = ?", (tenant_id, session_id)
         ).fetchone()
-        whole = low is not None and n_rows == high - low + 1
-        found = [half + 1] * len(suspects) if whole else counts(suspects, half + 1)
-        common = {t for t, df in zip(suspects, found, strict=True) if df > half}
-    return [t for t in terms if int(docs.get(t, 0)) > 0 and t not in common]
+        whole = not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id < ? AND rows > 0) "
+            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id > ? AND rows > 0) "
+            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id = ? AND session_id < ? AND rows > 0) "
+            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id = ? AND session_id > ? AND rows > 0)",
+            (tenant_id, tenant_id, tenant_id, session_id, tenant_id, session_id),
+        ).fetchone()[0]
+    n, tokens, low, high = row
+    n = int(n)
+    return n, (float(tokens) / n if n else 0.0), int(low or 0), int(high or 0), bool(whole)
 
 
 def keyword_search(
@@ -89,6 +121,9 @@ def keyword_search(
     params: Sequence[Any],
     terms: Sequence[str],
     top_n: int,
+    *,
+    tenant_id: str | None,
+    session_id: str | None,
     common: CommonTermFilter | None = None,
 ) -> KeywordCandidates:
     """Run one filtered keyword search with per-scope BM25.
@@ -96,12 +131,13 @@ def keyword_search(
     Args:
         conn: An open connection to a migrated memlane database.
         where: The store's WHERE clause over ``episodes`` (``" WHERE ..."`` or ``""``), built
-            from fixed column names with ``?`` placeholders; it defines the scope.
+            from fixed column names with ``?`` placeholders: which rows may be candidates.
         params: Its bound values.
         terms: Distinct query terms (:func:`memlane.analysis.query_terms`); empty -> no candidates.
         top_n: Maximum rows, >= 1.
-        common: Computes the per-scope document frequencies and drops terms in over half of
-            the scope (:class:`memlane.stores.common_terms.CommonTermFilter`); default one.
+        tenant_id: The statistics' scope: this tenant (``None``: the whole table).
+        session_id: With ``tenant_id``, narrows the statistics' scope to this session.
+        common: The common-term rule (:class:`memlane.stores.common_terms.CommonTermFilter`).
 
     Returns:
         Up to ``top_n`` candidates, best BM25 first (ties: lower ``seq`` first).
@@ -109,53 +145,58 @@ def keyword_search(
     Raises:
         sqlite3.Error: the database failed (the store translates it).
     """
+    rule = common or CommonTermFilter()
     terms = [t for t in terms if t]
     if not terms:
         return KeywordCandidates.empty()
-    n_rows, avgdl, low, high = conn.execute(
-        f"SELECT count(*), avg(token_count), min(seq), max(seq) FROM episodes{where}", params
-    ).fetchone()
-    if not n_rows:
+    n, avgdl, low, high, whole = scope_statistics(conn, tenant_id, session_id)
+    if not n:
         return KeywordCandidates.empty()
-    n = int(n_rows)
-
-    # FTS5 finds the matches first (CROSS JOIN fixes that order: the planner would otherwise walk
-    # the scope and re-run the MATCH per row), only between the scope's first and last rowid;
-    # each match is then one primary-key probe of ``episodes`` tested against the filter. The
-    # filter's column names are unambiguous: the FTS subquery only exposes ``fts_seq`` (and ``r``).
-    def joined(rank: str = "") -> str:
-        return (
-            f"(SELECT rowid AS fts_seq{rank} FROM episodes_fts WHERE episodes_fts MATCH ? "
-            "AND rowid BETWEEN ? AND ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq" + where
-        )
-
-    one = "(SELECT count(*) FROM (SELECT 1 FROM " + joined() + " LIMIT ?))"
-
-    def counts(wanted: Sequence[str], cap: int) -> list[int]:
-        args: list[Any] = []
-        for term in wanted:
-            args += [fts5_match_expression([term]), low, high, *params, cap]
-        return [int(c) for c in conn.execute("SELECT " + ", ".join([one] * len(wanted)), args).fetchone()]
-
-    terms = _informative(conn, terms, n, counts)
+    marks = ",".join("?" * len(terms))
+    docs = dict(
+        conn.execute(f"SELECT term, doc FROM episodes_fts_terms WHERE term IN ({marks})", terms).fetchall()
+    )
+    terms = [t for t in terms if int(docs.get(t, 0)) > 0]
     if not terms:
         return KeywordCandidates.empty()
-
+    if whole:
+        df = rule.kept({t: int(docs[t]) for t in terms}, n)
+    else:
+        # One statement: each term's rows in the scope, counted up to the common-term cap.
+        scope = " WHERE e.tenant_id = ?" + ("" if session_id is None else " AND e.session_id = ?")
+        scope_args = [tenant_id] + ([] if session_id is None else [session_id])
+        one = "(SELECT count(*) FROM (SELECT 1 FROM " + _joined(scope) + " LIMIT ?))"
+        args: list[Any] = []
+        cap = rule.cap(n)
+        for term in terms:
+            args += [fts5_match_expression([term]), low, high, *scope_args, cap]
+        found = conn.execute("SELECT " + ", ".join([one] * len(terms)), args).fetchone()
+        df = rule.kept({t: int(c) for t, c in zip(terms, found, strict=True)}, n)
+    if not df:
+        return KeywordCandidates.empty()
+    kept = list(df)
     columns = "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM "
-    match = [fts5_match_expression(terms), low, high, *params]
+    match = [fts5_match_expression(kept), low, high, *params]
     limit = max(MATCH_LIMIT, 5 * int(top_n))
     if n < limit:
         # Every match of the scope fits under the limit: all are scored, in any order.
-        rows = conn.execute(columns + joined(), match).fetchall()
+        rows = conn.execute(columns + _joined(where), match).fetchall()
     else:
-        sql = columns + joined(", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
+        sql = columns + _joined(where, ", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
         rows = conn.execute(sql, [*match, limit]).fetchall()
-    return (common or CommonTermFilter()).score(
-        terms,
-        n,
-        float(avgdl or 0.0),
-        rows,
-        len(rows) >= limit,
-        lambda term, cap: counts([term], cap)[0],
-        top_n,
+    return score_matches(rows, df, n, avgdl, top_n)
+
+
+def _joined(where: str, rank: str = "") -> str:
+    """FTS5's matches (between two rowids) joined to ``episodes`` under ``where``.
+
+    FTS5 finds the matches first (CROSS JOIN fixes that order: the planner would otherwise walk
+    the scope and re-run the MATCH per row), only between the scope's first and last rowid;
+    each match is then one primary-key probe of ``episodes`` tested against ``where``, whose
+    column names are unambiguous (the FTS subquery only exposes ``fts_seq`` and ``r``).
+    Parameters: the MATCH expression, the two rowids, then ``where``'s values.
+    """
+    return (
+        f"(SELECT rowid AS fts_seq{rank} FROM episodes_fts WHERE episodes_fts MATCH ? "
+        "AND rowid BETWEEN ? AND ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq" + where
     )

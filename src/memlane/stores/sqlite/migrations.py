@@ -244,4 +244,35 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # drop a query term found in over half of a scope without scanning its matches when the scope is
     # the whole table (memlane.stores.sqlite.fts).
     ("CREATE VIRTUAL TABLE episodes_fts_terms USING fts5vocab(episodes_fts, 'row')",),
+    # 11: keyword statistics per scope, kept as the rows change (memlane.stores.sqlite.fts): the
+    # stored rows, their total token count and their first/last row key of every (tenant, session).
+    # Inserts add to it set-based in their transaction (SQLiteStore); deletes subtract per row.
+    (
+        """
+        CREATE TABLE scope_stats (
+            tenant_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            rows INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            min_seq INTEGER NOT NULL,
+            max_seq INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, session_id)
+        ) WITHOUT ROWID
+        """,
+        "INSERT INTO scope_stats "
+        "SELECT tenant_id, session_id, count(*), sum(token_count), min(seq), max(seq) "
+        "FROM episodes GROUP BY tenant_id, session_id",
+        """
+        CREATE TRIGGER scope_stats_delete AFTER DELETE ON episodes BEGIN
+            UPDATE scope_stats SET rows = rows - 1, tokens = tokens - old.token_count
+            WHERE tenant_id = old.tenant_id AND session_id = old.session_id;
+        END
+        """,
+        """
+        CREATE TRIGGER scope_stats_tokens AFTER UPDATE OF token_count ON episodes BEGIN
+            UPDATE scope_stats SET tokens = tokens - old.token_count + new.token_count
+            WHERE tenant_id = new.tenant_id AND session_id = new.session_id;
+        END
+        """,
+    ),
 )

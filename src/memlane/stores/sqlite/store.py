@@ -64,7 +64,7 @@ from memlane.stores.sqlite.base import (
     to_us,
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
-from memlane.stores.sqlite.fts import keyword_search
+from memlane.stores.sqlite.fts import index_new_rows, keyword_search
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.sqlite.vectors import SIDECAR_MIN_ROWS, SQLiteVectors
@@ -86,6 +86,7 @@ _SUPERSEDE = (
     "UPDATE episodes SET valid_until_us = ?, invalidated_at_us = ?, superseded_by = ?, "
     "supersede_reason = ? WHERE id = ? AND superseded_by IS NULL"
 )
+
 
 _INSERT_HEAD = (
     "INSERT INTO episodes (id, tenant_id, session_id, event_type, content, tags, importance, "
@@ -251,10 +252,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                     "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'episodes'), 0)"
                 ).fetchone()[0]
                 _insert_rows(conn, rows)
-                conn.execute(
-                    "INSERT INTO episodes_fts (rowid, terms) SELECT seq, terms FROM episodes WHERE seq > ?",
-                    (before,),
-                )
+                index_new_rows(conn, before)
                 if any(ep.tags for ep in episodes):
                     conn.execute(
                         "INSERT OR IGNORE INTO episode_tags (tag, seq) SELECT j.value, e.seq "
@@ -563,7 +561,14 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         where, params = filters.where(flt)
         with self._translate("keyword_candidates"):
             return keyword_search(
-                self._conn(), where, params, terms, max(1, int(top_n)), common=self._common_terms
+                self._conn(),
+                where,
+                params,
+                terms,
+                max(1, int(top_n)),
+                tenant_id=flt.tenant_id,
+                session_id=flt.session_id if flt.tenant_id is not None else None,
+                common=self._common_terms,
             )
 
     # -- lifecycle -------------------------------------------------------------------
