@@ -3,25 +3,37 @@
 Used by the SQLite store's vector search (:mod:`memlane.stores.sqlite.vectors`) when the filtered
 candidate set has more than :data:`ANN_THRESHOLD` rows; below it the search is exact.
 
-The index is an IVF *without its own copy of the vectors*: ``nlist`` unit centroids (spherical
-k-means, trained hierarchically: ``C`` coarse centroids, then ``nlist / C`` fine ones inside each)
-and, for every covered row key (``seq``), the inverted list it belongs to. A query ranks the
-centroids by inner product, walks the lists in that order, keeps the members that pass the
-filter mask and stops once it has as many passing candidates as ``nprobe`` unfiltered lists would
-hold (so a selective filter probes more lists, never fewer candidates); the caller then computes
-exact cosines of those candidates against the one in-memory copy of the vectors (the memory-mapped
-sidecar and its appended blocks). Resident memory is therefore the vectors plus ~12 bytes a row
-(row key and list id) plus the centroids, and the persisted ``<db>.ivf`` file is 21 MiB at 1M
-rows, read in one call on open (no training on the first recall of a store that has one).
+What faiss does (faiss-cpu, MIT): the numerics. Training is spherical ``faiss.Kmeans`` (10
+iterations, fixed seeds, on a sample of at most :data:`TRAIN_SAMPLE` rows a list) in two levels:
+``C ~ sqrt(nlist)`` coarse centroids, then, inside each coarse cell, lists in proportion to its
+share of the sample (the scheme of ``faiss.contrib.clustering.two_level_clustering``). A row is
+put in a list by a faiss ``IndexIVFFlat`` holding the fine centroids under their coarse parent,
+searched with ``nprobe`` :data:`_ASSIGN_COARSE`; a query ranks the centroids with a faiss
+``IndexFlatIP``. Building uses two OpenMP threads, a query one; the caller's thread count is put
+back after every call (libgomp keeps it per calling thread, so nothing leaks).
 
-Why this and not faiss HNSW or faiss IVF-Flat (measured here, 2 cores, 384-d, 1M vectors):
-HNSW at M=16 never reached recall@200 >= 0.98 at 1M (0.80 at ef 200, 0.95 at ef 800), costs
-~650 CPU s to build and loses recall under selective filters; faiss IVF-Flat reaches recall 1.0 but
-holds a second full copy of the vectors (resident memory ~2x the raw vectors once both the exact
-and the ANN path have run). Assignment of a row is hierarchical too (its best fine centroid under
-its :data:`_ASSIGN_COARSE` best coarse ones): at 1M (4,096 lists) training and listing every row
-took 36 CPU s (87 s wall on the shared machine); recall@200 was 1.0 at ``nprobe`` 24 unfiltered
-and under 10-30 % filters, 0.997 at 16 (benchmarks/results/ann.md).
+What memlane's lists add, and why: a faiss IVF-Flat stores its own copy of every vector in its
+inverted lists, i.e. a second full copy next to the one the exact path needs (resident memory ~2x
+the raw vectors once both paths have run; the target is <= 1.2x). Here the lists hold only row
+keys (``seq``): ``nlist`` unit centroids and, for every covered row key, the list it belongs to.
+A query walks the lists by centroid score, keeps the members that pass the filter mask and stops
+once it has as many passing candidates as ``nprobe`` unfiltered lists would hold (so a selective
+filter probes more lists, never fewer candidates); the caller then computes exact cosines of those
+candidates against the one in-memory copy of the vectors (the memory-mapped sidecar and its
+appended blocks). Resident memory is the vectors plus ~12 bytes a row plus the centroids; the
+persisted ``<db>.ivf`` file (21 MiB at 1M rows) is read in one call on open (no training on the
+first recall of a store that has one).
+
+Measured (2 shared cores, 384-d, benchmarks/results/ann.md): recall@200 1.0 at ``nprobe`` 24,
+unfiltered and under 1-30 % filters, at 100k and 1M; IVF build (train and list every row) at 1M
+(4,096 lists) 34 CPU s, 20 s wall (the former numpy k-means: 36 CPU s, 87 s wall), 4.7 CPU s at
+100k; cold start 0.32 s at 1M; resident 1.11x the raw vectors at 1M (1.10x before: the faiss
+shared libraries add ~22 MB whatever the size).
+Alternatives measured: faiss HNSW at M=16 never reached recall@200 >= 0.98 at 1M (0.80 at ef 200,
+0.95 at ef 800), cost ~650 CPU s to build and lost recall under selective filters; a flat
+(one-level) faiss k-means of 4,096 lists on 131k samples took 229 CPU s and flat assignment of 1M
+rows ~165 CPU s here, against ~17 CPU s for the two-level ``IndexIVFFlat`` assignment, which agrees
+with the flat one on 99.996 % of the rows.
 
 Contract with the caller: ids are row keys; rows the index does not cover (added since, or
 filled in place) are folded in by :meth:`IvfIndex.add` or scanned exactly by the caller; a row key
@@ -35,6 +47,7 @@ import contextlib
 import json
 import logging
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +56,7 @@ from numpy.typing import NDArray
 
 from memlane.stores.sidecar import write_atomic
 
-__all__ = ["ANN_THRESHOLD", "BASE_NPROBE", "AttachedLists", "IvfIndex", "nlist_for"]
+__all__ = ["ANN_THRESHOLD", "BASE_NPROBE", "TRAIN_SAMPLE", "AttachedLists", "IvfIndex", "nlist_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,12 +66,13 @@ ANN_THRESHOLD = 50_000
 BASE_NPROBE = 24
 """Unfiltered lists' worth of passing candidates a query examines (tuned in benchmarks/ann.py)."""
 
-_TRAIN_SAMPLE = 32
-"""Training vectors per inverted list (k-means sample)."""
+TRAIN_SAMPLE = 32
+"""Training vectors per inverted list: the caller samples at most ``nlist_for(rows) * 32`` rows."""
 
 _ITERATIONS = 10
 _ASSIGN_COARSE = 4
-_BLOCK = 32_768
+_BUILD_THREADS = 2
+_BLOCK = 65_536
 _FORMAT = 1
 
 
@@ -70,28 +84,37 @@ def nlist_for(n: int) -> int:
     return int(max(16, min(65_536, 2 ** round(math.log2(4 * math.sqrt(max(n, 1)))))))
 
 
-def _argmax_ip(x: NDArray[np.float32], c: NDArray[np.float32]) -> NDArray[np.int64]:
-    out = np.empty(len(x), dtype=np.int64)
-    for lo in range(0, len(x), _BLOCK):
-        out[lo : lo + _BLOCK] = np.argmax(x[lo : lo + _BLOCK] @ c.T, axis=1)
-    return out
+@contextlib.contextmanager
+def _omp_threads(n: int) -> Iterator[Any]:
+    """faiss (imported on first use) with its OpenMP pool at ``n`` threads, restored on exit.
+
+    libgomp keeps the thread count per calling thread, and the previous value is put back, so
+    nothing leaks to the caller's other faiss (or OpenBLAS) work.
+    """
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(n)
+    try:
+        yield faiss
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
-def _kmeans(x: NDArray[np.float32], k: int, rng: np.random.Generator) -> NDArray[np.float32]:
-    """Spherical k-means: ``k`` unit centroids of the unit rows ``x`` (``k <= len(x)``)."""
-    c = x[rng.choice(len(x), size=k, replace=False)].copy()
-    for _ in range(_ITERATIONS):
-        a = _argmax_ip(x, c)
-        order = np.argsort(a, kind="stable")
-        counts = np.bincount(a, minlength=k)
-        present = np.flatnonzero(counts)
-        sums = np.add.reduceat(x[order], np.concatenate([[0], np.cumsum(counts)[:-1]])[present], axis=0)
-        c[present] = sums
-        empty = np.flatnonzero(counts == 0)
-        if len(empty):  # re-seed from random rows
-            c[empty] = x[rng.choice(len(x), size=len(empty), replace=False)]
-        c /= np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
-    return c
+def _kmeans(faiss: Any, x: NDArray[np.float32], k: int, seed: int) -> NDArray[np.float32]:
+    """``k`` unit centroids of the unit rows ``x`` (``k <= len(x)``): faiss spherical k-means."""
+    km = faiss.Kmeans(
+        x.shape[1],
+        k,
+        niter=_ITERATIONS,
+        spherical=True,
+        seed=seed,
+        min_points_per_centroid=1,  # the sample is bounded by the caller (no faiss warning)
+        max_points_per_centroid=1 << 30,
+    )
+    km.train(x)
+    centroids: NDArray[np.float32] = km.centroids
+    return centroids
 
 
 class AttachedLists:
@@ -136,7 +159,8 @@ class IvfIndex:
         self.seqs = seqs
         self.lists = lists
         self.meta = meta
-        self._children = [np.flatnonzero(parent == c) for c in range(len(coarse))]
+        self._ranker: Any = None  # faiss IndexFlatIP over the lists' centroids (query ranking)
+        self._assigner: Any = None  # faiss IndexIVFFlat: the lists' centroids under the coarse ones
 
     @property
     def nlist(self) -> int:
@@ -152,54 +176,77 @@ class IvfIndex:
     def train(cls, sample: NDArray[np.float32], rows: int, expect: dict[str, Any], seed: int = 0) -> IvfIndex:
         """Train centroids for ``rows`` rows on ``sample`` (float32 unit rows ``[m, dims]``), no rows yet.
 
+        Two levels of faiss spherical k-means (``faiss.Kmeans``, two threads): ``C ~ sqrt(nlist)``
+        coarse centroids on the whole sample, then inside each coarse cell a number of fine
+        centroids (the lists) proportional to its share of the sample.
+
         Args:
-            sample: Training vectors (at most ``nlist_for(rows) * 32`` are needed).
+            sample: Training vectors (at most ``nlist_for(rows) * TRAIN_SAMPLE`` are needed).
             rows: Rows the index is trained for (sets ``nlist``).
             expect: Identity stored with the index (what :meth:`load` must match).
-            seed: k-means seed.
+            seed: k-means seed (training is deterministic for a given sample and seed).
         """
-        rng = np.random.default_rng(seed)
-        nlist = min(nlist_for(rows), len(sample))
-        n_coarse = min(2 ** math.ceil(math.log2(max(nlist, 1)) / 2), len(sample))
-        per = max(1, nlist // n_coarse)
         x = np.ascontiguousarray(sample, dtype=np.float32)
-        coarse = _kmeans(x, n_coarse, rng)
-        a = _argmax_ip(x, coarse)
-        fine, parent = [], []
-        for c in range(n_coarse):
-            members = x[a == c]
-            if len(members) == 0:
-                continue
-            fine.append(_kmeans(members, min(per, len(members)), rng))
-            parent.append(np.full(len(fine[-1]), c, dtype=np.int64))
+        nlist = min(nlist_for(rows), len(x))
+        n_coarse = min(2 ** math.ceil(math.log2(max(nlist, 1)) / 2), len(x))
+        fine: list[NDArray[np.float32]] = []
+        coarse: list[NDArray[np.float32]] = []
+        parent: list[NDArray[np.int64]] = []
+        with _omp_threads(_BUILD_THREADS) as faiss:
+            top = _kmeans(faiss, x, n_coarse, seed)
+            _, cell = faiss.knn(x, top, 1, metric=faiss.METRIC_INNER_PRODUCT)
+            counts = np.bincount(cell[:, 0], minlength=n_coarse)
+            # lists per cell in proportion to its sample share (faiss.contrib two_level_clustering)
+            bounds = np.cumsum(counts) * nlist // len(x)
+            per = np.diff(np.concatenate([[0], bounds]))
+            for c in np.flatnonzero(counts).tolist():
+                members = np.ascontiguousarray(x[cell[:, 0] == c])
+                k = int(min(max(per[c], 1), len(members)))
+                fine.append(_kmeans(faiss, members, k, seed + 1 + c))
+                parent.append(np.full(k, len(coarse), dtype=np.int64))
+                coarse.append(top[c])
         meta = {"expect": expect, "trained_rows": int(rows), "format": _FORMAT}
         empty = np.zeros(0, dtype=np.int64)
-        return cls(coarse, np.concatenate(fine), np.concatenate(parent), empty, empty.copy(), meta)
+        return cls(np.stack(coarse), np.concatenate(fine), np.concatenate(parent), empty, empty.copy(), meta)
 
     def assign(self, x: NDArray[np.float32]) -> NDArray[np.int64]:
-        """The list of each row of ``x`` (float32 ``[k, dims]``).
+        """The list of each row of ``x`` (float32 ``[k, dims]``), two faiss threads.
 
-        A row's list is its best fine centroid among the children of its best coarse centroids.
+        A row's list is its best fine centroid among the children of its ``_ASSIGN_COARSE`` best
+        coarse centroids: a faiss ``IndexIVFFlat`` whose quantizer holds the coarse centroids and
+        whose inverted lists hold the fine ones under their parent, searched with ``nprobe`` 4.
         """
         out = np.empty(len(x), dtype=np.int64)
-        top_c = min(_ASSIGN_COARSE, len(self.coarse))
-        for lo in range(0, len(x), _BLOCK):
-            block = np.ascontiguousarray(x[lo : lo + _BLOCK], dtype=np.float32)
-            scores = block @ self.coarse.T
-            top = np.argpartition(-scores, top_c - 1, axis=1)[:, :top_c] if top_c < len(self.coarse) else None
-            best = np.full(len(block), -np.inf, dtype=np.float32)
-            best_id = np.zeros(len(block), dtype=np.int64)
-            for c, children in enumerate(self._children):
-                rows = np.arange(len(block)) if top is None else np.flatnonzero((top == c).any(axis=1))
-                if len(rows) == 0 or len(children) == 0:
-                    continue
-                s = block[rows] @ self.centroids[children].T
-                j = np.argmax(s, axis=1)
-                v = s[np.arange(len(rows)), j]
-                better = v > best[rows]
-                best[rows[better]] = v[better]
-                best_id[rows[better]] = children[j[better]]
-            out[lo : lo + len(block)] = best_id
+        with _omp_threads(_BUILD_THREADS) as faiss:
+            if self._assigner is None:
+                dims = self.centroids.shape[1]
+                quantizer = faiss.IndexFlatIP(dims)
+                quantizer.add(self.coarse)
+                index = faiss.IndexIVFFlat(quantizer, dims, len(self.coarse), faiss.METRIC_INNER_PRODUCT)
+                index.is_trained = True
+                ids = np.arange(self.nlist, dtype=np.int64)
+                index.add_core(
+                    self.nlist,
+                    faiss.swig_ptr(self.centroids),
+                    faiss.swig_ptr(ids),
+                    faiss.swig_ptr(self.parent),
+                )
+                index.nprobe = min(_ASSIGN_COARSE, len(self.coarse))
+                self._assigner = (quantizer, index)  # the IVF does not own its quantizer
+            index = self._assigner[1]
+            for lo in range(0, len(x), _BLOCK):
+                block = np.ascontiguousarray(x[lo : lo + _BLOCK], dtype=np.float32)
+                _, labels = index.search(block, 1)
+                out[lo : lo + len(block)] = labels[:, 0]
+            missing = np.flatnonzero(out < 0)  # no finite score (not unit rows): best list outright
+            if len(missing):
+                _, best = faiss.knn(
+                    np.ascontiguousarray(x[missing], dtype=np.float32),
+                    self.centroids,
+                    1,
+                    metric=faiss.METRIC_INNER_PRODUCT,
+                )
+                out[missing] = np.maximum(best[:, 0], 0)
         return out
 
     def add(self, seqs: NDArray[np.int64], vectors: NDArray[np.float32]) -> None:
@@ -254,8 +301,14 @@ class IvfIndex:
             top_n: Neighbours the caller needs.
             nprobe: Unfiltered lists' worth of candidates to examine.
         """
-        scores = np.einsum("ij,j->i", self.centroids, query)
-        order = np.argsort(-scores)
+        with _omp_threads(1) as faiss:
+            if self._ranker is None:
+                self._ranker = faiss.IndexFlatIP(self.centroids.shape[1])
+                self._ranker.add(self.centroids)
+            _, ranked = self._ranker.search(
+                np.ascontiguousarray(query[None, :], dtype=np.float32), self.nlist
+            )
+        order = ranked[0]
         mean = max(1.0, len(lists.positions) / max(1, self.nlist))
         want = max(top_n, int(nprobe * mean))
         found: list[NDArray[np.int64]] = []

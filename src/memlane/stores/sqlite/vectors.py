@@ -279,7 +279,7 @@ class SQLiteVectors:
     def _train(self, index: VectorIndex, expect: dict[str, Any]) -> ann.IvfIndex:
         n = len(index)
         rng = np.random.default_rng(0)
-        size = min(n, ann.nlist_for(n) * 32)
+        size = min(n, ann.nlist_for(n) * ann.TRAIN_SAMPLE)
         sample = index.gather(np.sort(rng.choice(n, size=size, replace=False)))
         ivf = ann.IvfIndex.train(sample, n, expect)
         for lo in range(0, n, 65_536):
