@@ -177,6 +177,7 @@ class QuestionScore:
         ranked_ids: Sequence[str],
         relevant: Collection[str],
         session_of: Callable[[str], str] | None = None,
+        session_ranking: Sequence[str] | None = None,
     ) -> QuestionScore:
         """Score one ranking against its evidence (``relevant`` must not be empty).
 
@@ -186,10 +187,12 @@ class QuestionScore:
             relevant: Evidence ids.
             session_of: Maps an id to its session, for the session-level hits (the first k
                 distinct sessions of the whole ranking, k = 5 and 10); ``None`` = 0.
+            session_ranking: A longer ranking of the same question for the session-level hits
+                (default: ``ranked_ids``).
         """
         sessions: list[str] = []
         if session_of is not None:
-            for rid in ranked_ids:
+            for rid in ranked_ids if session_ranking is None else session_ranking:
                 sid = session_of(rid)
                 if sid not in sessions:
                     sessions.append(sid)

@@ -6,7 +6,7 @@ The facade validates the arguments and builds the scoped :class:`~memlane.stores
 1. embeds the query (unless ``retrieval="keyword"``); if the embedder fails and the fallback
    is on, the recall continues with keywords only and every breakdown says ``fallback=True``;
 2. asks the store for vector candidates and/or keyword candidates
-   (:func:`memlane.recall.keywords.keyword_terms`): exactly the ``top_n = max(20 * limit, 200)``
+   (:func:`memlane.recall.keywords.keyword_terms`): exactly the ``top_n = max(20 * limit, 500)``
    best of each (the pool; the cost of everything after this grows with ``top_n``, never with
    the scope, and an approximate index that finds the same dense top-N changes nothing);
 3. merges them (:func:`memlane.recall.candidates.merge_candidates`) and reads the candidates'
@@ -134,7 +134,7 @@ def ranked_recall(
         EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
     """
     mode = retrieval
-    top_n = max(limit * 20, 200)
+    top_n = max(limit * 20, 500)
     fallback = False
     dense: VectorCandidates | None = None
     if mode != "keyword":

@@ -25,7 +25,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -65,6 +64,7 @@ from memlane.stores.sqlite.base import (
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import index_new_rows, keyword_search
+from memlane.stores.sqlite.neighbours import stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.sqlite.vectors import SIDECAR_MIN_ROWS, SQLiteVectors
@@ -398,36 +398,13 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and the ``radius`` stored neighbours of each key (see :meth:`Store.neighbours`).
 
-        One query: per key, ``2 * radius`` correlated probes of the index
-        ``ix_episodes_session_seq`` (tenant, session, seq), so the cost grows with the number
-        of keys, never with the size of their sessions.
+        Index range scans or probes of ``ix_episodes_session_seq``
+        (:mod:`memlane.stores.sqlite.neighbours`): the cost grows with the number of keys, never
+        with the size of their sessions.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
-        if len(keys) == 0:
-            return Neighbours.from_rows([], radius)
-        radius = max(1, int(radius))
-        same = "e.tenant_id = c.tenant_id AND e.session_id = c.session_id"
-        probes = [
-            f"(SELECT e.seq FROM episodes e WHERE {same} AND e.seq < c.seq "
-            f"ORDER BY e.seq DESC LIMIT 1 OFFSET {k - 1})"
-            for k in range(radius, 0, -1)
-        ] + [
-            f"(SELECT e.seq FROM episodes e WHERE {same} AND e.seq > c.seq "
-            f"ORDER BY e.seq LIMIT 1 OFFSET {k - 1})"
-            for k in range(1, radius + 1)
-        ]
-        sql = (
-            f"SELECT c.seq, c.session_id, c.tags, {', '.join(probes)} FROM episodes c "
-            "WHERE c.seq IN (SELECT value FROM json_each(?)) ORDER BY c.seq"
-        )
-        wanted = json.dumps([int(k) for k in keys])
         with self._translate("neighbours"):
-            rows = self._conn().execute(sql, [wanted]).fetchall()
-        parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
-        for r in rows:
-            if r[2] not in parsed:
-                parsed[r[2]] = tuple(json.loads(r[2]))
-        return Neighbours.from_rows([(r[0], r[1], parsed[r[2]], *r[3:]) for r in rows], radius)
+            return stored_neighbours(self._conn(), keys, max(1, int(radius)))
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id``, or ``None``."""
