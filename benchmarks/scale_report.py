@@ -215,6 +215,10 @@ def render_run(run: dict[str, Any]) -> list[str]:
         ]
     rows += [
         row(
+            "first recall after ingest, builds the indexes (ms)",
+            lambda s: f"{s['ingest'].get('first_recall_after_ingest_ms', float('nan')):,.0f}",
+        ),
+        row(
             "cold start: open / first recall (ms)",
             lambda s: f"{s['cold_start']['open_ms']:.0f} / {s['cold_start']['first_recall_ms']:.0f}",
         ),
