@@ -156,8 +156,8 @@ class ScoreBreakdown:
         own_relevance: ``relevance`` without the neighbours' contribution (the episode's own
             evidence); ``min_relevance`` filters on it.
         decided_by: ``"relevance"`` when this hit's relevance exceeds the next hit's by more
-            than recency and importance could make up, else ``"tie_break"`` (recency and
-            importance decided the order against the next hit).
+            than recency and importance could make up, else ``"tie_break"`` (the lead is within
+            the tie band: recency and importance could have ordered the two).
 
     See :mod:`memlane.recall.ranking` for the formulas and their sources.
     """
