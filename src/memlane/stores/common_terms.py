@@ -31,7 +31,7 @@ BM25_K1 = 1.2
 BM25_B = 0.3
 
 MATCH_LIMIT = 1000
-"""At most ``max(MATCH_LIMIT, 2 * top_n)`` matching rows are scored per recall. Below it every
+"""At most ``max(MATCH_LIMIT, 5 * top_n)`` matching rows are scored per recall. Below it every
 match of the scope is scored (exact); above it a backend keeps the rows its own index ranks
 best (SQLite: FTS5 ``bm25()``; PostgreSQL: most distinct query terms, then newest) and scores those."""
 

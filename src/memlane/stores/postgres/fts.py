@@ -131,7 +131,7 @@ def keyword_search(
         return KeywordCandidates.empty()
     kept = list(df)
     any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
-    limit = max(MATCH_LIMIT, 2 * int(top_n))
+    limit = max(MATCH_LIMIT, 5 * int(top_n))
     rows = cur.execute(
         keyword_statement(table, any_where), [*any_params, kept, kept, limit], prepare=False
     ).fetchall()

@@ -177,7 +177,7 @@ def keyword_search(
     kept = list(df)
     columns = "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM "
     match = [fts5_match_expression(kept), low, high, *params]
-    limit = max(MATCH_LIMIT, 2 * int(top_n))
+    limit = max(MATCH_LIMIT, 5 * int(top_n))
     if n < limit:
         # Every match of the scope fits under the limit: all are scored, in any order.
         rows = conn.execute(columns + _joined(where), match).fetchall()
