@@ -3,7 +3,7 @@
 A query such as "what did we discuss last May?" names *when*; episodes record when they
 happened (``created_at``). :func:`parse_time_window` finds such expressions with the
 ``dateparser`` library (its ``search_dates`` finder, which also reports the period each
-expression covers; before dateparser 1.5 a ``DateDataParser`` re-parses each phrase for it),
+expression covers),
 relative to the recall's ``now``, and returns the window they denote. A query without an
 anchor (see below) never reaches dateparser. :mod:`memlane.recall.ranking` then boosts
 episodes inside the window (a soft boost, never a filter: a wrong parse can reorder hits but
@@ -37,7 +37,6 @@ Without ``dateparser`` installed, no query has a window (recall still works).
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 from collections.abc import Callable
@@ -96,42 +95,31 @@ class TimeWindow:
 
 
 @lru_cache(maxsize=1)
-def _dateparser() -> tuple[Callable[..., Any], Any, bool] | None:
-    """``(search_dates, DateDataParser, periods)``; ``periods``: the finder reports each date's period.
-
-    dateparser >= 1.5 returns the period of every date it finds (``add_period=True``), from the
-    parse it already made; older versions need a second parse of each phrase (a
-    ``DateDataParser``), which costs about a third of the search again.
-    """
+def _search_dates() -> Callable[..., Any] | None:
+    """dateparser's ``search_dates`` (imported once), or ``None`` without dateparser."""
     try:
         import dateparser.search
-        from dateparser.date import DateDataParser
     except ImportError:  # pragma: no cover - dateparser is a core dependency
         logger.info("dateparser is not installed: time expressions in queries are ignored")
         return None
-    search_dates = dateparser.search.search_dates
-    periods = "add_period" in inspect.signature(search_dates).parameters
-    return search_dates, DateDataParser, periods
+    search: Callable[..., Any] = dateparser.search.search_dates
+    return search
 
 
 def _find(text: str, settings: dict[str, Any]) -> list[tuple[str, datetime, str | None]]:
     """The dates dateparser finds in ``text``: ``(phrase, wall-clock datetime, period)`` each.
 
+    The period comes from the parse ``search_dates`` already made (``add_period=True``,
+    dateparser >= 1.5, the declared floor): no second parse per phrase.
+
     Raises:
         Exception: whatever dateparser raises on odd input (the caller ignores the query's time).
     """
-    parsers = _dateparser()
-    if parsers is None:
+    search_dates = _search_dates()
+    if search_dates is None:
         return []
-    search_dates, date_data_parser, periods = parsers
-    if periods:
-        found = search_dates(text, languages=["en"], settings=settings, add_period=True) or []
-        return [(str(phrase), at, period) for phrase, at, period in found]
-    found = (
-        search_dates(text, languages=["en"], settings=settings) or []
-    )  # pragma: no cover - dateparser < 1.5
-    parser = date_data_parser(languages=["en"], settings=settings)  # pragma: no cover
-    return [(p, at, parser.get_date_data(p.strip()).period) for p, at in found]  # pragma: no cover
+    found = search_dates(text, languages=["en"], settings=settings, add_period=True) or []
+    return [(str(phrase), at, period) for phrase, at, period in found]
 
 
 def _anchored(phrase: str) -> bool:
