@@ -23,9 +23,9 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from memlane.stores.base import KeywordCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates
 
-__all__ = ["BM25_B", "BM25_K1", "MATCH_LIMIT", "CommonTermFilter", "score_matches"]
+__all__ = ["BM25_B", "BM25_K1", "MATCH_LIMIT", "CommonTermFilter", "score_matches", "statistics_scope"]
 
 BM25_K1 = 1.2
 BM25_B = 0.3
@@ -34,6 +34,17 @@ MATCH_LIMIT = 1000
 """At most ``max(MATCH_LIMIT, 5 * top_n)`` matching rows are scored per recall. Below it every
 match of the scope is scored (exact); above it a backend keeps the rows its own index ranks
 best (SQLite: FTS5 ``bm25()``; PostgreSQL: most distinct query terms, then newest) and scores those."""
+
+
+def statistics_scope(flt: EpisodeFilter) -> tuple[str | None, str | None]:
+    """The ``(tenant_id, session_id)`` whose stored rows are a recall's BM25 statistics.
+
+    Session scope: both; tenant scope: ``(tenant, None)``; global scope: ``(None, None)`` (a
+    session without a tenant names no scope of its own: the whole table).
+    """
+    if flt.tenant_id is None:
+        return None, None
+    return flt.tenant_id, flt.session_id
 
 
 class CommonTermFilter:

@@ -24,7 +24,7 @@ from psycopg import sql
 
 import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
+from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches, statistics_scope
 
 __all__ = [
     "TERMS_ARRAY",
@@ -111,8 +111,7 @@ def keyword_search(
     Raises:
         psycopg.Error: the database failed (the store translates it).
     """
-    tenant_id = flt.tenant_id
-    session_id = flt.session_id if tenant_id is not None else None
+    tenant_id, session_id = statistics_scope(flt)
     scope_args = [v for v in (tenant_id, session_id) if v is not None]
     n_rows, avgdl = cur.execute(  # type: ignore[misc]
         scope_stats_statement(stats, tenant_id, session_id), scope_args

@@ -66,7 +66,17 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
 
 
 def add_scope_stats(cur: Cursor, t: sql.Composed, stats: sql.Composed, ids: Sequence[str]) -> None:
-    """Add the rows just written (``ids``) to ``memlane_scope_stats`` (schema migration 10), one statement."""
+    """Add the rows just written (``ids``) to ``memlane_scope_stats`` (schema migration 10), one statement.
+
+    Args:
+        cur: A cursor in the writing transaction.
+        t: The schema-qualified episodes table.
+        stats: The schema-qualified ``memlane_scope_stats`` table.
+        ids: The episode ids the transaction inserted (unique across tenants).
+
+    Raises:
+        psycopg.Error: the database failed (the caller's transaction rolls back).
+    """
     if not ids:
         return
     cur.execute(

@@ -51,6 +51,9 @@ def index_new_rows(conn: sqlite3.Connection, after: int) -> None:
 
     Two set-based statements (schema migrations 9 and 11) instead of per-row triggers; the
     caller holds the write lock, so the rows above ``after`` are exactly its batch.
+
+    Raises:
+        sqlite3.Error: the database failed (the caller's transaction rolls back).
     """
     conn.execute(
         "INSERT INTO episodes_fts (rowid, terms) SELECT seq, terms FROM episodes WHERE seq > ?", (after,)
@@ -85,32 +88,28 @@ def scope_statistics(
         ``(N, avgdl, first_seq, last_seq, whole)``: stored rows of the scope, their mean token
         count, the scope's first and last row key (bounds of every match), and whether the
         scope holds every row of the table (then FTS5's table-wide document counts are its own).
+
+    Raises:
+        sqlite3.Error: the database failed.
     """
-    sums = (
+    keys = [("tenant_id", tenant_id), ("session_id", session_id if tenant_id is not None else None)]
+    keys = [(column, value) for column, value in keys if value is not None]
+    where = " AND ".join(f"{column} = ?" for column, _ in keys)
+    args = [value for _, value in keys]
+    n, tokens, low, high = conn.execute(
         "SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0), min(min_seq), max(max_seq) FROM scope_stats"
-    )
-    if tenant_id is None:
-        row = conn.execute(sums).fetchone()
-        whole = True
-    elif session_id is None:
-        row = conn.execute(sums + " WHERE tenant_id = ?", (tenant_id,)).fetchone()
-        whole = not conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id < ? AND rows > 0) "
-            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id > ? AND rows > 0)",
-            (tenant_id, tenant_id),
-        ).fetchone()[0]
-    else:
-        row = conn.execute(
-            sums + " WHERE tenant_id = ? AND session_id = ?", (tenant_id, session_id)
-        ).fetchone()
-        whole = not conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id < ? AND rows > 0) "
-            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id > ? AND rows > 0) "
-            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id = ? AND session_id < ? AND rows > 0) "
-            "OR EXISTS (SELECT 1 FROM scope_stats WHERE tenant_id = ? AND session_id > ? AND rows > 0)",
-            (tenant_id, tenant_id, tenant_id, session_id, tenant_id, session_id),
-        ).fetchone()[0]
-    n, tokens, low, high = row
+        + (f" WHERE {where}" if where else ""),
+        args,
+    ).fetchone()
+    # Another scope holds rows: a (tenant[, session]) key before or after this one, each one probe
+    # of the primary key (the columns before the compared one held equal).
+    others, other_args = [], []
+    for i, (column, value) in enumerate(keys):
+        head = "".join(f"{c} = ? AND " for c, _ in keys[:i])
+        for op in ("<", ">"):
+            others.append(f"EXISTS (SELECT 1 FROM scope_stats WHERE {head}{column} {op} ? AND rows > 0)")
+            other_args += [*args[:i], value]
+    whole = not others or not conn.execute("SELECT " + " OR ".join(others), other_args).fetchone()[0]
     n = int(n)
     return n, (float(tokens) / n if n else 0.0), int(low or 0), int(high or 0), bool(whole)
 
@@ -122,8 +121,7 @@ def keyword_search(
     terms: Sequence[str],
     top_n: int,
     *,
-    tenant_id: str | None,
-    session_id: str | None,
+    scope: tuple[str | None, str | None],
     common: CommonTermFilter | None = None,
 ) -> KeywordCandidates:
     """Run one filtered keyword search with per-scope BM25.
@@ -135,8 +133,8 @@ def keyword_search(
         params: Its bound values.
         terms: Distinct query terms (:func:`memlane.analysis.query_terms`); empty -> no candidates.
         top_n: Maximum rows, >= 1.
-        tenant_id: The statistics' scope: this tenant (``None``: the whole table).
-        session_id: With ``tenant_id``, narrows the statistics' scope to this session.
+        scope: The statistics' ``(tenant_id, session_id)``
+            (:func:`memlane.stores.common_terms.statistics_scope`).
         common: The common-term rule (:class:`memlane.stores.common_terms.CommonTermFilter`).
 
     Returns:
@@ -149,6 +147,7 @@ def keyword_search(
     terms = [t for t in terms if t]
     if not terms:
         return KeywordCandidates.empty()
+    tenant_id, session_id = scope
     n, avgdl, low, high, whole = scope_statistics(conn, tenant_id, session_id)
     if not n:
         return KeywordCandidates.empty()
@@ -163,9 +162,9 @@ def keyword_search(
         df = rule.kept({t: int(docs[t]) for t in terms}, n)
     else:
         # One statement: each term's rows in the scope, counted up to the common-term cap.
-        scope = " WHERE e.tenant_id = ?" + ("" if session_id is None else " AND e.session_id = ?")
+        in_scope = " WHERE e.tenant_id = ?" + ("" if session_id is None else " AND e.session_id = ?")
         scope_args = [tenant_id] + ([] if session_id is None else [session_id])
-        one = "(SELECT count(*) FROM (SELECT 1 FROM " + _joined(scope) + " LIMIT ?))"
+        one = "(SELECT count(*) FROM (SELECT 1 FROM " + _joined(in_scope) + " LIMIT ?))"
         args: list[Any] = []
         cap = rule.cap(n)
         for term in terms:

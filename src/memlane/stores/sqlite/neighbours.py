@@ -52,11 +52,9 @@ def _by_range(
     inside = [
         r[0]
         for r in conn.execute(
-            "SELECT seq " + scope + "BETWEEN ? AND ? ORDER BY seq LIMIT ?", (tenant, session, lo, hi, cap + 1)
+            "SELECT seq " + scope + "BETWEEN ? AND ? ORDER BY seq", (tenant, session, lo, hi)
         )
     ]
-    if len(inside) > cap:
-        return None
     before = [
         r[0]
         for r in conn.execute(

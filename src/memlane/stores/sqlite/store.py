@@ -52,7 +52,7 @@ from memlane.stores.common import (
     store_stats,
     supersede_params,
 )
-from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
 from memlane.stores.sqlite.base import (
     CODEC,
@@ -543,8 +543,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 params,
                 terms,
                 max(1, int(top_n)),
-                tenant_id=flt.tenant_id,
-                session_id=flt.session_id if flt.tenant_id is not None else None,
+                scope=statistics_scope(flt),
                 common=self._common_terms,
             )
 
