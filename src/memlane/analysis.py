@@ -118,7 +118,7 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or unicodedata.category(ch)[0] == "M"
 
 
-def runs(text: str) -> Iterator[tuple[bool, str]]:
+def runs(text: str) -> Iterator[tuple[bool, str]]:  # noqa: C901  (limit debt, #19)
     """Yield ``(no_space_script, run)`` for each maximal run of letters/digits/marks of one script class.
 
     Args:

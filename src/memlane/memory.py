@@ -226,7 +226,7 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
 
     # -- writing -----------------------------------------------------------------------
 
-    def remember_episode(
+    def remember_episode(  # noqa: PLR0913  (limit debt, #19)
         self,
         event_type: str,
         content: str,

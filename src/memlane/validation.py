@@ -242,7 +242,7 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def check_json_value(value: object, where: str, *, depth: int = 0) -> None:
+def check_json_value(value: object, where: str, *, depth: int = 0) -> None:  # noqa: C901  (limit debt, #19)
     """Refuse anything in ``value`` that is not plain, storable JSON.
 
     Walks objects and lists (at most :data:`MAX_JSON_DEPTH` levels): keys must be strings;

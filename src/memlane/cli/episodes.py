@@ -59,7 +59,7 @@ _TAG_HELP = "Tag (repeatable). Tags are case-insensitive and whitespace-normalis
     help="Retire this episode (repeatable): its validity ends where this one's begins; kept as history.",
 )
 @pass_state
-def remember(
+def remember(  # noqa: PLR0913  (limit debt, #19)
     state: CliState,
     event_type: str,
     content: str,
@@ -155,7 +155,7 @@ def remember(
     help="Transaction time: only episodes memlane held as current at this instant (ISO 8601 with timezone).",
 )
 @pass_state
-def recall(
+def recall(  # noqa: PLR0913  (limit debt, #19)
     state: CliState,
     query: str | None,
     event_type: str | None,

@@ -65,7 +65,7 @@ def _store_batch(
             report.stored += 1
 
 
-def ingest_stream(
+def ingest_stream(  # noqa: C901  (limit debt, #19)
     memory: EpisodicMemory,
     stream: BinaryIO,
     *,

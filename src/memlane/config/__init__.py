@@ -103,7 +103,7 @@ class MemoryConfig:
     forget_threshold: float = 0.05
     track_retrievals: bool = True
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # noqa: C901, PLR0912  (limit debt, #19)
         try:
             object.__setattr__(self, "scope", Scope(self.scope))
         except ValueError:

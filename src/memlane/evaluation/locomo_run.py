@@ -264,7 +264,7 @@ def _split_name(position: int) -> str:
     return "tune (0-4)" if position < 5 else "held-out (5-9)"
 
 
-def run_locomo(
+def run_locomo(  # noqa: C901  (limit debt, #19)
     path: str | Path,
     *,
     embedder: Embedder,

@@ -287,7 +287,7 @@ def _quote_turn_level(path: Path | None) -> dict[str, Any]:
     return {"file": path.name, "date": document.get("meta", {}).get("date"), "configurations": quoted}
 
 
-def run_locomo_sessions(
+def run_locomo_sessions(  # noqa: C901, PLR0912, PLR0913, PLR0915  (limit debt, #19)
     path: str | Path,
     *,
     embedder: Embedder,

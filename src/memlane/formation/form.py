@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["form_episodes"]
 
 
-def form_episodes(
+def form_episodes(  # noqa: PLR0913  (limit debt, #19)
     memory: EpisodicMemory,
     messages: Sequence[Mapping[str, Any]],
     *,

@@ -189,7 +189,7 @@ _KEYWORDS = frozenset(
 )
 
 
-def check_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$") -> None:
+def check_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$") -> None:  # noqa: C901, PLR0912  (limit debt, #19)
     """Check ``value`` against a JSON schema written in memlane's portable subset.
 
     Supported keywords: ``type`` (one name), ``properties``, ``required``,
@@ -397,7 +397,7 @@ class OpenAICompatibleLLM:
         ValidationError: an argument out of range.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (limit debt, #19)
         self,
         model: str,
         *,

@@ -200,7 +200,7 @@ def reembed(
     return _migrate(backend, model_id, dims, bound, embed, batch_size, report, dry_run)
 
 
-def _fill(
+def _fill(  # noqa: PLR0913  (limit debt, #19)
     store: Store,
     backend: ReembedBackend,
     model_id: str,

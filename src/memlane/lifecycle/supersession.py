@@ -128,7 +128,7 @@ def contradiction_subject(
     return text, kind, normalize_tags(tags), frozenset()
 
 
-def contradictions(
+def contradictions(  # noqa: PLR0913  (limit debt, #19)
     store: Store,
     scope: EpisodeFilter,
     text: str,

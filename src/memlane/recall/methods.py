@@ -23,7 +23,7 @@ __all__ = ["RecallMethods"]
 class RecallMethods:
     """Recall, for :class:`memlane.EpisodicMemory` (see the module docstring)."""
 
-    def recall_episodes(
+    def recall_episodes(  # noqa: PLR0913  (limit debt, #19)
         self: MemoryCore,
         query: str | None = None,
         event_type: str | None = None,

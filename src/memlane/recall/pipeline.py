@@ -96,7 +96,7 @@ def scoped_recall_filter(
     return replace(flt, exclude_archived=not include_archived, **time_slice(at, as_of, known_at))
 
 
-def ranked_recall(
+def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
     store: Store,
     config: MemoryConfig,
     embed_query: QueryEmbedder,

@@ -361,7 +361,7 @@ class RankedCandidate:
     breakdown: ScoreBreakdown
 
 
-def rank(
+def rank(  # noqa: C901, PLR0912, PLR0913, PLR0915  (limit debt, #19)
     *,
     cosine: NDArray[np.floating] | None,
     created_at_seconds: NDArray[np.floating],

@@ -117,7 +117,7 @@ class IndexRows:
         "vectors",
     )
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (limit debt, #19)
         self,
         seqs: Sequence[int],
         tenant_ids: Sequence[str],
@@ -437,7 +437,7 @@ class VectorIndex:
         index.max_seq = int(max_seq)
         return index
 
-    def mask(
+    def mask(  # noqa: C901, PLR0912, PLR0913  (limit debt, #19)
         self,
         *,
         tenant_id: str | None,

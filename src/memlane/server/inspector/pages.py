@@ -180,7 +180,7 @@ def _hit_card(view: View, rank: int, hit: RecallHit, why: Explanation, now: date
     )
 
 
-def search_page(
+def search_page(  # noqa: PLR0913  (limit debt, #19)
     view: View,
     flt: Filters,
     query: str,

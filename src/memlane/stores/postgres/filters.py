@@ -15,7 +15,7 @@ from memlane.stores.base import EpisodeFilter
 __all__ = ["where"]
 
 
-def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
+def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:  # noqa: C901, PLR0912  (limit debt, #19)
     """The WHERE clause of ``flt`` over ``memlane_episodes``, and its parameters.
 
     Args:

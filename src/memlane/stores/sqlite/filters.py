@@ -14,7 +14,7 @@ from memlane.stores.sqlite.base import to_us
 __all__ = ["tags_sql", "where"]
 
 
-def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
+def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:  # noqa: C901, PLR0912  (limit debt, #19)
     """The WHERE clause of ``flt`` over ``episodes``, and its parameters.
 
     Args:
