@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 
 from memlane import __version__
-from memlane.config_file import hash_api_key
+from memlane.config.file import hash_api_key
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "http_load.json"
 KEY = "mlk_http-load-benchmark-0123456789"

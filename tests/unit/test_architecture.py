@@ -25,18 +25,6 @@ KNOWN_CYCLES: set[frozenset[str]] = set()
 KNOWN_LONG_MODULES: set[str] = set()
 """Modules over the line limit tolerated for now (none)."""
 
-SHIMS = {
-    "memlane.ranking",
-    "memlane.keywords",
-    "memlane.temporal",
-    "memlane.retrieval",
-    "memlane.compaction",
-    "memlane.forgetting",
-    "memlane.reembed",
-    "memlane.config_file",
-}
-"""Deprecated aliases of moved modules (tests/unit/test_deprecated_paths.py); nothing inside imports them."""
-
 STORE_MAY_IMPORT = ("memlane.models", "memlane.errors", "memlane.analysis")
 """Besides ``memlane.stores.*``: stores sit under everything but the value types and errors, and
 the one text analysis (pure) that the write path and every query share, so both backends
@@ -306,16 +294,6 @@ def test_5_interfaces_use_only_the_public_api() -> None:
 def test_6_no_module_over_600_lines() -> None:
     long = {name: line_count(name) for name in modules() if line_count(name) > MAX_LINES}
     assert set(long) <= KNOWN_LONG_MODULES, f"modules over {MAX_LINES} lines: {long}"
-
-
-def test_nothing_inside_imports_a_deprecated_alias() -> None:
-    bad = {
-        (name, imported)
-        for name in modules()
-        if name not in SHIMS
-        for imported in memlane_imports(name) & SHIMS
-    }
-    assert not bad, f"imports of deprecated aliases: {sorted(bad)}"
 
 
 def test_known_violations_still_exist() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memlane.stores.sidecar import read_index, write_index
-from memlane.stores.vector_index import CHUNK_ROWS, IndexRows, VectorIndex, quantize
+from memlane.stores.sqlite.sidecar import read_index, write_index
+from memlane.stores.sqlite.vector_index import CHUNK_ROWS, IndexRows, VectorIndex, quantize
 
 DIMS = 8
 

@@ -10,7 +10,7 @@ Modules, one concern each:
 * :mod:`~memlane.cli.lifecycle` — ``history`` (supersede chains), ``forget`` (forgetting policies),
   ``compact`` (merge near-duplicates, archive stale episodes).
 * :mod:`~memlane.cli.form` — ``form`` (episodes from a stored session, :mod:`memlane.formation`).
-* :mod:`~memlane.cli.reembed` — ``reembed`` (embedding model migration, :mod:`memlane.reembed`).
+* :mod:`~memlane.cli.reembed` — ``reembed`` (embedding model migration, :mod:`memlane.lifecycle.reembed`).
 * :mod:`~memlane.cli.serve` — ``serve`` (HTTP API), ``mcp`` (MCP server), ``api-key``.
 * :mod:`~memlane.cli.inspect` — ``inspect`` (the memory inspector on a local database).
 * :mod:`~memlane.cli.sessions` — ``sessions import|recent|search|show`` and ``context`` (session episodes).

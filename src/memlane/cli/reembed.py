@@ -1,6 +1,6 @@
 """``memlane reembed``: migrate a store to another embedding model, or fill in missing vectors.
 
-The work is done by :func:`memlane.reembed.reembed` (staging, resumable cursor, one atomic
+The work is done by :func:`memlane.lifecycle.reembed.reembed` (staging, resumable cursor, one atomic
 switch); this module only builds the embedder, shows a progress bar and prints the report.
 """
 

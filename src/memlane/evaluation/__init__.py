@@ -1,7 +1,8 @@
 """Retrieval-quality evaluation: benchmark loaders and metrics.
 
 - :mod:`memlane.evaluation.locomo` loads and cleans the LoCoMo benchmark
-  (``locomo10.json``, CC BY-NC 4.0, never bundled; see :func:`default_locomo_path`).
+  (``locomo10.json``, CC BY-NC 4.0, never bundled; see :func:`default_locomo_path`); the file
+  format itself is :mod:`memlane.sessions.locomo_format`, which the session importer shares.
 - :mod:`memlane.evaluation.metrics` holds recall@k, nDCG@k, percentiles and a
   per-category aggregator.
 """

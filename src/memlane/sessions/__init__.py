@@ -13,7 +13,8 @@ Modules: :mod:`~memlane.sessions.models` (value types), :mod:`~memlane.sessions.
 (OpenAI-format validation and rendering), :mod:`~memlane.sessions.windows` (turns that are
 embedded), :mod:`~memlane.sessions.tokens` (offline token counting),
 :mod:`~memlane.sessions.context` (the context block and its injection),
-:mod:`~memlane.sessions.importing` (OpenAI-format and LoCoMo import) and
+:mod:`~memlane.sessions.importing` (OpenAI-format and LoCoMo import),
+:mod:`~memlane.sessions.locomo_format` (the LoCoMo file format) and
 :mod:`~memlane.sessions.memory` (the facade).
 """
 

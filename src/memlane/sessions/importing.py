@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlane.errors import ValidationError
-from memlane.evaluation.locomo import LocomoConversation, LocomoFormatError, parse_locomo
+from memlane.sessions.locomo_format import LocomoConversation, LocomoFormatError, parse_locomo
 
 __all__ = [
     "RECORD_FIELDS",

@@ -1,6 +1,6 @@
 """The store side of re-embedding: the operations a backend implements and the job state it records.
 
-The job itself (:func:`memlane.reembed.reembed`) lives above the stores; the stores only implement
+The job itself (:func:`memlane.lifecycle.reembed.reembed`) lives above the stores; the stores only implement
 :class:`ReembedBackend` (:mod:`memlane.stores.sqlite.reembed`, :mod:`memlane.stores.postgres.reembed`).
 """
 

@@ -4,7 +4,7 @@
   float32 little-endian blobs (:data:`CODEC`, :func:`encode_vectors`, :func:`decode_vectors`).
 * ``store_meta`` holds a generation counter per vector table (``delete_generation`` for
   episodes, ``session_delete_generation`` for session windows); bumping it makes every
-  process rebuild its in-memory :class:`~memlane.stores.vector_index.VectorCache`.
+  process rebuild its in-memory :class:`~memlane.stores.sqlite.vector_index.VectorCache`.
 * :class:`SQLiteHost` is what the companion stores (sessions, re-embedding) use of the
   episode store, so they depend on this protocol rather than on the store's module.
 """

@@ -9,7 +9,7 @@ connections, its write transactions (``BEGIN IMMEDIATE``) and its translation of
 * ``session_windows``: one row per turn: position range, time, embedded text, and the
   float32 little-endian vector with the id of the model that made it.
 
-Search is exact: like the episode store, a :class:`~memlane.stores.vector_index.VectorCache`
+Search is exact: like the episode store, a :class:`~memlane.stores.sqlite.vector_index.VectorCache`
 holds an in-memory, columnar copy of the window vectors (its ``tenant`` column is the
 owner key ``tenant \\0 agent \\0 user``, its ``session`` column the session id), refreshed
 incrementally by window ``seq``; deleting sessions bumps ``session_delete_generation`` in
@@ -48,7 +48,7 @@ from memlane.stores.sqlite.base import (
     to_us,
     vector_batches,
 )
-from memlane.stores.vector_index import IndexRows, VectorCache, VectorIndex
+from memlane.stores.sqlite.vector_index import IndexRows, VectorCache, VectorIndex
 
 __all__ = ["SQLiteSessionStore"]
 

@@ -7,12 +7,12 @@
   filters are index lookups.
 * Vectors are float32 little-endian blobs with the id of the model that made them.
   Vector search (:mod:`memlane.stores.sqlite.vectors`) runs in numpy over an in-memory
-  :class:`~memlane.stores.vector_index.VectorIndex` refreshed incrementally by ``seq``; any
+  :class:`~memlane.stores.sqlite.vector_index.VectorIndex` refreshed incrementally by ``seq``; any
   deletion -- or update of a filtered column: superseding (``valid_until``/``invalidated_at``)
   and archiving (``archived_at``) -- bumps a ``delete_generation`` counter that makes every
   process rebuild its copy. The copy is saved beside the file (``<db>.vectors``, memory-mapped
   on open) for a cold start without reading every vector, and filtered sets above
-  ``ann_threshold`` rows are searched with an IVF index (``<db>.ivf``, :mod:`memlane.stores.ann`).
+  ``ann_threshold`` rows are searched with an IVF index (``<db>.ivf``, :mod:`memlane.stores.sqlite.ann`).
   Retrieval bookkeeping (``retrieve_count``/``last_retrieved_at_us``, migration 7) is not
   held by the index and does not bump it.
 * Bi-temporal columns (schema migration 5): ``valid_from_us``/``valid_until_us`` (valid time)
@@ -40,7 +40,6 @@ from numpy.typing import NDArray
 import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError
 from memlane.models import Episode
-from memlane.stores.ann import ANN_THRESHOLD
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
 from memlane.stores.common import (
     EpisodeBatch,
@@ -54,6 +53,7 @@ from memlane.stores.common import (
 )
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
+from memlane.stores.sqlite.ann import ANN_THRESHOLD
 from memlane.stores.sqlite.base import (
     CODEC,
     bump_generation,
@@ -169,7 +169,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             beside the file for a cold start without reading every vector (default on; nothing
             is saved for ``":memory:"``). See :mod:`memlane.stores.sqlite.vectors`.
         ann_threshold: Filtered candidate sets with more rows than this use the approximate
-            (IVF) index, smaller ones exact search (default :data:`memlane.stores.ann.ANN_THRESHOLD`);
+            (IVF) index, smaller ones exact search (default :data:`memlane.stores.sqlite.ann.ANN_THRESHOLD`);
             ``None`` = always exact.
         sidecar_min_rows: Rows a refresh must read from SQLite before it rewrites the sidecar.
         quantized_vectors: Keep the in-memory vectors and the sidecar as int8 codes (1/4 of the

@@ -1,15 +1,15 @@
 """The SQLite store's vector search: an in-memory index, its sidecar file and the ANN index.
 
-* :class:`~memlane.stores.vector_index.VectorCache` keeps the episodes' vectors and filter
+* :class:`~memlane.stores.sqlite.vector_index.VectorCache` keeps the episodes' vectors and filter
   columns in memory, appending rows by ``seq`` and rebuilding when ``delete_generation``
   changes (a deletion, supersession, archiving or re-embedding switch, by any process).
 * Cold start: the index is saved beside the database as ``<db>.vectors``
-  (:mod:`memlane.stores.sidecar`; vectors memory-mapped, no per-row Python work on open). It is
+  (:mod:`memlane.stores.sqlite.sidecar`; vectors memory-mapped, no per-row Python work on open). It is
   trusted only if its header matches the store's id (``store_meta.store_id``, made on first
   save), model, dimension and ``delete_generation``; rows with ``seq`` above its ``max_seq``
   are then read from SQLite. A stale, missing or corrupt file is ignored and rewritten once a
   refresh has read at least ``sidecar_min_rows`` rows from SQLite.
-* ANN (:mod:`memlane.stores.ann`): when the filtered set has more than ``ann_threshold`` rows,
+* ANN (:mod:`memlane.stores.sqlite.ann`): when the filtered set has more than ``ann_threshold`` rows,
   an inverted file over the index's own rows (centroids plus the list of every row key, saved as
   ``<db>.ivf``; trained once on first need, then loaded on open) walks the lists nearest the query,
   keeps the members passing the filter mask until it holds ``nprobe`` unfiltered lists' worth of
@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.stores import ann
 from memlane.stores.base import VectorCandidates
-from memlane.stores.sidecar import file_lock, read_index, write_index
+from memlane.stores.sqlite import ann
 from memlane.stores.sqlite.base import decode_vectors, in_chunks, read_generation, vector_batches
-from memlane.stores.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
+from memlane.stores.sqlite.sidecar import file_lock, read_index, write_index
+from memlane.stores.sqlite.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
 
 __all__ = ["SIDECAR_MIN_ROWS", "SQLiteVectors", "index_rows"]
 

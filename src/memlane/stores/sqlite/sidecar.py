@@ -1,7 +1,7 @@
 """A vector index saved beside its database, for a cold start without reading every vector row.
 
 One file (``<db>.vectors``) holds a JSON header and the arrays of a
-:class:`~memlane.stores.vector_index.VectorIndex`: the float32 vectors, or int8 codes for a
+:class:`~memlane.stores.sqlite.vector_index.VectorIndex`: the float32 vectors, or int8 codes for a
 quantized index (memory-mapped on open, never copied), and its small filter columns (read in
 one ``read`` each). Layout::
 
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.stores.vector_index import VectorIndex
+from memlane.stores.sqlite.vector_index import VectorIndex
 
 __all__ = ["MAGIC", "file_lock", "read_index", "write_atomic", "write_index"]
 

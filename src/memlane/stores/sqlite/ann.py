@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.stores.sidecar import write_atomic
+from memlane.stores.sqlite.sidecar import write_atomic
 
 __all__ = ["ANN_THRESHOLD", "BASE_NPROBE", "TRAIN_SAMPLE", "AttachedLists", "IvfIndex", "nlist_for"]
 
@@ -118,7 +118,7 @@ def _kmeans(faiss: Any, x: NDArray[np.float32], k: int, seed: int) -> NDArray[np
 
 
 class AttachedLists:
-    """The inverted lists as positions of one :class:`~memlane.stores.vector_index.VectorIndex`.
+    """The inverted lists as positions of one :class:`~memlane.stores.sqlite.vector_index.VectorIndex`.
 
     Attributes:
         positions: int64 ``[m]``, row positions grouped by list.

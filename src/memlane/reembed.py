@@ -1,5 +1,0 @@
-"""Deprecated: moved to :mod:`memlane.lifecycle.reembed`; this alias is removed in a later release."""
-
-from memlane._deprecated import moved
-
-__all__, __getattr__ = moved(__name__, "memlane.lifecycle.reembed")
