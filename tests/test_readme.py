@@ -43,8 +43,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from memlane.api_keys import hash_api_key
 from memlane.cli import cli
+from memlane.config.api_keys import hash_api_key
 from memlane.config.file import load_config
 from tests.llm_server import LLMServer
 

@@ -33,7 +33,8 @@ from memlane.memory import EpisodeInput, EpisodicMemory
 from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
 from memlane.recall.ranking import PRESETS, RankingWeights
 from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
-from memlane.stores import EpisodeFilter, SQLiteStore, Store, StoreStats
+from memlane.stores import EpisodeFilter, Store, StoreStats
+from memlane.stores.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from memlane.aio import AsyncEpisodicMemory, AsyncSessionMemory

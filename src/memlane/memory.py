@@ -124,8 +124,8 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             written with another embedding model. ConfigError: a PostgreSQL URL without the
             ``postgres`` extra.
         """
+        from memlane.assembly import open_store
         from memlane.embeddings.local import LocalEmbedder
-        from memlane.stores.factory import open_store
 
         store = open_store(path)
         try:
@@ -172,7 +172,8 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             StoreError: the store cannot be opened. EmbeddingModelMismatchError: the store
             was written with another embedding model.
         """
-        from memlane.config.file import build_embedder, build_store, load_config
+        from memlane.assembly import build_embedder, build_store
+        from memlane.config.file import load_config
 
         config = load_config(source)
         episodic = config.episodic_or_default

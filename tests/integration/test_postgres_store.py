@@ -445,8 +445,8 @@ def test_driver_errors_inside_a_query_are_translated(pg_url: str, pg_schema: str
 
 def test_importing_memlane_does_not_import_psycopg() -> None:
     code = (
-        "import sys, memlane, memlane.stores; assert 'psycopg' not in sys.modules; "
-        "memlane.stores.PostgresStore"
+        "import sys, memlane, memlane.stores, memlane.assembly; assert 'psycopg' not in sys.modules; "
+        "import memlane.stores.postgres"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from memlane import EpisodicMemory
-from memlane.api_keys import hash_api_key
 from memlane.cli import cli
+from memlane.config.api_keys import hash_api_key
 from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.server.http import create_app

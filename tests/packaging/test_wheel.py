@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import memlane
-from memlane.api_keys import hash_api_key
+from memlane.config.api_keys import hash_api_key
 from tests.packaging.dockerfile import ROOT, copy_sources, env, exec_form, healthcheck_command, ignored, only
 
 pytestmark = pytest.mark.packaging

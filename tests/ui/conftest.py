@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, LocalEmbedder, MemoryConfig
-from memlane.api_keys import hash_api_key
+from memlane.config.api_keys import hash_api_key
 from memlane.config.file import load_config
 
 pytest.importorskip("uvicorn")

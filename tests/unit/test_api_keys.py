@@ -8,8 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from memlane.api_keys import ROLE_ADMIN, ROLE_AGENT, hash_api_key
 from memlane.cli import cli
+from memlane.config.api_keys import ROLE_ADMIN, ROLE_AGENT, hash_api_key
 from memlane.config.file import load_config
 from memlane.errors import ConfigError
 

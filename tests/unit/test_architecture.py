@@ -91,8 +91,8 @@ PUBLIC_API: dict[str, str] = {
     "memlane.embeddings.local": "the default embedder (embeddings package docstring)",
     "memlane.embeddings.openai": "the OpenAI-compatible embedder (embeddings package docstring)",
     "memlane.embeddings.fake": "deterministic embedders for tests and fake runs (embeddings docstring)",
-    "memlane.stores": "Store, StoreStats, SQLiteStore, PostgresStore",
-    "memlane.stores.factory": "open_store / is_postgres_url: the one opener for every backend",
+    "memlane.stores": "Store, StoreStats, EpisodeFilter",
+    "memlane.assembly": "open_store / build_store / build_embedder: the parts a location or config names",
     "memlane.sessions": "session episodes",
     **{
         f"memlane.sessions.{name}": "named in the memlane.sessions docstring"
@@ -103,7 +103,7 @@ PUBLIC_API: dict[str, str] = {
     "memlane.evaluation.locomo": "named in the memlane.evaluation docstring",
     "memlane.evaluation.metrics": "named in the memlane.evaluation docstring",
     "memlane.tools": "agent tool schemas (README: Agent tools); the MCP server serves them",
-    "memlane.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
+    "memlane.config.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
     "memlane.arguments": "the one argument policy of every interface (README: Input policy)",
     "memlane.operations": "the operations every interface runs (README: Operations and interfaces)",
     "memlane.tool_specs": "the agent tools' schemas beyond remember/recall (README: Agent tools)",

@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from memlane import ConfigError, EpisodicMemory, LocalEmbedder, OpenAIEmbedder, Scope
+from memlane.assembly import build_embedder, build_store
 from memlane.config import config_path_from_env
 from memlane.config.file import (
     DEFAULT_MAX_LIMIT,
     EpisodicSettings,
     MemlaneConfig,
-    build_embedder,
-    build_store,
     hash_api_key,
     load_config,
 )

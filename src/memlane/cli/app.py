@@ -31,13 +31,13 @@ from rich.logging import RichHandler
 from rich.markup import escape
 
 from memlane import EpisodicMemory, __version__
+from memlane.assembly import build_embedder, build_store
 from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
-from memlane.config.file import MemlaneConfig, StoreSettings, build_embedder, build_store, load_config
+from memlane.config.file import MemlaneConfig, StoreSettings, is_postgres_url, load_config
 from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.models import Scope
-from memlane.stores.factory import is_postgres_url
 
 __all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "cli_wording", "pass_state"]
 

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.text import Text
 
-from memlane import EpisodeInput
+from memlane import EpisodeInput, SQLiteStore
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
 from memlane.cli.output import echo_json, format_weights, hits_table, ranking_formula, ranking_terms
@@ -29,7 +29,6 @@ from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall import RankingWeights, resolve_weights
-from memlane.stores import SQLiteStore
 
 __all__ = ["DEFAULT_DEMO_DB", "DEMO_NOW", "demo", "load_demo_episodes"]
 

@@ -59,7 +59,8 @@ def inspect_command(state: CliState, db: str | None, port: int, open_browser: bo
     _require("server", "fastapi", "uvicorn")
     import uvicorn
 
-    from memlane.server.inspector import PREFIX, create_inspector_app
+    from memlane.server.inspector.layout import PREFIX
+    from memlane.server.inspector.routes import create_inspector_app
 
     if db is not None and "://" not in db and not Path(db).expanduser().exists():
         raise CliError(f"no database at {db}", json_output=state.json_output)

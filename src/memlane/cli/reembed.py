@@ -12,9 +12,10 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from memlane.assembly import build_store
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
-from memlane.config.file import build_store
+from memlane.config.file import is_postgres_url
 from memlane.embeddings import Embedder
 from memlane.lifecycle.reembed import (
     DEFAULT_BATCH_SIZE,
@@ -23,7 +24,6 @@ from memlane.lifecycle.reembed import (
     reembed,
     reembed_backend,
 )
-from memlane.stores.factory import is_postgres_url
 
 __all__ = ["reembed_command"]
 

@@ -16,9 +16,9 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from memlane.api_keys import ROLE_AGENT, ROLES, hash_api_key
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
+from memlane.config.api_keys import ROLE_AGENT, ROLES, hash_api_key
 from memlane.validation import check_identifier
 
 __all__ = ["api_key", "mcp", "serve"]

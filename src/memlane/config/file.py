@@ -1,4 +1,4 @@
-"""The YAML configuration file: parsing, validation, and building stores and embedders from it.
+"""The YAML configuration file: parsing and validation (:mod:`memlane.assembly` builds its parts).
 
 One file configures every interface (the library's :meth:`memlane.EpisodicMemory.from_config`,
 every CLI command through ``--config``, the tool schemas, the MCP and HTTP servers)::
@@ -45,7 +45,7 @@ Rules:
   (``local`` | ``openai`` | ``hashing``) overrides the inference; ``hashing`` is the
   deterministic fake embedder and is meant for tests only.
 * API keys map key -> tenant, or key -> ``{tenant: acme, role: admin}`` (roles ``agent``, the
-  default, and ``admin``, which may also inspect other tenants: :mod:`memlane.api_keys`).
+  default, and ``admin``, which may also inspect other tenants: :mod:`memlane.config.api_keys`).
   Write them hashed (``sha256:<hex>``, see ``memlane api-key``); a plaintext key (at least
   16 characters) is accepted but logged as a warning. A key is never echoed in an error message.
 """
@@ -61,27 +61,25 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from memlane.api_keys import ApiKey, find_api_key, hash_api_key, parse_api_keys
 from memlane.config import MemoryConfig, database_from_env
-from memlane.embeddings.base import Embedder
+from memlane.config.api_keys import ApiKey, find_api_key, hash_api_key, parse_api_keys
 from memlane.errors import ConfigError, MemlaneError
-from memlane.stores.base import Store
-from memlane.stores.factory import is_postgres_url
 from memlane.validation import check_identifier
 
 __all__ = [
     "DEFAULT_MAX_LIMIT",
     "DEFAULT_MAX_REQUEST_BYTES",
     "LOCAL_MODEL_NAMES",
+    "OPENAI_MODEL_DIMS",
     "ApiKey",
     "EpisodicSettings",
     "MemlaneConfig",
     "ServerSettings",
     "StoreSettings",
-    "build_embedder",
-    "build_store",
     "hash_api_key",
+    "is_postgres_url",
     "load_config",
+    "openai_dims",
 ]
 
 logger = logging.getLogger(__name__)
@@ -97,7 +95,36 @@ LOCAL_MODEL_NAMES = frozenset(
 )
 """Names accepted for the bundled local model (:class:`memlane.LocalEmbedder`)."""
 
+OPENAI_MODEL_DIMS: Mapping[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+"""OpenAI embedding models whose output dimension is known (:class:`memlane.OpenAIEmbedder`)."""
+
+
+def openai_dims(model: str, dims: int | None) -> int:
+    """The output dimension of an OpenAI-compatible embedding ``model``.
+
+    Args:
+        model: Model name, without the ``openai:`` prefix.
+        dims: The dimension asked for (>= 1), or ``None`` for the model's known one.
+
+    Returns:
+        ``dims``, else the model's dimension from :data:`OPENAI_MODEL_DIMS`.
+
+    Raises:
+        ValueError: ``dims`` is ``None`` and the model is not in :data:`OPENAI_MODEL_DIMS`.
+    """
+    if dims is not None:
+        return dims
+    if model not in OPENAI_MODEL_DIMS:
+        raise ValueError(f"dims is required for embedding model {model!r}")
+    return OPENAI_MODEL_DIMS[model]
+
+
 _PROVIDERS = ("local", "openai", "hashing")
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 _STORE_TYPES = ("sqlite", "postgres")
 
 # -- the parsed configuration ------------------------------------------------------------
@@ -212,6 +239,11 @@ class MemlaneConfig:
     def memory_config(self) -> MemoryConfig:
         """The :class:`MemoryConfig` of the ``episodic_memory:`` section (defaults when absent)."""
         return self.episodic_or_default.memory
+
+
+def is_postgres_url(location: str | os.PathLike[str]) -> bool:
+    """``True`` if ``location`` is a ``postgresql://`` or ``postgres://`` URL (a path is never one)."""
+    return isinstance(location, str) and location.lower().startswith(_POSTGRES_SCHEMES)
 
 
 # -- loading -----------------------------------------------------------------------------
@@ -411,10 +443,8 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:  # noqa: C901, PLR0912  
     if base_url is not None and provider != "openai":
         raise sec.error("embedding_base_url", "only valid with the openai provider")
     if provider == "openai":
-        from memlane.embeddings.openai import OpenAIEmbedder
-
         try:
-            OpenAIEmbedder(model, dims=dims)  # cheap: validates model/dims, no network, no import
+            openai_dims(model, dims)
         except ValueError as exc:
             raise sec.error("embedding_dims", str(exc)) from None
     if provider == "hashing" and dims is not None and dims < 8:
@@ -465,54 +495,3 @@ def _parse_server(sec: _Section) -> ServerSettings:
         api_keys=parse_api_keys(sec.data.get("api_keys"), lambda m: sec.error("api_keys", m)),
         max_request_bytes=max_bytes,
     )
-
-
-# -- building ----------------------------------------------------------------------------
-
-
-def build_store(settings: StoreSettings) -> Store:
-    """Open the store the ``memory:`` section describes.
-
-    Args:
-        settings: The parsed section.
-
-    Returns:
-        An open :class:`memlane.stores.base.Store` (the caller closes it).
-
-    Raises:
-        ConfigError: ``postgres`` without the ``postgres`` extra installed.
-        StoreError: the database cannot be opened.
-    """
-    from memlane.stores.factory import open_store
-
-    if settings.type == "postgres":
-        assert settings.dsn is not None
-        return open_store(settings.dsn, schema=settings.schema)
-    return open_store(settings.sqlite_path())
-
-
-def build_embedder(settings: EpisodicSettings | None) -> Embedder:
-    """Build the embedder the ``episodic_memory:`` section names (defaults when ``None``).
-
-    Construction is cheap for every provider: models load, and clients connect, on first use.
-
-    Raises:
-        ConfigError: the model/dimension combination is not valid for the provider.
-    """
-    settings = settings or EpisodicSettings()
-    if settings.embedding_provider == "openai":
-        from memlane.embeddings.openai import OpenAIEmbedder
-
-        try:
-            return OpenAIEmbedder(
-                settings.embedding_model, dims=settings.embedding_dims, base_url=settings.embedding_base_url
-            )
-        except ValueError as exc:
-            raise ConfigError(f"episodic_memory.embedding_dims: {exc}") from None
-    if settings.embedding_provider == "hashing":
-        from memlane.embeddings.fake import HashingEmbedder
-
-        return HashingEmbedder(dims=settings.embedding_dims or 64)
-    from memlane.embeddings.local import LocalEmbedder
-
-    return LocalEmbedder()

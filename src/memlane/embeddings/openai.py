@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.config.file import OPENAI_MODEL_DIMS, openai_dims
 from memlane.embeddings.base import check_vectors, l2_normalize
 from memlane.errors import EmbedderUnavailableError, EmbeddingError
 
 __all__ = ["OpenAIEmbedder"]
-
-_KNOWN_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
 class OpenAIEmbedder:
@@ -26,9 +25,9 @@ class OpenAIEmbedder:
 
     Args:
         model: Embedding model name (default ``text-embedding-3-small``).
-        dims: Output dimension; required for models not in the built-in table
-            (``text-embedding-3-*``, ``ada-002``). For ``text-embedding-3-*`` a smaller value
-            is passed to the API's ``dimensions`` parameter.
+        dims: Output dimension; required for models not in the known table
+            (:data:`memlane.config.file.OPENAI_MODEL_DIMS`: ``text-embedding-3-*``, ``ada-002``).
+            For ``text-embedding-3-*`` a smaller value is passed to the API's ``dimensions`` parameter.
         api_key: API key; ``None`` lets the SDK read ``OPENAI_API_KEY``.
         base_url: Endpoint of an OpenAI-compatible server (e.g. ``http://127.0.0.1:8080/v1``);
             ``None`` lets the SDK read ``OPENAI_BASE_URL`` or use OpenAI.
@@ -51,10 +50,7 @@ class OpenAIEmbedder:
         batch_size: int = 256,
         client: Any = None,
     ) -> None:
-        if dims is None:
-            if model not in _KNOWN_DIMS:
-                raise ValueError(f"dims is required for embedding model {model!r}")
-            dims = _KNOWN_DIMS[model]
+        dims = openai_dims(model, dims)
         if not 1 <= batch_size <= 2048:
             raise ValueError("batch_size must be in 1..2048")
         self._model = model
@@ -104,7 +100,7 @@ class OpenAIEmbedder:
             return np.zeros((0, self._dims), dtype=np.float32)
         client = self._get_client()
         extra: dict[str, Any] = {}
-        if self._model.startswith("text-embedding-3") and self._dims != _KNOWN_DIMS.get(self._model):
+        if self._model.startswith("text-embedding-3") and self._dims != OPENAI_MODEL_DIMS.get(self._model):
             extra["dimensions"] = self._dims
         rows: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):

@@ -143,7 +143,8 @@ def embedder_for_model(
         ConfigError: unknown model, or an invalid provider/dimension combination; the
             message names the ``episodic_memory.*`` key.
     """
-    from memlane.config.file import build_embedder, load_config
+    from memlane.assembly import build_embedder
+    from memlane.config.file import load_config
 
     section: dict[str, object] = {"embedding_model": name}
     if provider is None and name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():

@@ -23,8 +23,8 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from pydantic import BaseModel, Field
 
 from memlane import EpisodicMemory
-from memlane.api_keys import ApiKey
 from memlane.arguments import ArgumentSpec, check_arguments
+from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
 from memlane.server.errors import SafeJSONResponse

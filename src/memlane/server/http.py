@@ -72,7 +72,7 @@ from memlane.server.deps import (
     wire,
 )
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
-from memlane.server.inspector import install_inspector
+from memlane.server.inspector.routes import install_inspector
 from memlane.server.routes_lifecycle import router as lifecycle_router
 from memlane.server.routes_sessions import router as sessions_router
 from memlane.server.schemas import EpisodeList, EpisodeOut, RecallResponse

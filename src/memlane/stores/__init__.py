@@ -1,25 +1,14 @@
-"""Storage backends behind the :class:`~memlane.stores.base.Store` protocol.
+"""Storage behind the :class:`~memlane.stores.base.Store` protocol: what every backend shares.
 
-``PostgresStore`` is imported lazily (``from memlane.stores import PostgresStore``), so
-importing memlane never requires the ``postgres`` extra (psycopg).
+This package holds the protocol, its value types and the backend-neutral helpers; each backend
+is a subpackage that imports them (:mod:`memlane.stores.sqlite`: ``SQLiteStore``;
+:mod:`memlane.stores.postgres`: ``PostgresStore``, which needs the ``postgres`` extra). Nothing
+here imports a backend, so the dependency runs one way; :func:`memlane.assembly.open_store`
+picks the backend for a location, and ``memlane.SQLiteStore`` is the default one.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from memlane.stores.base import EpisodeFilter, Store, StoreStats, VectorCandidates
-from memlane.stores.sqlite import SQLiteStore
 
-if TYPE_CHECKING:
-    from memlane.stores.postgres import PostgresStore
-
-__all__ = ["EpisodeFilter", "PostgresStore", "SQLiteStore", "Store", "StoreStats", "VectorCandidates"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PostgresStore":
-        from memlane.stores.postgres import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["EpisodeFilter", "Store", "StoreStats", "VectorCandidates"]

@@ -8,12 +8,10 @@ and store statistics with a plot of episodes over time.
 
 Pages are rendered on the server from memlane's public API (:mod:`.data`) with an escaping
 HTML builder (:mod:`.html`) and inline SVG (:mod:`.charts`); no script, no CDN, one
-stylesheet shipped in the package. Authentication: :mod:`.auth`.
+stylesheet shipped in the package. Authentication: :mod:`.auth`. The application:
+:mod:`.routes` (:func:`~memlane.server.inspector.routes.create_inspector_app`,
+:func:`~memlane.server.inspector.routes.install_inspector`).
+
+Nothing is imported here, so the pages may import their siblings through the package without an
+import circle.
 """
-
-from __future__ import annotations
-
-from memlane.server.inspector.layout import PREFIX
-from memlane.server.inspector.routes import InspectorState, create_inspector_app, install_inspector
-
-__all__ = ["PREFIX", "InspectorState", "create_inspector_app", "install_inspector"]

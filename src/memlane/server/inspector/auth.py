@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from memlane.api_keys import ApiKey
+from memlane.config.api_keys import ApiKey
 
 __all__ = ["COOKIE_NAME", "SESSION_TTL", "LoginSessions", "Principal", "principal_from_key", "same_origin"]
 

@@ -37,7 +37,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.stores.base import VectorCandidates
-from memlane.stores.sqlite import ann
+from memlane.stores.sqlite.ann import (
+    ANN_THRESHOLD,
+    BASE_NPROBE,
+    TRAIN_SAMPLE,
+    AttachedLists,
+    IvfIndex,
+    nlist_for,
+)
 from memlane.stores.sqlite.base import decode_vectors, in_chunks, read_generation, vector_batches
 from memlane.stores.sqlite.sidecar import file_lock, read_index, write_index
 from memlane.stores.sqlite.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
@@ -102,7 +109,7 @@ class SQLiteVectors:
         *,
         sidecar: bool = True,
         sidecar_min_rows: int = SIDECAR_MIN_ROWS,
-        ann_threshold: int | None = ann.ANN_THRESHOLD,
+        ann_threshold: int | None = ANN_THRESHOLD,
         quantized: bool = False,
     ) -> None:
         self.cache = VectorCache("vectors", quantized=quantized)
@@ -111,12 +118,12 @@ class SQLiteVectors:
         self._ivf_path = None if path is None or not sidecar else Path(path + ".ivf")
         self._min_rows = max(1, int(sidecar_min_rows))
         self.ann_threshold = ann_threshold
-        self._ivf: ann.IvfIndex | None = None
-        self._lists: ann.AttachedLists | None = None
+        self._ivf: IvfIndex | None = None
+        self._lists: AttachedLists | None = None
         self._lists_of: VectorIndex | None = None
         self._ivf_unsaved = 0
-        self.nprobe = ann.BASE_NPROBE
-        """Unfiltered lists' worth of candidates an ANN query examines (see :meth:`ann.IvfIndex.probe`)."""
+        self.nprobe = BASE_NPROBE
+        """Unfiltered lists' worth of candidates an ANN query examines (:meth:`IvfIndex.probe`)."""
         self.ann_searches = 0
         """Searches served by the ANN index (a structural probe for tests)."""
         self.ann_trainings = 0
@@ -241,7 +248,7 @@ class SQLiteVectors:
         tail = lists.covered + np.flatnonzero(mask[lists.covered :])
         return np.unique(np.concatenate([found, tail]))
 
-    def _attached(self, conn: sqlite3.Connection, index: VectorIndex) -> ann.AttachedLists | None:
+    def _attached(self, conn: sqlite3.Connection, index: VectorIndex) -> AttachedLists | None:
         """The IVF lists as positions of ``index``: kept, loaded from ``<db>.ivf`` or trained, then
         extended with the rows added since (folded in when the unlisted tail is large)."""
         if len(index) == 0:
@@ -252,7 +259,7 @@ class SQLiteVectors:
         if ivf is not None and ivf.meta["expect"] != expect:
             ivf = self._lists_of = None
         if ivf is None and self._ivf_path is not None and self._ivf_path.exists():
-            ivf = ann.IvfIndex.load(self._ivf_path, expect)
+            ivf = IvfIndex.load(self._ivf_path, expect)
             self._lists_of = None
         if ivf is None or len(index) >= 4 * max(ivf.trained_rows, 4096):
             ivf = self._train(index, expect)
@@ -276,12 +283,12 @@ class SQLiteVectors:
             self._save_ivf(ivf)
         return lists
 
-    def _train(self, index: VectorIndex, expect: dict[str, Any]) -> ann.IvfIndex:
+    def _train(self, index: VectorIndex, expect: dict[str, Any]) -> IvfIndex:
         n = len(index)
         rng = np.random.default_rng(0)
-        size = min(n, ann.nlist_for(n) * ann.TRAIN_SAMPLE)
+        size = min(n, nlist_for(n) * TRAIN_SAMPLE)
         sample = index.gather(np.sort(rng.choice(n, size=size, replace=False)))
-        ivf = ann.IvfIndex.train(sample, n, expect)
+        ivf = IvfIndex.train(sample, n, expect)
         for lo in range(0, n, 65_536):
             rows = np.arange(lo, min(n, lo + 65_536))
             ivf.add(index.seqs[rows], index.gather(rows))
@@ -289,7 +296,7 @@ class SQLiteVectors:
         self._save_ivf(ivf)
         return ivf
 
-    def _save_ivf(self, ivf: ann.IvfIndex) -> None:
+    def _save_ivf(self, ivf: IvfIndex) -> None:
         self._ivf_unsaved = 0
         if self._ivf_path is None:
             return
