@@ -7,7 +7,10 @@ from typing import Protocol, runtime_checkable
 
 from memlane.errors import ValidationError
 
-__all__ = ["Clock", "FrozenClock", "SystemClock", "ensure_utc"]
+__all__ = ["SECONDS_PER_DAY", "Clock", "FrozenClock", "SystemClock", "ensure_utc"]
+
+SECONDS_PER_DAY = 86_400.0
+"""Seconds in a day: ages in seconds become the days of decay rates and half-lives."""
 
 
 @runtime_checkable

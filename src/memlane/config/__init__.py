@@ -7,8 +7,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from memlane.config.forgetting import ForgettingPolicy
 from memlane.errors import ConfigError, ValidationError
-from memlane.lifecycle.forgetting import ForgettingPolicy
 from memlane.models import Scope
 from memlane.recall.ranking import (
     DEFAULT_DECAY_PER_DAY,
@@ -62,11 +62,11 @@ class MemoryConfig:
             episode (``supersede_reason = "auto: contradiction confidence=... cosine=..."``).
         forgetting: Whether ranked recalls use each episode's forgetting half-life for the
             recency signal (``0.5 ** (age_days / half_life)``, 1 for never-forget episodes;
-            :mod:`memlane.lifecycle.forgetting`) instead of ``decay_per_day ** age_days``. Default
+            :mod:`memlane.config.forgetting`) instead of ``decay_per_day ** age_days``. Default
             ``False``, so existing rankings do not change silently. :meth:`forget` works
             either way.
         forgetting_policy: Importance -> half-life mapping
-            (:class:`memlane.lifecycle.forgetting.ForgettingPolicy` or
+            (:class:`memlane.config.forgetting.ForgettingPolicy` or
             ``{"bands": {9: null, 7: 30, 4: 7, 1: 1}, "unrated": 7}``); default the
             issue-7 bands. Its never-forget bands (importance >= 9 by default) are also
             exempt from retention pruning.
@@ -176,7 +176,7 @@ class MemoryConfig:
 
     @property
     def policy(self) -> ForgettingPolicy:
-        """The resolved :class:`memlane.lifecycle.forgetting.ForgettingPolicy`."""
+        """The resolved :class:`memlane.config.forgetting.ForgettingPolicy`."""
         assert isinstance(self.forgetting_policy, ForgettingPolicy)
         return self.forgetting_policy
 

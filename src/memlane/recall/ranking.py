@@ -39,6 +39,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.clock import SECONDS_PER_DAY
+from memlane.config.forgetting import half_life_strength
 from memlane.errors import ValidationError
 from memlane.models import ScoreBreakdown
 from memlane.recall.relevance import (
@@ -77,7 +79,6 @@ DEFAULT_DECAY_PER_DAY = 0.995
 TIE_BAND = 0.1
 """``eps0``: the most recency and importance together can add to a candidate's relevance."""
 
-SECONDS_PER_DAY = 86_400.0
 UNRATED_IMPORTANCE_SIGNAL = 0.5
 
 FloatArray = NDArray[np.float64]
@@ -233,28 +234,6 @@ def recency_signal(
     age_days = np.clip(np.asarray(age_seconds, dtype=np.float64), 0.0, None) / SECONDS_PER_DAY
     # decay ** age == exp(age * ln(decay)), about twice as fast as np.power on large arrays.
     return np.exp(age_days * math.log(decay_per_day))
-
-
-def half_life_strength(
-    age_seconds: NDArray[np.floating] | float, half_life_days: NDArray[np.floating] | float
-) -> NDArray[np.float64]:
-    """``0.5 ** (max(age, 0) / half_life)``, element-wise, in [0, 1]; an infinite half-life gives 1.
-
-    The recency signal under a forgetting policy (Ebbinghaus-style half-life decay; the
-    importance bands that choose the half-life are in :mod:`memlane.lifecycle.forgetting`).
-
-    Args:
-        age_seconds: Ages in seconds (negative = dated after ``now``, counted as 0).
-        half_life_days: Half-lives in days, > 0; ``inf`` for never-forget episodes.
-
-    Returns:
-        float64 array of the broadcast shape.
-    """
-    age_days = np.maximum(np.asarray(age_seconds, dtype=np.float64), 0.0) / SECONDS_PER_DAY
-    half = np.asarray(half_life_days, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.power(0.5, age_days / half)
-    return np.asarray(np.where(np.isinf(half), 1.0, out), dtype=np.float64)
 
 
 def importance_signal(importance: NDArray[np.floating]) -> FloatArray:
