@@ -433,3 +433,15 @@ def test_the_tables_name_what_exists() -> None:
 def _submodule_imports(name: str) -> set[str]:
     """The ``module.name`` targets of ``from module import name`` in ``name`` (for the PENDING check)."""
     return {f"{module}.{n}" for module, names in _imports(name) for n in names}
+
+
+def test_the_readme_shows_the_tree_as_built() -> None:
+    """The README's "How memlane is built" tree is the map contributors read first: it names every
+    loose root module and every folder, so a new one is placed there (and in a layer) too."""
+    readme = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How memlane is built", 1)[1]
+    tree = section.split("```", 2)[1]
+    names = {f"{name.rpartition('.')[2]}.py" for name in modules() if own_package(name) == "memlane" != name}
+    names |= {f"{name.rpartition('.')[2]}/" for name, (_, is_package) in modules().items() if is_package}
+    missing = sorted(n for n in names - {"memlane/"} if n not in tree)
+    assert not missing, f"the README tree does not name: {missing}"
