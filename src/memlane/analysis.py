@@ -118,7 +118,7 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or unicodedata.category(ch)[0] == "M"
 
 
-def runs(text: str) -> Iterator[tuple[bool, str]]:  # noqa: C901  (limit debt, #19)
+def runs(text: str) -> Iterator[tuple[bool, str]]:
     """Yield ``(no_space_script, run)`` for each maximal run of letters/digits/marks of one script class.
 
     Args:
@@ -134,23 +134,23 @@ def runs(text: str) -> Iterator[tuple[bool, str]]:  # noqa: C901  (limit debt, #
         for match in _ASCII_RUN.finditer(folded):
             yield False, match.group()
         return
-    start = -1
-    kind = False
+    yield from _unicode_runs(folded)
+
+
+def _unicode_runs(folded: str) -> Iterator[tuple[bool, str]]:
+    """:func:`runs` of folded text with non-ASCII characters, one character at a time."""
+    start, kind = -1, False
     for i, ch in enumerate(folded):
-        if _word_char(ch):
-            if start >= 0 and unicodedata.category(ch)[0] == "M":
-                continue  # a mark belongs to its base character's run
-            this = _no_space(ch)
-            if start < 0:
-                if unicodedata.category(ch)[0] == "M":
-                    continue
-                start, kind = i, this
-            elif this != kind:
+        if not _word_char(ch):
+            if start >= 0:
                 yield kind, folded[start:i]
-                start, kind = i, this
-        elif start >= 0:
-            yield kind, folded[start:i]
             start = -1
+        elif unicodedata.category(ch)[0] != "M":  # a mark belongs to its base's run; a leading one is dropped
+            this = _no_space(ch)
+            if start >= 0 and this != kind:
+                yield kind, folded[start:i]
+            if start < 0 or this != kind:
+                start, kind = i, this
     if start >= 0:
         yield kind, folded[start:]
 

@@ -116,7 +116,32 @@ def _tenant_and_role(value: object, where: str, error: Callable[[str], ConfigErr
     return tenant_id, role
 
 
-def parse_api_keys(raw: object, error: Callable[[str], ConfigError]) -> tuple[ApiKey, ...]:  # noqa: C901  (limit debt, #19)
+def _digest(key: object, where: str, error: Callable[[str], ConfigError]) -> bytes:
+    """The SHA-256 digest an entry's key stands for: ``sha256:<hex>`` as written, a plaintext key hashed."""
+    if not isinstance(key, str):
+        raise error(f"{where}: the key must be a string, got {_type_name(key)}")
+    if key.startswith(_SHA256_PREFIX):
+        try:
+            digest = bytes.fromhex(key.removeprefix(_SHA256_PREFIX).strip().lower())
+        except ValueError:
+            digest = b""
+        if len(digest) != 32:
+            raise error(f"{where}: 'sha256:' must be followed by 64 hex digits")
+        return digest
+    if len(key) < _MIN_PLAINTEXT_KEY_LENGTH:
+        raise error(
+            f"{where}: a plaintext key must be at least {_MIN_PLAINTEXT_KEY_LENGTH} characters "
+            "(better: store it hashed, see 'memlane api-key')"
+        )
+    logger.warning(
+        "server.api_keys %s is stored in plaintext; store %s instead",
+        where,
+        "its sha256 form (memlane api-key prints it)",
+    )
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+
+
+def parse_api_keys(raw: object, error: Callable[[str], ConfigError]) -> tuple[ApiKey, ...]:
     """Parse the ``server.api_keys`` mapping (key -> tenant, or key -> ``{tenant, role}``).
 
     Args:
@@ -139,27 +164,7 @@ def parse_api_keys(raw: object, error: Callable[[str], ConfigError]) -> tuple[Ap
     for position, (key, value) in enumerate(raw.items(), start=1):
         tenant_id, role = _tenant_and_role(value, f"entry #{position}", error)  # never echo the key
         where = f"entry #{position} (tenant {tenant_id!r})"
-        if not isinstance(key, str):
-            raise error(f"{where}: the key must be a string, got {_type_name(key)}")
-        if key.startswith(_SHA256_PREFIX):
-            try:
-                digest = bytes.fromhex(key.removeprefix(_SHA256_PREFIX).strip().lower())
-            except ValueError:
-                digest = b""
-            if len(digest) != 32:
-                raise error(f"{where}: 'sha256:' must be followed by 64 hex digits")
-        else:
-            if len(key) < _MIN_PLAINTEXT_KEY_LENGTH:
-                raise error(
-                    f"{where}: a plaintext key must be at least {_MIN_PLAINTEXT_KEY_LENGTH} characters "
-                    "(better: store it hashed, see 'memlane api-key')"
-                )
-            logger.warning(
-                "server.api_keys %s is stored in plaintext; store %s instead",
-                where,
-                "its sha256 form (memlane api-key prints it)",
-            )
-            digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+        digest = _digest(key, where, error)
         if digest in keys and keys[digest][0] != tenant_id:
             raise error(f"{where}: the same key is also given to tenant {keys[digest][0]!r}")
         if digest in keys and keys[digest][1] != role:

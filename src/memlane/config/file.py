@@ -419,7 +419,8 @@ def _infer_provider(model: str) -> str | None:
     return None
 
 
-def _parse_episodic(sec: _Section) -> EpisodicSettings:  # noqa: C901, PLR0912  (limit debt, #19)
+def _parse_provider(sec: _Section) -> tuple[str, str]:
+    """``(model, provider)`` of the section: the provider given or inferred from the model name."""
     model = sec.string("embedding_model", "all-MiniLM-L6-v2")
     assert model is not None
     provider = sec.string("embedding_provider", None, choices=_PROVIDERS) or _infer_provider(model)
@@ -434,8 +435,14 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:  # noqa: C901, PLR0912  
             "embedding_model",
             f"the local provider only runs the bundled all-MiniLM-L6-v2, got {model!r}",
         )
-    if provider == "openai" and model.startswith("openai:"):
+    if provider == "openai":
         model = model.removeprefix("openai:")
+    return model, provider
+
+
+def _parse_embedding(sec: _Section) -> tuple[str, str, int | None, str | None]:
+    """``(model, provider, dims, base_url)`` of the section, checked against each other."""
+    model, provider = _parse_provider(sec)
     dims = sec.integer("embedding_dims", None, minimum=1)
     if dims is not None and provider == "local":
         raise sec.error("embedding_dims", "not configurable for the local model (always 384)")
@@ -449,29 +456,36 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:  # noqa: C901, PLR0912  
             raise sec.error("embedding_dims", str(exc)) from None
     if provider == "hashing" and dims is not None and dims < 8:
         raise sec.error("embedding_dims", f"must be >= 8 for the hashing embedder, got {dims}")
+    return model, provider, dims, base_url
 
-    memory_kwargs: dict[str, Any] = {}
-    for key in _MEMORY_KEYS:
-        if sec.data.get(key) is not None:
-            memory_kwargs[key] = sec.data[key]
+
+def _parse_memory(sec: _Section) -> MemoryConfig:
+    """The section's :class:`MemoryConfig` fields; an invalid one is reported under its own key."""
+    memory_kwargs = {key: sec.data[key] for key in _MEMORY_KEYS if sec.data.get(key) is not None}
     for key, value in memory_kwargs.items():
         try:
             MemoryConfig(**{key: value})
         except ConfigError as exc:
             message = str(exc).removeprefix(f"{key}:").removeprefix(f"{key} ").strip()
             raise sec.error(key, message) from None
-    memory = MemoryConfig(**memory_kwargs)
+    return MemoryConfig(**memory_kwargs)
+
+
+def _parse_identifier(sec: _Section, key: str) -> str | None:
+    value = sec.data.get(key)
+    try:
+        return None if value is None else check_identifier(value, key)
+    except MemlaneError as exc:
+        raise sec.error(key, str(exc)) from None
+
+
+def _parse_episodic(sec: _Section) -> EpisodicSettings:
+    model, provider, dims, base_url = _parse_embedding(sec)
+    memory = _parse_memory(sec)
     max_limit = sec.integer("max_limit", max(DEFAULT_MAX_LIMIT, memory.default_limit), minimum=1)
     assert max_limit is not None
     if max_limit < memory.default_limit:
         raise sec.error("max_limit", f"must be >= default_limit ({memory.default_limit}), got {max_limit}")
-    ids: dict[str, str | None] = {}
-    for key in ("tenant_id", "session_id"):
-        value = sec.data.get(key)
-        try:
-            ids[key] = None if value is None else check_identifier(value, key)
-        except MemlaneError as exc:
-            raise sec.error(key, str(exc)) from None
     return EpisodicSettings(
         embedding_model=model,
         embedding_provider=provider,
@@ -479,8 +493,8 @@ def _parse_episodic(sec: _Section) -> EpisodicSettings:  # noqa: C901, PLR0912  
         embedding_base_url=base_url,
         memory=memory,
         max_limit=max_limit,
-        tenant_id=ids["tenant_id"],
-        session_id=ids["session_id"],
+        tenant_id=_parse_identifier(sec, "tenant_id"),
+        session_id=_parse_identifier(sec, "session_id"),
     )
 
 
