@@ -15,7 +15,21 @@ from memlane.stores.base import EpisodeFilter
 __all__ = ["where"]
 
 
-def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:  # noqa: C901, PLR0912  (limit debt, #19)
+_COMPARISONS: tuple[tuple[str, sql.Composable, int], ...] = (
+    ("tenant_id", sql.SQL("{} = %s").format(sql.Identifier("tenant_id")), 1),
+    ("session_id", sql.SQL("{} = %s").format(sql.Identifier("session_id")), 1),
+    ("event_type", sql.SQL("{} = %s").format(sql.Identifier("event_type")), 1),
+    ("created_after", sql.SQL("created_at >= %s"), 1),
+    ("created_before", sql.SQL("created_at < %s"), 1),
+    ("valid_at", sql.SQL("valid_from <= %s AND (valid_until IS NULL OR valid_until > %s)"), 2),
+    ("still_valid_at", sql.SQL("(valid_until IS NULL OR valid_until > %s)"), 1),
+    ("recorded_by", sql.SQL("recorded_at <= %s"), 1),
+    ("current_at", sql.SQL("(invalidated_at IS NULL OR invalidated_at > %s)"), 1),
+)
+"""``(EpisodeFilter field, condition, times its value is bound)`` for the fields that filter when set."""
+
+
+def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
     """The WHERE clause of ``flt`` over ``memlane_episodes``, and its parameters.
 
     Args:
@@ -28,32 +42,11 @@ def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:  #
     """
     clauses: list[sql.Composable] = []
     params: list[Any] = []
-    for column, value in (
-        ("tenant_id", flt.tenant_id),
-        ("session_id", flt.session_id),
-        ("event_type", flt.event_type),
-    ):
+    for field, condition, times in _COMPARISONS:
+        value = getattr(flt, field)
         if value is not None:
-            clauses.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-            params.append(value)
-    if flt.created_after is not None:
-        clauses.append(sql.SQL("created_at >= %s"))
-        params.append(flt.created_after)
-    if flt.created_before is not None:
-        clauses.append(sql.SQL("created_at < %s"))
-        params.append(flt.created_before)
-    if flt.valid_at is not None:
-        clauses.append(sql.SQL("valid_from <= %s AND (valid_until IS NULL OR valid_until > %s)"))
-        params.extend([flt.valid_at, flt.valid_at])
-    if flt.still_valid_at is not None:
-        clauses.append(sql.SQL("(valid_until IS NULL OR valid_until > %s)"))
-        params.append(flt.still_valid_at)
-    if flt.recorded_by is not None:
-        clauses.append(sql.SQL("recorded_at <= %s"))
-        params.append(flt.recorded_by)
-    if flt.current_at is not None:
-        clauses.append(sql.SQL("(invalidated_at IS NULL OR invalidated_at > %s)"))
-        params.append(flt.current_at)
+            clauses.append(condition)
+            params.extend([value] * times)
     if flt.exclude_archived:
         clauses.append(sql.SQL("archived_at IS NULL"))
     if flt.retained_after is not None:

@@ -6,6 +6,7 @@ so an AND of ``n`` tags is an ``INTERSECT`` of ``n`` index lookups (:func:`tags_
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from memlane.stores.base import EpisodeFilter
@@ -14,7 +15,21 @@ from memlane.stores.sqlite.base import to_us
 __all__ = ["tags_sql", "where"]
 
 
-def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:  # noqa: C901, PLR0912  (limit debt, #19)
+_COMPARISONS: tuple[tuple[str, str, int], ...] = (
+    ("tenant_id", "tenant_id = ?", 1),
+    ("session_id", "session_id = ?", 1),
+    ("event_type", "event_type = ?", 1),
+    ("created_after", "created_at_us >= ?", 1),
+    ("created_before", "created_at_us < ?", 1),
+    ("valid_at", "valid_from_us <= ? AND (valid_until_us IS NULL OR valid_until_us > ?)", 2),
+    ("still_valid_at", "(valid_until_us IS NULL OR valid_until_us > ?)", 1),
+    ("recorded_by", "recorded_at_us <= ?", 1),
+    ("current_at", "(invalidated_at_us IS NULL OR invalidated_at_us > ?)", 1),
+)
+"""``(EpisodeFilter field, condition, times its value is bound)`` for the fields that filter when set."""
+
+
+def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
     """The WHERE clause of ``flt`` over ``episodes``, and its parameters.
 
     Args:
@@ -26,33 +41,11 @@ def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:  # noqa: C901, PLR0912  
     """
     clauses: list[str] = []
     params: list[Any] = []
-    if flt.tenant_id is not None:
-        clauses.append("tenant_id = ?")
-        params.append(flt.tenant_id)
-    if flt.session_id is not None:
-        clauses.append("session_id = ?")
-        params.append(flt.session_id)
-    if flt.event_type is not None:
-        clauses.append("event_type = ?")
-        params.append(flt.event_type)
-    if flt.created_after is not None:
-        clauses.append("created_at_us >= ?")
-        params.append(to_us(flt.created_after))
-    if flt.created_before is not None:
-        clauses.append("created_at_us < ?")
-        params.append(to_us(flt.created_before))
-    if flt.valid_at is not None:
-        clauses.append("valid_from_us <= ? AND (valid_until_us IS NULL OR valid_until_us > ?)")
-        params.extend([to_us(flt.valid_at)] * 2)
-    if flt.still_valid_at is not None:
-        clauses.append("(valid_until_us IS NULL OR valid_until_us > ?)")
-        params.append(to_us(flt.still_valid_at))
-    if flt.recorded_by is not None:
-        clauses.append("recorded_at_us <= ?")
-        params.append(to_us(flt.recorded_by))
-    if flt.current_at is not None:
-        clauses.append("(invalidated_at_us IS NULL OR invalidated_at_us > ?)")
-        params.append(to_us(flt.current_at))
+    for field, condition, times in _COMPARISONS:
+        value = getattr(flt, field)
+        if value is not None:
+            clauses.append(condition)
+            params.extend([to_us(value) if isinstance(value, datetime) else value] * times)
     if flt.exclude_archived:
         clauses.append("archived_at_us IS NULL")
     if flt.retained_after is not None:

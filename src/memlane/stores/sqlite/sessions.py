@@ -48,7 +48,7 @@ from memlane.stores.sqlite.base import (
     to_us,
     vector_batches,
 )
-from memlane.stores.sqlite.vector_index import IndexRows, VectorCache, VectorIndex
+from memlane.stores.sqlite.vector_index import IndexRows, RowFilter, VectorCache, VectorIndex
 
 __all__ = ["SQLiteSessionStore"]
 
@@ -254,15 +254,11 @@ class SQLiteSessionStore(SessionStoreBase):
     ) -> VectorCandidates:
         """Exact cosine of ``query`` against every window of ``owner`` (``top_n`` is ignored)."""
         with self._store.translate_errors("window_candidates"), self._vectors.lock:
-            return self._refresh_index(len(query)).search(
-                query,
+            rows = RowFilter(
                 tenant_id=_owner_key(owner.tenant_id, owner.agent_id, owner.user_id),
-                session_id=None,
-                event_type=None,
                 created_after_us=None if created_after is None else to_us(created_after),
-                created_before_us=None,
-                allowed_seqs=None,
             )
+            return self._refresh_index(len(query)).search(query, rows)
 
     def _refresh_index(self, dims: int) -> VectorIndex:
         """Bring the in-memory window index up to date with the file (caller holds ``_vectors.lock``)."""

@@ -67,6 +67,7 @@ from memlane.stores.sqlite.fts import index_new_rows, keyword_search
 from memlane.stores.sqlite.neighbours import stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
+from memlane.stores.sqlite.vector_index import RowFilter
 from memlane.stores.sqlite.vectors import SIDECAR_MIN_ROWS, SQLiteVectors
 
 __all__ = ["SQLiteStore"]
@@ -143,6 +144,25 @@ def _apply_retrievals(conn: sqlite3.Connection, pending: Pending) -> int:
             [(count, to_us(last), to_us(last), seq) for seq, (count, last) in pending.items()],
         )
     return len(pending)
+
+
+def _row_filter(flt: EpisodeFilter, allowed: NDArray[np.int64] | None) -> RowFilter:
+    """``flt`` in the vector index's units (Unix microseconds), restricted to ``allowed`` row keys."""
+    return RowFilter(
+        tenant_id=flt.tenant_id,
+        session_id=flt.session_id,
+        event_type=flt.event_type,
+        created_after_us=opt_us(flt.created_after),
+        created_before_us=opt_us(flt.created_before),
+        allowed_seqs=allowed,
+        valid_at_us=opt_us(flt.valid_at),
+        still_valid_at_us=opt_us(flt.still_valid_at),
+        recorded_by_us=opt_us(flt.recorded_by),
+        current_at_us=opt_us(flt.current_at),
+        exclude_archived=flt.exclude_archived,
+        retained_after_us=opt_us(flt.retained_after),
+        never_forget_from=flt.never_forget_from,
+    )
 
 
 def _archive_merged(conn: sqlite3.Connection, merge: MergeInto) -> int:
@@ -512,21 +532,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             with self._vectors.lock:
                 index = self._vector_search.refresh(self._conn(), len(query))
                 vector = np.asarray(query, dtype=np.float32)
-                mask = index.mask(
-                    tenant_id=flt.tenant_id,
-                    session_id=flt.session_id,
-                    event_type=flt.event_type,
-                    created_after_us=None if flt.created_after is None else to_us(flt.created_after),
-                    created_before_us=None if flt.created_before is None else to_us(flt.created_before),
-                    allowed_seqs=allowed,
-                    valid_at_us=opt_us(flt.valid_at),
-                    still_valid_at_us=opt_us(flt.still_valid_at),
-                    recorded_by_us=opt_us(flt.recorded_by),
-                    current_at_us=opt_us(flt.current_at),
-                    exclude_archived=flt.exclude_archived,
-                    retained_after_us=opt_us(flt.retained_after),
-                    never_forget_from=flt.never_forget_from,
-                )
+                mask = index.mask(_row_filter(flt, allowed))
                 top = max(1, int(top_n))
                 return self._vector_search.search(self._conn(), index, mask, vector, top).top(top)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from numpy.typing import NDArray
 from memlane.errors import EmbeddingModelMismatchError
 from memlane.stores.base import VectorCandidates
 
-__all__ = ["CHUNK_ROWS", "OPEN_END", "IndexRows", "VectorCache", "VectorIndex", "quantize"]
+__all__ = ["CHUNK_ROWS", "OPEN_END", "IndexRows", "RowFilter", "VectorCache", "VectorIndex", "quantize"]
 
 _MISSING = -1
 
@@ -84,10 +85,11 @@ def quantize(vectors: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np
     return codes, scales
 
 
+@dataclass(slots=True)
 class IndexRows:
     """A batch of rows to append, as parallel sequences (one entry per episode).
 
-    Args:
+    Attributes:
         seqs: Store row keys, strictly increasing and above the index's ``max_seq``.
         tenant_ids: Tenant of each row.
         session_ids: Session of each row.
@@ -95,55 +97,66 @@ class IndexRows:
         created_us: ``created_at`` in Unix microseconds.
         importance: Rating in [1, 10] or NaN.
         vectors: float32 ``[n, dims]``.
-        valid_from_us: ``valid_from`` in Unix microseconds (default: ``created_us``).
+        valid_from_us: ``valid_from`` in Unix microseconds (default, or empty: ``created_us``).
         valid_until_us: ``valid_until`` in Unix microseconds, :data:`OPEN_END` if null.
-        recorded_us: ``recorded_at`` in Unix microseconds (default: ``created_us``).
+        recorded_us: ``recorded_at`` in Unix microseconds (default, or empty: ``created_us``).
         invalidated_us: ``invalidated_at`` in Unix microseconds, :data:`OPEN_END` if null.
         archived_us: ``archived_at`` in Unix microseconds, :data:`OPEN_END` if null.
     """
 
-    __slots__ = (
-        "archived_us",
-        "created_us",
-        "event_types",
-        "importance",
-        "invalidated_us",
-        "recorded_us",
-        "seqs",
-        "session_ids",
-        "tenant_ids",
-        "valid_from_us",
-        "valid_until_us",
-        "vectors",
-    )
+    seqs: Sequence[int]
+    tenant_ids: Sequence[str]
+    session_ids: Sequence[str]
+    event_types: Sequence[str]
+    created_us: Sequence[int]
+    importance: Sequence[float]
+    vectors: NDArray[np.float32]
+    valid_from_us: Sequence[int] = ()
+    valid_until_us: Sequence[int] = ()
+    recorded_us: Sequence[int] = ()
+    invalidated_us: Sequence[int] = ()
+    archived_us: Sequence[int] = ()
 
-    def __init__(  # noqa: PLR0913  (limit debt, #19)
-        self,
-        seqs: Sequence[int],
-        tenant_ids: Sequence[str],
-        session_ids: Sequence[str],
-        event_types: Sequence[str],
-        created_us: Sequence[int],
-        importance: Sequence[float],
-        vectors: NDArray[np.float32],
-        valid_from_us: Sequence[int] | None = None,
-        valid_until_us: Sequence[int] | None = None,
-        recorded_us: Sequence[int] | None = None,
-        invalidated_us: Sequence[int] | None = None,
-        archived_us: Sequence[int] | None = None,
-    ) -> None:
-        self.seqs = seqs
-        self.tenant_ids = tenant_ids
-        self.session_ids = session_ids
-        self.event_types = event_types
-        self.created_us = created_us
-        self.importance = importance
-        self.vectors = vectors
-        self.valid_from_us = created_us if valid_from_us is None else valid_from_us
-        self.valid_until_us = [OPEN_END] * len(seqs) if valid_until_us is None else valid_until_us
-        self.recorded_us = created_us if recorded_us is None else recorded_us
-        self.invalidated_us = [OPEN_END] * len(seqs) if invalidated_us is None else invalidated_us
-        self.archived_us = [OPEN_END] * len(seqs) if archived_us is None else archived_us
+    def __post_init__(self) -> None:
+        open_end = [OPEN_END] * len(self.seqs)
+        self.valid_from_us = self.valid_from_us or self.created_us
+        self.valid_until_us = self.valid_until_us or open_end
+        self.recorded_us = self.recorded_us or self.created_us
+        self.invalidated_us = self.invalidated_us or open_end
+        self.archived_us = self.archived_us or open_end
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """Which rows a search may return: :class:`~memlane.stores.base.EpisodeFilter` in the index's units.
+
+    Attributes:
+        tenant_id: Only this tenant's rows, or ``None``.
+        session_id: Only this session's rows (of ``tenant_id`` when given), or ``None``.
+        event_type: Only rows of this event type, or ``None``.
+        created_after_us: ``created_at >=`` this (Unix microseconds), or ``None``.
+        created_before_us: ``created_at <`` this (Unix microseconds), or ``None``.
+        allowed_seqs: Only these row keys (sorted or not), e.g. a tag filter's result; ``None``:
+            no restriction.
+        valid_at_us, still_valid_at_us, recorded_by_us, current_at_us, retained_after_us: As the
+            :class:`~memlane.stores.base.EpisodeFilter` fields of the same names, in Unix microseconds.
+        exclude_archived: As :attr:`EpisodeFilter.exclude_archived`.
+        never_forget_from: As :attr:`EpisodeFilter.never_forget_from`.
+    """
+
+    tenant_id: str | None = None
+    session_id: str | None = None
+    event_type: str | None = None
+    created_after_us: int | None = None
+    created_before_us: int | None = None
+    allowed_seqs: NDArray[np.int64] | None = None
+    valid_at_us: int | None = None
+    still_valid_at_us: int | None = None
+    recorded_by_us: int | None = None
+    current_at_us: int | None = None
+    exclude_archived: bool = False
+    retained_after_us: int | None = None
+    never_forget_from: float | None = None
 
 
 class VectorIndex:
@@ -274,12 +287,9 @@ class VectorIndex:
             block[lo - start : hi - start] = vectors[lo - self._n : hi - self._n]
             lo, b = hi, b + 1
 
-    def search(self, query: NDArray[np.float32], **flt: Any) -> VectorCandidates:
-        """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing the filter.
-
-        The keyword arguments are those of :meth:`mask`.
-        """
-        return self.exact(self.mask(**flt), query)
+    def search(self, query: NDArray[np.float32], rows: RowFilter) -> VectorCandidates:
+        """Exact cosine of ``query`` (float32 ``[dims]``, unit norm) against every row passing ``rows``."""
+        return self.exact(self.mask(rows), query)
 
     def exact(self, mask: NDArray[np.bool_], query: NDArray[np.float32]) -> VectorCandidates:
         """Cosine of ``query`` against the rows set in ``mask`` (from :meth:`mask`).
@@ -437,72 +447,59 @@ class VectorIndex:
         index.max_seq = int(max_seq)
         return index
 
-    def mask(  # noqa: C901, PLR0912, PLR0913  (limit debt, #19)
-        self,
-        *,
-        tenant_id: str | None,
-        session_id: str | None,
-        event_type: str | None,
-        created_after_us: int | None,
-        created_before_us: int | None,
-        allowed_seqs: NDArray[np.int64] | None,
-        valid_at_us: int | None = None,
-        still_valid_at_us: int | None = None,
-        recorded_by_us: int | None = None,
-        current_at_us: int | None = None,
-        exclude_archived: bool = False,
-        retained_after_us: int | None = None,
-        never_forget_from: float | None = None,
-    ) -> NDArray[np.bool_]:
-        """Boolean ``[n]``: the rows passing the filter.
+    def mask(self, rows: RowFilter) -> NDArray[np.bool_]:
+        """Boolean ``[n]``: the rows passing ``rows``."""
+        n = self._n
+        mask = self._scope_mask(rows)
+        for column, passes, bound in (
+            (self._created, np.greater_equal, rows.created_after_us),
+            (self._created, np.less, rows.created_before_us),
+            (self._valid_from, np.less_equal, rows.valid_at_us),
+            (self._valid_until, np.greater, rows.valid_at_us),
+            (self._valid_until, np.greater, rows.still_valid_at_us),
+            (self._recorded, np.less_equal, rows.recorded_by_us),
+            (self._invalidated, np.greater, rows.current_at_us),
+        ):
+            if bound is not None:
+                mask &= passes(column[:n], bound)
+        if rows.exclude_archived:
+            mask &= self._archived[:n] == OPEN_END
+        if rows.retained_after_us is not None:
+            kept = self._created[:n] >= rows.retained_after_us
+            if rows.never_forget_from is not None:
+                kept |= self._importance[:n] >= rows.never_forget_from
+            mask &= kept
+        if rows.allowed_seqs is not None:
+            mask &= self._allowed(rows.allowed_seqs)
+        return mask
 
-        ``allowed_seqs`` (sorted or not) restricts the rows to those keys, e.g. the result
-        of a tag filter; ``None`` means no restriction. ``valid_at_us``, ``still_valid_at_us``,
-        ``recorded_by_us``, ``current_at_us`` and ``retained_after_us`` (Unix microseconds),
-        ``exclude_archived`` and ``never_forget_from`` mean what the fields of the same names
-        mean in :class:`memlane.stores.base.EpisodeFilter`.
-        """
+    def _scope_mask(self, rows: RowFilter) -> NDArray[np.bool_]:
+        """Boolean ``[n]``: the rows of ``rows``' tenant, session and event type."""
         n = self._n
         mask = np.ones(n, dtype=bool)
-        if tenant_id is not None:
-            mask &= self._tenant[:n] == self._tenants.get(tenant_id, _MISSING)
-        if session_id is not None:
-            if tenant_id is None:
-                codes = [c for (_, s), c in self._sessions.items() if s == session_id]
+        if rows.tenant_id is not None:
+            mask &= self._tenant[:n] == self._tenants.get(rows.tenant_id, _MISSING)
+        if rows.session_id is not None:
+            if rows.tenant_id is None:
+                codes = [c for (_, s), c in self._sessions.items() if s == rows.session_id]
                 mask &= np.isin(self._session[:n], codes)
             else:
-                mask &= self._session[:n] == self._sessions.get((tenant_id, session_id), _MISSING)
-        if event_type is not None:
-            mask &= self._type[:n] == self._types.get(event_type, _MISSING)
-        if created_after_us is not None:
-            mask &= self._created[:n] >= created_after_us
-        if created_before_us is not None:
-            mask &= self._created[:n] < created_before_us
-        if valid_at_us is not None:
-            mask &= (self._valid_from[:n] <= valid_at_us) & (self._valid_until[:n] > valid_at_us)
-        if still_valid_at_us is not None:
-            mask &= self._valid_until[:n] > still_valid_at_us
-        if recorded_by_us is not None:
-            mask &= self._recorded[:n] <= recorded_by_us
-        if current_at_us is not None:
-            mask &= self._invalidated[:n] > current_at_us
-        if exclude_archived:
-            mask &= self._archived[:n] == OPEN_END
-        if retained_after_us is not None:
-            kept = self._created[:n] >= retained_after_us
-            if never_forget_from is not None:
-                kept |= self._importance[:n] >= never_forget_from
-            mask &= kept
-        if allowed_seqs is not None:  # seqs ascend: O(k log n) lookups instead of np.isin over n
-            keys = self._seq[:n]
-            wanted = np.asarray(allowed_seqs, dtype=np.int64)
-            pos = np.searchsorted(keys, wanted)
-            inside = pos < n
-            pos = pos[inside]
-            allowed = np.zeros(n, dtype=bool)
-            allowed[pos[keys[pos] == wanted[inside]]] = True
-            mask &= allowed
+                mask &= self._session[:n] == self._sessions.get((rows.tenant_id, rows.session_id), _MISSING)
+        if rows.event_type is not None:
+            mask &= self._type[:n] == self._types.get(rows.event_type, _MISSING)
         return mask
+
+    def _allowed(self, allowed_seqs: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Boolean ``[n]``: the rows whose key is in ``allowed_seqs`` (keys ascend: O(k log n) lookups)."""
+        n = self._n
+        keys = self._seq[:n]
+        wanted = np.asarray(allowed_seqs, dtype=np.int64)
+        pos = np.searchsorted(keys, wanted)
+        inside = pos < n
+        pos = pos[inside]
+        allowed = np.zeros(n, dtype=bool)
+        allowed[pos[keys[pos] == wanted[inside]]] = True
+        return allowed
 
 
 class VectorCache:
