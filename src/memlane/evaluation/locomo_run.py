@@ -36,7 +36,13 @@ from numpy.typing import NDArray
 
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder
-from memlane.evaluation.locomo import LOCOMO_CATEGORIES, EvidenceCleaning, LocomoConversation, load_locomo
+from memlane.evaluation.locomo import (
+    LOCOMO_CATEGORIES,
+    EvidenceCleaning,
+    LocomoConversation,
+    LocomoQuestion,
+    load_locomo,
+)
 from memlane.evaluation.metrics import MetricSummary, MetricTable, QuestionScore, aggregate, percentile
 from memlane.memory import EpisodeInput, EpisodicMemory
 from memlane.recall.ranking import RankingWeights, resolve_weights
@@ -264,7 +270,99 @@ def _split_name(position: int) -> str:
     return "tune (0-4)" if position < 5 else "held-out (5-9)"
 
 
-def run_locomo(  # noqa: C901  (limit debt, #19)
+def fresh_database(db: Path) -> Path:
+    """``db``, with any earlier file of that name (and its WAL files) removed."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return db
+
+
+def _turn_inputs(conv: LocomoConversation) -> list[EpisodeInput]:
+    """One ``turn`` episode per dialogue turn, with its ``dia_id`` (and image caption) as metadata."""
+    return [
+        EpisodeInput(
+            event_type="turn",
+            content=turn.content,
+            tags=[turn.speaker],
+            created_at=turn.created_at,
+            metadata={"dia_id": turn.dia_id} | ({"caption": turn.blip_caption} if turn.blip_caption else {}),
+        )
+        for turn in conv.turns
+    ]
+
+
+def _remember_all(
+    store: SQLiteStore,
+    embedder: Embedder,
+    selected: Sequence[tuple[int, LocomoConversation]],
+    batch_size: int,
+    progress: Callable[[str, int, int], None] | None,
+) -> tuple[dict[str, EpisodicMemory], float]:
+    """Remember every turn, one memory (tenant) per conversation; returns them and the seconds spent."""
+    total_turns = sum(len(c.turns) for _, c in selected)
+    remember_seconds = 0.0
+    done = 0
+    memories: dict[str, EpisodicMemory] = {}
+    for _, conv in selected:
+        memory = EpisodicMemory(
+            store, embedder, tenant_id=f"locomo-{conv.sample_id}", session_id=conv.sample_id, owns_store=False
+        )
+        memories[conv.sample_id] = memory
+        items = _turn_inputs(conv)
+        for start in range(0, len(items), batch_size):
+            began = time.perf_counter()
+            memory.remember_episodes(items[start : start + batch_size])
+            remember_seconds += time.perf_counter() - began
+            done += len(items[start : start + batch_size])
+            if progress:
+                progress("remember", done, total_turns)
+    return memories, remember_seconds
+
+
+def _score_question(
+    reader: EpisodicMemory, conv: LocomoConversation, q: LocomoQuestion
+) -> tuple[QuestionScore, float]:
+    """Score one question: the turn metrics of a ``limit=10`` recall (and its latency in ms), the
+    session metrics of a ``limit=50`` one."""
+    began = time.perf_counter()
+    hits = reader.recall_episodes(q.question, limit=TURN_LIMIT, now=conv.last_session_at)
+    milliseconds = (time.perf_counter() - began) * 1000.0
+    wide = reader.recall_episodes(q.question, limit=SESSION_LIMIT, now=conv.last_session_at)
+    score = QuestionScore.from_ranking(
+        q.category,
+        [str(h.episode.metadata["dia_id"]) for h in hits],
+        q.evidence,
+        session_of=dialogue_session,
+        session_ranking=[str(h.episode.metadata["dia_id"]) for h in wide],
+    )
+    return score, milliseconds
+
+
+def _run_result(
+    name: str,
+    weights: RankingWeights,
+    setup: EvalConfiguration,
+    rows: Sequence[tuple[int, QuestionScore]],
+    latencies: Sequence[float],
+) -> RunResult:
+    """One configuration's :class:`RunResult`: all questions, and per split when there are two."""
+    split_rows: dict[str, list[QuestionScore]] = {}
+    for pos, score in rows:
+        split_rows.setdefault(_split_name(pos), []).append(score)
+    return RunResult(
+        name=name,
+        weights=weights,
+        all=aggregate(s for _, s in rows),
+        splits={k: aggregate(v) for k, v in sorted(split_rows.items(), reverse=True)}
+        if len(split_rows) > 1
+        else {},
+        configuration=setup,
+        recall_ms_p50=percentile(latencies, 50),
+        recall_ms_p95=percentile(latencies, 95),
+    )
+
+
+def run_locomo(
     path: str | Path,
     *,
     embedder: Embedder,
@@ -307,10 +405,7 @@ def run_locomo(  # noqa: C901  (limit debt, #19)
     configs = {name: c.memory_config() for name, c in setups.items()}
     if not weights:
         raise ValueError("at least one configuration is needed")
-    db = Path(workdir) / "locomo-eval.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    store = SQLiteStore(db)
+    store = SQLiteStore(fresh_database(Path(workdir) / "locomo-eval.db"))
     total_turns = sum(len(c.turns) for _, c in selected)
     questions = [(pos, conv, q) for pos, conv in selected for q in conv.questions if q.category in categories]
     askable = [(pos, conv, q) for pos, conv, q in questions if q.has_evidence]
@@ -319,36 +414,7 @@ def run_locomo(  # noqa: C901  (limit debt, #19)
     scores: dict[str, list[tuple[int, QuestionScore]]] = {name: [] for name in weights}
     latencies: dict[str, list[float]] = {name: [] for name in weights}
     try:
-        remember_seconds = 0.0
-        done = 0
-        memories: dict[str, EpisodicMemory] = {}
-        for _, conv in selected:
-            memory = EpisodicMemory(  # one memory (tenant) per conversation
-                store,
-                embedder,
-                tenant_id=f"locomo-{conv.sample_id}",
-                session_id=conv.sample_id,
-                owns_store=False,
-            )
-            memories[conv.sample_id] = memory
-            items = [
-                EpisodeInput(
-                    event_type="turn",
-                    content=turn.content,
-                    tags=[turn.speaker],
-                    created_at=turn.created_at,
-                    metadata={"dia_id": turn.dia_id}
-                    | ({"caption": turn.blip_caption} if turn.blip_caption else {}),
-                )
-                for turn in conv.turns
-            ]
-            for start in range(0, len(items), batch_size):
-                began = time.perf_counter()
-                memory.remember_episodes(items[start : start + batch_size])
-                remember_seconds += time.perf_counter() - began
-                done += len(items[start : start + batch_size])
-                if progress:
-                    progress("remember", done, total_turns)
+        memories, remember_seconds = _remember_all(store, embedder, selected, batch_size, progress)
         readers = {
             (sample_id, name): memory.with_context(config=configs[name])
             for sample_id, memory in memories.items()
@@ -356,42 +422,16 @@ def run_locomo(  # noqa: C901  (limit debt, #19)
         }
         for n, (pos, conv, q) in enumerate(askable, start=1):
             for name in weights:
-                reader = readers[conv.sample_id, name]
-                began = time.perf_counter()
-                hits = reader.recall_episodes(q.question, limit=TURN_LIMIT, now=conv.last_session_at)
-                latencies[name].append((time.perf_counter() - began) * 1000.0)
-                wide = reader.recall_episodes(q.question, limit=SESSION_LIMIT, now=conv.last_session_at)
-                score = QuestionScore.from_ranking(
-                    q.category,
-                    [str(h.episode.metadata["dia_id"]) for h in hits],
-                    q.evidence,
-                    session_of=dialogue_session,
-                    session_ranking=[str(h.episode.metadata["dia_id"]) for h in wide],
-                )
+                score, milliseconds = _score_question(readers[conv.sample_id, name], conv, q)
+                latencies[name].append(milliseconds)
                 scores[name].append((pos, score))
             if progress:
                 progress("recall", n, len(askable))
     finally:
         store.close()
-
-    results = []
-    for name, rows in scores.items():
-        split_rows: dict[str, list[QuestionScore]] = {}
-        for pos, score in rows:
-            split_rows.setdefault(_split_name(pos), []).append(score)
-        results.append(
-            RunResult(
-                name=name,
-                weights=weights[name],
-                all=aggregate(s for _, s in rows),
-                splits={k: aggregate(v) for k, v in sorted(split_rows.items(), reverse=True)}
-                if len(split_rows) > 1
-                else {},
-                configuration=setups[name],
-                recall_ms_p50=percentile(latencies[name], 50),
-                recall_ms_p95=percentile(latencies[name], 95),
-            )
-        )
+    results = [
+        _run_result(name, weights[name], setups[name], rows, latencies[name]) for name, rows in scores.items()
+    ]
     first = results[0]
     return LocomoReport(
         results=results,

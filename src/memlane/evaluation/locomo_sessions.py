@@ -43,12 +43,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.embeddings.base import Embedder
-from memlane.evaluation.locomo import LOCOMO_CATEGORIES, LocomoConversation, load_locomo
-from memlane.evaluation.locomo_run import MemoEmbedder
+from memlane.evaluation.locomo import LOCOMO_CATEGORIES, LocomoConversation, LocomoQuestion, load_locomo
+from memlane.evaluation.locomo_run import MemoEmbedder, fresh_database
 from memlane.evaluation.metrics import percentile
 from memlane.memory import EpisodicMemory
 from memlane.recall.ranking import RankingWeights, resolve_weights
 from memlane.sessions.importing import locomo_records
+from memlane.sessions.memory import SessionMemory
 from memlane.sessions.windows import split_turns
 from memlane.stores.sqlite import SQLiteStore
 
@@ -287,7 +288,118 @@ def _quote_turn_level(path: Path | None) -> dict[str, Any]:
     return {"file": path.name, "date": document.get("meta", {}).get("date"), "configurations": quoted}
 
 
-def run_locomo_sessions(  # noqa: C901, PLR0912, PLR0913, PLR0915  (limit debt, #19)
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``."""
+
+
+def _store_sessions(
+    sessions: SessionMemory, selected: Sequence[LocomoConversation], progress: Progress | None
+) -> tuple[int, int, float]:
+    """Store every session of ``selected``; returns ``(sessions, windows, seconds spent storing)``."""
+    records = [(conv, r) for conv in selected for r in locomo_records(conv)]
+    windows = 0
+    store_seconds = 0.0
+    for n, (conv, record) in enumerate(records, start=1):
+        began = time.perf_counter()
+        episode = sessions.store_session(
+            record.session_id,
+            record.messages,
+            agent_id=AGENT_ID,
+            user_id=conv.sample_id,
+            started_at=record.started_at,
+            ended_at=record.ended_at,
+            metadata=record.metadata,
+        )
+        store_seconds += time.perf_counter() - began
+        windows += len(split_turns(episode.messages))
+        if progress:
+            progress("store sessions", n, len(records))
+    return len(records), windows, store_seconds
+
+
+def _embed_turns(
+    memo: MemoEmbedder, selected: Sequence[LocomoConversation], progress: Progress | None
+) -> dict[str, tuple[NDArray[np.float32], NDArray[np.int64]]]:
+    """Sample id -> (every turn's vector, the session index of each turn), for the turn baseline."""
+    total_turns = sum(len(c.turns) for c in selected)
+    done = 0
+    turn_vectors: dict[str, tuple[NDArray[np.float32], NDArray[np.int64]]] = {}
+    for conv in selected:
+        vectors = memo.embed([t.content for t in conv.turns])
+        turn_vectors[conv.sample_id] = (
+            vectors,
+            np.array([t.session_index for t in conv.turns], dtype=np.int64),
+        )
+        done += len(conv.turns)
+        if progress:
+            progress("embed turns", done, total_turns)
+    return turn_vectors
+
+
+def _random_score(
+    conv: LocomoConversation, q: LocomoQuestion, evidence: frozenset[int]
+) -> SessionQuestionScore:
+    """The expected hits of a random session order (the random baseline)."""
+    count = len(conv.session_dates)
+    return SessionQuestionScore(
+        category=q.category,
+        hits={k: random_hit_at_k(count, len(evidence), k) for k in KS},
+        recall_at_5=math.nan,
+        reciprocal_rank=math.nan,
+    )
+
+
+def _search_score(
+    sessions: SessionMemory,
+    conv: LocomoConversation,
+    q: LocomoQuestion,
+    evidence: frozenset[int],
+    weights: RankingWeights,
+) -> tuple[SessionQuestionScore, float]:
+    """Score one question's session search under ``weights``, and the search's latency in ms."""
+    began = time.perf_counter()
+    found = sessions.search_sessions(
+        AGENT_ID,
+        conv.sample_id,
+        q.question,
+        top_k=max(KS),
+        now=conv.last_session_at,
+        weights=weights,
+        context_turns=0,
+        max_per_session=1,
+    )
+    milliseconds = (time.perf_counter() - began) * 1000.0
+    ranked = [int(s.session_id.rsplit("_", 1)[1]) for s in found]
+    return score_sessions(q.category, ranked, evidence), milliseconds
+
+
+def _turn_score(
+    memo: MemoEmbedder,
+    turns: tuple[NDArray[np.float32], NDArray[np.int64]],
+    q: LocomoQuestion,
+    evidence: frozenset[int],
+) -> SessionQuestionScore:
+    """Score the sessions of the turns ranked by cosine similarity alone (the turn baseline)."""
+    vectors, session_of = turns
+    cosine = vectors @ memo.embed([q.question])[0]
+    order = np.argsort(-cosine, kind="stable")
+    return score_sessions(q.category, [int(s) for s in session_of[order]], evidence)
+
+
+def _random_result(random_scores: Sequence[SessionQuestionScore]) -> ConfigurationResult:
+    """The random baseline's result: hit rates only (its recall@5 and MRR are not defined)."""
+    random = _group(RANDOM_BASELINE, None, random_scores)
+    return ConfigurationResult(
+        name=random.name,
+        weights=None,
+        overall=SessionMetrics(random.overall.count, random.overall.hit, math.nan, math.nan),
+        by_category={
+            c: SessionMetrics(m.count, m.hit, math.nan, math.nan) for c, m in random.by_category.items()
+        },
+    )
+
+
+def run_locomo_sessions(  # noqa: PLR0913  (limit debt, #19)
     path: str | Path,
     *,
     embedder: Embedder,
@@ -335,82 +447,25 @@ def run_locomo_sessions(  # noqa: C901, PLR0912, PLR0913, PLR0915  (limit debt, 
     if not askable:
         raise ValueError("no question with evidence in the chosen categories")
     memo = MemoEmbedder(embedder)
-    db = Path(workdir) / "locomo-sessions-eval.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    store = SQLiteStore(db)
+    store = SQLiteStore(fresh_database(Path(workdir) / "locomo-sessions-eval.db"))
     scores: dict[str, list[SessionQuestionScore]] = {name: [] for name in weights}
     turn_scores: list[SessionQuestionScore] = []
     random_scores: list[SessionQuestionScore] = []
     latencies: list[float] = []
-    windows = stored_sessions = 0
-    store_seconds = 0.0
     try:
-        memory = EpisodicMemory(store, memo, tenant_id="locomo", owns_store=False)
-        sessions = memory.sessions
-        records = [(conv, r) for conv in selected for r in locomo_records(conv)]
-        for n, (conv, record) in enumerate(records, start=1):
-            began = time.perf_counter()
-            episode = sessions.store_session(
-                record.session_id,
-                record.messages,
-                agent_id=AGENT_ID,
-                user_id=conv.sample_id,
-                started_at=record.started_at,
-                ended_at=record.ended_at,
-                metadata=record.metadata,
-            )
-            store_seconds += time.perf_counter() - began
-            stored_sessions += 1
-            windows += len(split_turns(episode.messages))
-            if progress:
-                progress("store sessions", n, len(records))
-        turn_vectors: dict[str, tuple[NDArray[np.float32], NDArray[np.int64]]] = {}
-        if turn_baseline:
-            total_turns = sum(len(c.turns) for c in selected)
-            done = 0
-            for conv in selected:
-                vectors = memo.embed([t.content for t in conv.turns])
-                turn_vectors[conv.sample_id] = (
-                    vectors,
-                    np.array([t.session_index for t in conv.turns], dtype=np.int64),
-                )
-                done += len(conv.turns)
-                if progress:
-                    progress("embed turns", done, total_turns)
-        first = next(iter(weights))
+        sessions = EpisodicMemory(store, memo, tenant_id="locomo", owns_store=False).sessions
+        stored_sessions, windows, store_seconds = _store_sessions(sessions, selected, progress)
+        turn_vectors = _embed_turns(memo, selected, progress) if turn_baseline else {}
         for n, (conv, q) in enumerate(askable, start=1):
             evidence = evidence_sessions(q.evidence)
-            count = len(conv.session_dates)
-            random_scores.append(
-                SessionQuestionScore(
-                    category=q.category,
-                    hits={k: random_hit_at_k(count, len(evidence), k) for k in KS},
-                    recall_at_5=math.nan,
-                    reciprocal_rank=math.nan,
-                )
-            )
-            for name, w in weights.items():
-                began = time.perf_counter()
-                found = sessions.search_sessions(
-                    AGENT_ID,
-                    conv.sample_id,
-                    q.question,
-                    top_k=max(KS),
-                    now=conv.last_session_at,
-                    weights=w,
-                    context_turns=0,
-                    max_per_session=1,
-                )
-                if name == first:
-                    latencies.append((time.perf_counter() - began) * 1000.0)
-                ranked = [int(s.session_id.rsplit("_", 1)[1]) for s in found]
-                scores[name].append(score_sessions(q.category, ranked, evidence))
+            random_scores.append(_random_score(conv, q, evidence))
+            for index, (name, w) in enumerate(weights.items()):
+                score, milliseconds = _search_score(sessions, conv, q, evidence, w)
+                if index == 0:
+                    latencies.append(milliseconds)
+                scores[name].append(score)
             if turn_baseline:
-                vectors, session_of = turn_vectors[conv.sample_id]
-                cosine = vectors @ memo.embed([q.question])[0]
-                order = np.argsort(-cosine, kind="stable")
-                turn_scores.append(score_sessions(q.category, [int(s) for s in session_of[order]], evidence))
+                turn_scores.append(_turn_score(memo, turn_vectors[conv.sample_id], q, evidence))
             if progress:
                 progress("ask", n, len(askable))
     finally:
@@ -420,17 +475,7 @@ def run_locomo_sessions(  # noqa: C901, PLR0912, PLR0913, PLR0915  (limit debt, 
         results.append(
             _group(TURNS_BASELINE, resolve_weights("relevance_only", RankingWeights()), turn_scores)
         )
-    random = _group(RANDOM_BASELINE, None, random_scores)
-    results.append(
-        ConfigurationResult(
-            name=random.name,
-            weights=None,
-            overall=SessionMetrics(random.overall.count, random.overall.hit, math.nan, math.nan),
-            by_category={
-                c: SessionMetrics(m.count, m.hit, math.nan, math.nan) for c, m in random.by_category.items()
-            },
-        )
-    )
+    results.append(_random_result(random_scores))
     return SessionReport(
         results=results,
         conversations=len(selected),
