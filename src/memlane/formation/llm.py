@@ -189,7 +189,7 @@ _KEYWORDS = frozenset(
 )
 
 
-def check_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$") -> None:  # noqa: C901, PLR0912  (limit debt, #19)
+def check_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$") -> None:
     """Check ``value`` against a JSON schema written in memlane's portable subset.
 
     Supported keywords: ``type`` (one name), ``properties``, ``required``,
@@ -215,30 +215,45 @@ def check_json_schema(value: Any, schema: Mapping[str, Any], path: str = "$") ->
     if "enum" in schema and value not in schema["enum"]:
         raise OutputRejectedError(f"{path}: must be one of {list(schema['enum'])}, got {value!r}")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise OutputRejectedError(f"{path}: must be >= {schema['minimum']}, got {value!r}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise OutputRejectedError(f"{path}: must be <= {schema['maximum']}, got {value!r}")
+        _check_number(value, schema, path)
     if isinstance(value, dict):
-        properties: Mapping[str, Any] = schema.get("properties", {})
-        for key in schema.get("required", ()):
-            if key not in value:
-                raise OutputRejectedError(f"{path}: missing required key {key!r}")
-        if schema.get("additionalProperties", True) is False:
-            extra = sorted(set(value) - set(properties))
-            if extra:
-                raise OutputRejectedError(f"{path}: unexpected keys {extra}")
-        for key, sub in properties.items():
-            if key in value:
-                check_json_schema(value[key], sub, f"{path}.{key}")
+        _check_object(value, schema, path)
     if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            raise OutputRejectedError(f"{path}: needs at least {schema['minItems']} items, got {len(value)}")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise OutputRejectedError(f"{path}: allows at most {schema['maxItems']} items, got {len(value)}")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                check_json_schema(item, schema["items"], f"{path}[{i}]")
+        _check_array(value, schema, path)
+
+
+def _check_number(value: float, schema: Mapping[str, Any], path: str) -> None:
+    """``minimum``/``maximum`` of :func:`check_json_schema`."""
+    if "minimum" in schema and value < schema["minimum"]:
+        raise OutputRejectedError(f"{path}: must be >= {schema['minimum']}, got {value!r}")
+    if "maximum" in schema and value > schema["maximum"]:
+        raise OutputRejectedError(f"{path}: must be <= {schema['maximum']}, got {value!r}")
+
+
+def _check_object(value: dict[str, Any], schema: Mapping[str, Any], path: str) -> None:
+    """``required``, ``additionalProperties`` and ``properties`` of :func:`check_json_schema`."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    for key in schema.get("required", ()):
+        if key not in value:
+            raise OutputRejectedError(f"{path}: missing required key {key!r}")
+    if schema.get("additionalProperties", True) is False:
+        extra = sorted(set(value) - set(properties))
+        if extra:
+            raise OutputRejectedError(f"{path}: unexpected keys {extra}")
+    for key, sub in properties.items():
+        if key in value:
+            check_json_schema(value[key], sub, f"{path}.{key}")
+
+
+def _check_array(value: list[Any], schema: Mapping[str, Any], path: str) -> None:
+    """``minItems``, ``maxItems`` and ``items`` of :func:`check_json_schema`."""
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        raise OutputRejectedError(f"{path}: needs at least {schema['minItems']} items, got {len(value)}")
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        raise OutputRejectedError(f"{path}: allows at most {schema['maxItems']} items, got {len(value)}")
+    if "items" in schema:
+        for i, item in enumerate(value):
+            check_json_schema(item, schema["items"], f"{path}[{i}]")
 
 
 # -- the retry-once policy ------------------------------------------------------------------

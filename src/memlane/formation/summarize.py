@@ -124,7 +124,7 @@ def _content_words(sentence: str) -> list[str]:
     return [w for w in _WORD.findall(sentence.lower()) if len(w) > 1 and w not in STOPWORDS]
 
 
-def extractive_summary(  # noqa: C901  (limit debt, #19)
+def extractive_summary(
     turns: Sequence[Turn],
     *,
     max_sentences: int = DEFAULT_SUMMARY_MAX_SENTENCES,
@@ -165,23 +165,41 @@ def extractive_summary(  # noqa: C901  (limit debt, #19)
         raise ValidationError(f"max_sentences must be a positive integer, got {max_sentences!r}")
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 20:
         raise ValidationError(f"max_chars must be an integer >= 20, got {max_chars!r}")
+    sentences = _sentences(turns)
+    picked = sorted(_sumbasic_picks(sentences, max_sentences, max_chars))
+    text = "\n".join(_line(sentences[i]) for i in picked)
+    if len(text) > max_chars:  # only possible with a single over-long sentence
+        text = text[: max_chars - 1].rstrip() + "…"
+    return ExtractiveSummary(text=text, turn_indices=tuple(sentences[i][0].index for i in picked))
 
-    sentences: list[tuple[Turn, str, list[str]]] = []
+
+_Sentence = tuple[Turn, str, list[str]]
+"""A sentence of a turn: ``(turn, sentence, its content words)``."""
+
+
+def _sentences(turns: Sequence[Turn]) -> list[_Sentence]:
+    """Every non-empty sentence of ``turns``, in conversation order (rule 1)."""
+    sentences: list[_Sentence] = []
     for turn in turns:
         for piece in _SENTENCE_END.split(turn.text):
             sentence = " ".join(piece.split())
             if sentence:
                 sentences.append((turn, sentence, _content_words(sentence)))
+    return sentences
+
+
+def _line(sentence: _Sentence) -> str:
+    return f"{sentence[0].role}: {sentence[1]}"
+
+
+def _sumbasic_picks(sentences: Sequence[_Sentence], max_sentences: int, max_chars: int) -> list[int]:
+    """The positions of the sentences SumBasic picks, in pick order (rules 2-4)."""
     counts = Counter(w for _, _, words in sentences for w in words)
     total = sum(counts.values())
     prob = {w: c / total for w, c in counts.items()}
-
     eligible = [i for i, (_, _, words) in enumerate(sentences) if len(words) >= _MIN_CONTENT_WORDS]
     if not eligible:
         eligible = [i for i, (_, _, words) in enumerate(sentences) if words] or [0]
-
-    def line(i: int) -> str:
-        return f"{sentences[i][0].role}: {sentences[i][1]}"
 
     def weight(i: int) -> float:
         words = sentences[i][2]
@@ -192,7 +210,7 @@ def extractive_summary(  # noqa: C901  (limit debt, #19)
     candidates = list(eligible)
     while candidates and len(picked) < max_sentences:
         best = max(candidates, key=lambda i: (weight(i), -i))
-        extra = len(line(best)) + (1 if picked else 0)
+        extra = len(_line(sentences[best])) + (1 if picked else 0)
         if picked and length + extra > max_chars:
             break
         picked.append(best)
@@ -200,12 +218,7 @@ def extractive_summary(  # noqa: C901  (limit debt, #19)
         candidates.remove(best)
         for w in set(sentences[best][2]):
             prob[w] = prob[w] ** 2
-
-    picked.sort()
-    text = "\n".join(line(i) for i in picked)
-    if len(text) > max_chars:  # only possible with a single over-long sentence
-        text = text[: max_chars - 1].rstrip() + "…"
-    return ExtractiveSummary(text=text, turn_indices=tuple(sentences[i][0].index for i in picked))
+    return picked
 
 
 def _parse_summary(data: Any) -> tuple[str, tuple[str, ...]]:
