@@ -65,7 +65,7 @@ def _store_batch(
             report.stored += 1
 
 
-def ingest_stream(  # noqa: C901  (limit debt, #19)
+def ingest_stream(
     memory: EpisodicMemory,
     stream: BinaryIO,
     *,
@@ -93,38 +93,55 @@ def ingest_stream(  # noqa: C901  (limit debt, #19)
         EmbeddingError, StoreError: a failure not tied to one line; earlier batches stay stored.
     """
     report = IngestReport()
-    batch: list[tuple[int, EpisodeInput]] = []
-    pending: list[tuple[int, str]] = []  # rejections of lines read since the last batch was stored
+    lines = _PendingLines(memory, report, on_reject, on_progress)
     handled = 0
-
-    def hold(line_number: int, reason: str) -> None:
-        pending.append((line_number, reason))
-
-    def flush() -> None:
-        nonlocal batch, pending
-        if batch:
-            _store_batch(memory, batch, report, hold)
-        for line_number, reason in sorted(pending):
-            report.rejected.append((line_number, reason))
-            if on_reject is not None:
-                on_reject(line_number, reason)
-        batch, pending = [], []
-        if on_progress is not None:
-            on_progress(handled)
-
     for line_number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
         handled += 1
         try:
-            batch.append((line_number, parse_episode_line(raw)))
+            lines.batch.append((line_number, parse_episode_line(raw)))
         except LineError as exc:
-            hold(line_number, str(exc))
-        if len(batch) >= batch_size:
-            flush()
-    if batch or pending:
-        flush()
+            lines.hold(line_number, str(exc))
+        if len(lines.batch) >= batch_size:
+            lines.flush(handled)
+    if lines.batch or lines.rejected:
+        lines.flush(handled)
     return report
+
+
+class _PendingLines:
+    """The lines read since the last stored batch: their episodes, and their rejections held back
+    until the batch is stored, so rejections are reported in line order."""
+
+    def __init__(
+        self,
+        memory: EpisodicMemory,
+        report: IngestReport,
+        on_reject: Callable[[int, str], None] | None,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        self.memory = memory
+        self.report = report
+        self.on_reject = on_reject
+        self.on_progress = on_progress
+        self.batch: list[tuple[int, EpisodeInput]] = []
+        self.rejected: list[tuple[int, str]] = []
+
+    def hold(self, line_number: int, reason: str) -> None:
+        self.rejected.append((line_number, reason))
+
+    def flush(self, handled: int) -> None:
+        """Store the batch, report its rejections in line order, then the progress (``handled`` lines)."""
+        if self.batch:
+            _store_batch(self.memory, self.batch, self.report, self.hold)
+        for line_number, reason in sorted(self.rejected):
+            self.report.rejected.append((line_number, reason))
+            if self.on_reject is not None:
+                self.on_reject(line_number, reason)
+        self.batch, self.rejected = [], []
+        if self.on_progress is not None:
+            self.on_progress(handled)
 
 
 def count_episode_lines(stream: BinaryIO) -> int | None:
