@@ -103,32 +103,14 @@ class MemoryConfig:
     forget_threshold: float = 0.05
     track_retrievals: bool = True
 
-    def __post_init__(self) -> None:  # noqa: C901, PLR0912  (limit debt, #19)
+    def __post_init__(self) -> None:
         try:
             object.__setattr__(self, "scope", Scope(self.scope))
         except ValueError:
             raise ConfigError(
                 f"scope must be one of {[s.value for s in Scope]}, got {self.scope!r}"
             ) from None
-        if (
-            isinstance(self.default_limit, bool)
-            or not isinstance(self.default_limit, int)
-            or self.default_limit < 1
-        ):
-            raise ConfigError(f"default_limit must be a positive integer, got {self.default_limit!r}")
-        if self.retention_days is not None and (
-            isinstance(self.retention_days, bool)
-            or not isinstance(self.retention_days, int | float)
-            or not math.isfinite(self.retention_days)
-            or self.retention_days <= 0
-        ):
-            raise ConfigError(
-                f"retention_days must be a positive number or None, got {self.retention_days!r}"
-            )
-        if not isinstance(self.prune_probability, int | float) or not 0.0 <= self.prune_probability <= 1.0:
-            raise ConfigError(f"prune_probability must be in [0, 1], got {self.prune_probability!r}")
-        if not isinstance(self.decay_per_day, int | float) or not 0.0 < self.decay_per_day <= 1.0:
-            raise ConfigError(f"decay_per_day must be in (0, 1], got {self.decay_per_day!r}")
+        _check_limits(self)
         try:
             object.__setattr__(self, "weights", resolve_weights(self.weights, RankingWeights()))
         except ValidationError as exc:
@@ -137,34 +119,8 @@ class MemoryConfig:
             raise ConfigError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {self.retrieval!r}")
         if self.fusion not in FUSION_METHODS:
             raise ConfigError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
-        if (
-            isinstance(self.min_relevance, bool)
-            or not isinstance(self.min_relevance, int | float)
-            or not 0.0 <= self.min_relevance <= 1.0
-        ):
-            raise ConfigError(f"min_relevance must be a number in [0, 1], got {self.min_relevance!r}")
-        if (
-            isinstance(self.contradiction_threshold, bool)
-            or not isinstance(self.contradiction_threshold, int | float)
-            or not 0.0 < self.contradiction_threshold <= 1.0
-        ):
-            raise ConfigError(
-                f"contradiction_threshold must be a number in (0, 1], got {self.contradiction_threshold!r}"
-            )
-        if isinstance(self.forgetting_policy, Mapping):
-            object.__setattr__(
-                self, "forgetting_policy", ForgettingPolicy.from_mapping(self.forgetting_policy)
-            )
-        elif not isinstance(self.forgetting_policy, ForgettingPolicy):
-            raise ConfigError(f"forgetting_policy must be a mapping, got {self.forgetting_policy!r}")
-        if self.forget_action not in ("archive", "delete"):
-            raise ConfigError(f"forget_action must be 'archive' or 'delete', got {self.forget_action!r}")
-        if (
-            isinstance(self.forget_threshold, bool)
-            or not isinstance(self.forget_threshold, int | float)
-            or not 0.0 < self.forget_threshold < 1.0
-        ):
-            raise ConfigError(f"forget_threshold must be a number in (0, 1), got {self.forget_threshold!r}")
+        _check_thresholds(self)
+        _check_forgetting(self)
         for name in ("temporal", "embedding_fallback", "auto_supersede", "forgetting", "track_retrievals"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -185,6 +141,48 @@ class MemoryConfig:
         """The resolved default :class:`RankingWeights`."""
         assert isinstance(self.weights, RankingWeights)
         return self.weights
+
+
+def _is_number(value: object) -> bool:
+    """A real number (``int`` or ``float``), not a ``bool``."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_limits(config: MemoryConfig) -> None:
+    """``default_limit``, ``retention_days``, ``prune_probability`` and ``decay_per_day``."""
+    limit = config.default_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"default_limit must be a positive integer, got {limit!r}")
+    days = config.retention_days
+    if days is not None and (not _is_number(days) or not math.isfinite(days) or days <= 0):
+        raise ConfigError(f"retention_days must be a positive number or None, got {days!r}")
+    if not isinstance(config.prune_probability, int | float) or not 0.0 <= config.prune_probability <= 1.0:
+        raise ConfigError(f"prune_probability must be in [0, 1], got {config.prune_probability!r}")
+    if not isinstance(config.decay_per_day, int | float) or not 0.0 < config.decay_per_day <= 1.0:
+        raise ConfigError(f"decay_per_day must be in (0, 1], got {config.decay_per_day!r}")
+
+
+def _check_thresholds(config: MemoryConfig) -> None:
+    """``min_relevance`` and ``contradiction_threshold``."""
+    if not _is_number(config.min_relevance) or not 0.0 <= config.min_relevance <= 1.0:
+        raise ConfigError(f"min_relevance must be a number in [0, 1], got {config.min_relevance!r}")
+    threshold = config.contradiction_threshold
+    if not _is_number(threshold) or not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"contradiction_threshold must be a number in (0, 1], got {threshold!r}")
+
+
+def _check_forgetting(config: MemoryConfig) -> None:
+    """``forgetting_policy`` (a mapping becomes a policy), ``forget_action`` and ``forget_threshold``."""
+    if isinstance(config.forgetting_policy, Mapping):
+        object.__setattr__(
+            config, "forgetting_policy", ForgettingPolicy.from_mapping(config.forgetting_policy)
+        )
+    elif not isinstance(config.forgetting_policy, ForgettingPolicy):
+        raise ConfigError(f"forgetting_policy must be a mapping, got {config.forgetting_policy!r}")
+    if config.forget_action not in ("archive", "delete"):
+        raise ConfigError(f"forget_action must be 'archive' or 'delete', got {config.forget_action!r}")
+    if not _is_number(config.forget_threshold) or not 0.0 < config.forget_threshold < 1.0:
+        raise ConfigError(f"forget_threshold must be a number in (0, 1), got {config.forget_threshold!r}")
 
 
 def database_from_env(environ: Mapping[str, str] | None = None) -> str:
