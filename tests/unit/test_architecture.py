@@ -88,7 +88,7 @@ PENDING: set[tuple[str, str]] = {
     ("memlane.tool_specs", "memlane.recall.ranking"),
 }
 """Import edges that another branch of issue #19 removes; ignored by every wall until then.
-Each must still exist (see the last test), so the set only shrinks."""
+Each must still exist (test_the_tables_name_what_exists), so the set only shrinks."""
 
 # -- what the walls allow --------------------------------------------------------------------
 
