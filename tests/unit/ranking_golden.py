@@ -87,7 +87,9 @@ def _seed(memory: EpisodicMemory) -> None:
         chat = memory.with_context(session_id=session)
         start = NOW - timedelta(days=20 + 15 * offset)
         for i, (content, importance, tags) in enumerate(turns):
-            chat.remember_episode("turn", content, tags, importance, created_at=start + timedelta(minutes=5 * i))
+            chat.remember_episode(
+                "turn", content, tags, importance, created_at=start + timedelta(minutes=5 * i)
+            )
 
 
 def _hit(hit: Any) -> list[Any]:
@@ -96,7 +98,7 @@ def _hit(hit: Any) -> list[Any]:
 
 
 def golden_runs(workdir: Path) -> dict[str, Any]:
-    """``{case: {query: [[content[:40], score, relevance, recency, importance], ...]}}`` plus session search."""
+    """``{case: {query: [[content[:40], score, relevance, recency, importance], ...]}, "sessions": ...}``."""
     clock = FrozenClock(NOW)
     base = EpisodicMemory.open(
         str(workdir / "golden.db"), embedder=HashingEmbedder(), clock=clock, tenant_id="t", session_id="main"

@@ -37,14 +37,13 @@ SHIMS = {
 }
 """Deprecated aliases of moved modules (tests/unit/test_deprecated_paths.py); nothing inside imports them."""
 
-STORE_MAY_IMPORT = ("memlane.models", "memlane.errors", "memlane.analysis")
+STORE_MAY_IMPORT = ("memlane.models", "memlane.errors", "memlane.analysis", "memlane.bm25")
 """Besides ``memlane.stores.*``: stores sit under everything but the value types and errors, and
 the one text analysis (pure) that the write path and every query share, so both backends
 index and match keywords identically."""
 
 PURE_RECALL = (
     "memlane.recall.ranking",
-    "memlane.recall.keywords",
     "memlane.recall.temporal",
     "memlane.recall.candidates",
     "memlane.recall.relevance",
@@ -57,6 +56,8 @@ PURE_MAY_IMPORT = {
     "memlane.clock",
     "memlane.analysis",
     "memlane.wire",
+    "memlane.bm25",
+    "memlane.config.profile",
     *PURE_RECALL,
 }
 """memlane.wire: the value types' JSON encoder (imports nothing of memlane, does no I/O)."""

@@ -9,7 +9,7 @@ import pytest
 
 MOVED = {
     "memlane.ranking": "memlane.recall.ranking",
-    "memlane.keywords": "memlane.recall.keywords",
+    "memlane.keywords": "memlane.analysis",
     "memlane.temporal": "memlane.recall.temporal",
     "memlane.retrieval": "memlane.recall.candidates",
     "memlane.compaction": "memlane.lifecycle.compaction",
