@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane import ConfigError, MemoryConfig
-from memlane.lifecycle.forgetting import ForgettingPolicy, half_life_strength
 from memlane.config.profile import DEFAULT_PROFILE
+from memlane.lifecycle.forgetting import ForgettingPolicy, half_life_strength
 from memlane.recall.ranking import CandidateSignals, RankingWeights, RankOptions, rank
 
 DAY = 86_400.0
