@@ -26,13 +26,14 @@ from rich.table import Table
 from rich.text import Text
 
 from memlane.config import MemoryConfig
-from memlane.models import Episode, RecallHit
+from memlane.models import Episode, RecallHit, ScoreBreakdown
 from memlane.recall import Fusion, RankingWeights, importance_signal
 from memlane.stores import StoreStats
 
 __all__ = [
     "FORMULA",
     "compact_table",
+    "decision",
     "echo_json",
     "episode_table",
     "format_weights",
@@ -201,6 +202,30 @@ WIDE_TABLE_COLUMNS = 150
 """From this console width on, event_type, created_at and tags get their own columns."""
 
 
+def decision(b: ScoreBreakdown) -> str:
+    """What put a hit where it is, from its breakdown: ``decided by relevance, lead 0.263; boosted: entity``.
+
+    Args:
+        b: A ranked hit's breakdown.
+    """
+    text = f"decided by {b.decided_by}"
+    if b.lead is not None:
+        text += f", lead {b.lead:.3f}"
+    if b.boosts:
+        text += "; boosted: " + ", ".join(boost.name for boost in b.boosts)
+    return text
+
+
+def _content(hit: RecallHit, show_ids: bool) -> Text:
+    """The content cell: shortened content, what decided a ranked hit's place, and the id."""
+    content = Text(truncate_words(hit.episode.content))
+    if hit.breakdown is not None and hit.breakdown.decided_by is not None:
+        content.append("\n" + decision(hit.breakdown), style="dim")
+    if show_ids:
+        content.append("\n" + hit.episode.id, style="dim")
+    return content
+
+
 def hits_table(
     hits: Sequence[RecallHit], *, title: str | None = None, width: int = 80, show_ids: bool = True
 ) -> Table:
@@ -210,7 +235,8 @@ def hits_table(
     importance, plus dense and keyword on wide consoles (signals in [0, 1]; ``—`` = not
     available; a ``*`` after relevance marks an episode inside the time window the query
     named); a structured lookup (no query) lists episodes newest first with their raw
-    importance rating (1-10, ``—`` = unrated) instead. On consoles
+    importance rating (1-10, ``—`` = unrated) instead; a ranked hit's cell ends with what
+    decided its place (:func:`decision`, read from its breakdown). On consoles
     narrower than :data:`WIDE_TABLE_COLUMNS`, event_type, created_at and tags are shown
     above the content in one ``episode`` column. The episode's id is the last line of its
     cell, whole. Content is shortened at a word boundary after :data:`CONTENT_WIDTH` characters.
@@ -254,9 +280,7 @@ def hits_table(
             signals = [_importance(ep.importance)]
         date = ep.created_at.date().isoformat() if ranked else minute(ep.created_at)
         tags = ", ".join(ep.tags)
-        content = Text(truncate_words(ep.content))
-        if show_ids:
-            content.append("\n" + ep.id, style="dim")
+        content = _content(hit, show_ids)
         if wide:
             cells: list[str | Text] = [Text(ep.event_type), date, Text(tags), content]
         else:

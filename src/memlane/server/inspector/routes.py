@@ -240,7 +240,7 @@ def search_route(request: Request) -> Response:
         if query is not None:
             hits = data.search(memory, query, flt, preset=preset, limit=limit, now=now)
             weights = data.weights_for(memory, preset)
-            whys = data.explain(hits, weights, memory.config.fusion)
+            whys = data.explain(hits)
             results = (hits, whys, weights, memory.config.retrieval, memory.config.fusion)
         now = memory.clock.now()
         return pages.search_page(
