@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from memlane import Episode, RankingWeights, RecallHit
@@ -32,7 +33,7 @@ from memlane.server.inspector.layout import (
     when,
 )
 
-__all__ = ["episode_page", "error_page", "login_page", "search_page", "timeline_page"]
+__all__ = ["SearchForm", "episode_page", "error_page", "login_page", "search_page", "timeline_page"]
 
 _CSS = {"relevance": "sig-relevance", "recency": "sig-recency", "importance": "sig-importance"}
 
@@ -185,21 +186,38 @@ def _hit_card(view: View, rank: int, hit: RecallHit, why: Explanation, now: date
     )
 
 
-def search_page(  # noqa: PLR0913  (limit debt, #19)
+@dataclass(frozen=True, slots=True)
+class SearchForm:
+    """What the search box shows.
+
+    Attributes:
+        query: The query typed ("" before a search).
+        preset: The chosen weight preset, or ``None`` for the configured default.
+        presets: The preset names offered.
+        now: The recall's reference time.
+        now_given: Whether the person chose ``now``.
+    """
+
+    query: str
+    preset: str | None
+    presets: Sequence[str]
+    now: datetime
+    now_given: bool = False
+
+
+def search_page(
     view: View,
     flt: Filters,
-    query: str,
-    preset: str | None,
-    presets: Sequence[str],
+    form: SearchForm,
     results: tuple[list[RecallHit], list[Explanation], RankingWeights, str, str] | None,
     tenants: Sequence[str],
-    now: datetime,
-    now_given: bool = False,
 ) -> Html:
     """The search box and, after a query, each hit with its score breakdown and explanation.
 
-    ``now`` is the recall's reference time; ``now_given`` whether the person chose it.
+    ``results``: the hits, their explanations (:func:`memlane.server.inspector.data.explain`),
+    the weights, the retrieval mode and the fusion.
     """
+    query, preset, presets, now, now_given = form.query, form.preset, form.presets, form.now, form.now_given
     box = el(
         "div",
         el(
