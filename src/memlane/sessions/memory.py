@@ -282,10 +282,10 @@ class SessionMemory:
         """The passages of this agent's and user's past sessions that best match ``query``.
 
         Every stored turn was embedded at store time; the query is embedded, the owner's
-        turns are scored by cosine similarity (exact search) and ranked with the same
-        three-factor scoring as event episodes (:func:`memlane.recall.ranking.rank`: relevance
-        ``max(0, cosine)``, recency ``decay ** age_days`` from the turn's time, importance
-        0.5 for every turn, as turns are unrated; weighted mean). Each snippet is the
+        turns are scored by cosine similarity and keyword evidence and ranked relevance-first like
+        event episodes (:func:`memlane.recall.ranking.rank`: relevance from the calibrated cosine
+        and BM25, recency ``decay ** age_days`` from the turn's time, importance 0.5 for every
+        turn, as turns are unrated; recency and importance only break near-ties). Each snippet is the
         matched turn with ``context_turns`` turns on each side. A lower-ranked match whose
         turn is already shown inside a better snippet of the same session is skipped, so
         snippets never repeat a turn's match.
