@@ -59,8 +59,8 @@ class RecallMethods:
         (:func:`memlane.recall.ranking.rank`); each hit carries its :class:`ScoreBreakdown`.
         If the query names a time ("last May", "in 2023") and ``config.temporal`` is on,
         episodes created in that window get a relevance boost (:mod:`memlane.recall.temporal`).
-        If the embedder fails and ``config.embedding_fallback`` is on (the default), recall uses keywords only, logs a
-        warning and marks every breakdown ``fallback=True``.
+        If the embedder fails and ``config.embedding_fallback`` is on (the default), recall uses
+        keywords only, logs a warning and marks every breakdown ``fallback=True``.
 
         Args:
             query: Natural-language query, or ``None`` for a structured lookup.
