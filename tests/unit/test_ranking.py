@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane import PRESETS, RankingWeights, ValidationError
+from memlane import PRESETS, RankingWeights, ValidationError, wire
 from memlane.config.profile import RankingProfile
 from memlane.recall.ranking import (
     CandidateSignals,
@@ -250,3 +250,56 @@ def test_relevance_first_property(rows: list[tuple[float, float, float]], preset
     for r in ranked:
         assert r.breakdown.decided_by in {"relevance", "recency", "importance", "order"}
         assert r.breakdown.own_relevance == pytest.approx(r.breakdown.relevance)  # no context: lone
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0.0, 0.8), st.floats(0, 3000), st.one_of(st.just(math.nan), st.floats(1, 10))),
+        min_size=1,
+        max_size=25,
+    ),
+    st.sampled_from(sorted(PRESETS)),
+)
+def test_each_breakdown_explains_its_own_score(rows: list[tuple[float, float, float]], preset: str) -> None:
+    """The contributions add up to the score; a relevance lead beyond the tie band is decided by relevance."""
+    cos, age, imp = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
+    ranked = rank_arrays(
+        cosine=cos,
+        created_at_seconds=-age * DAY,
+        importance=imp,
+        now_seconds=0.0,
+        weights=PRESETS[preset],
+        decay_per_day=0.995,
+        limit=len(rows),
+    )
+    for r, below in zip(ranked, [*ranked[1:], None], strict=True):
+        b = r.breakdown
+        assert [c.signal for c in b.contributions] == ["relevance", "recency", "importance"]
+        assert sum(c.points for c in b.contributions) == pytest.approx(b.score, abs=1e-12)
+        assert all(c.points == pytest.approx(c.weight * c.value) for c in b.contributions)
+        assert b.tie_band is not None
+        if below is None:
+            assert b.lead is None and b.decided_by == "relevance"
+            continue
+        assert b.lead == pytest.approx(b.score - below.breakdown.score)
+        if b.relevance - below.breakdown.relevance > b.tie_band + 1e-12:
+            assert b.decided_by == "relevance"
+
+
+def test_why_renders_the_breakdown_it_is_given() -> None:
+    (top, second) = rank_arrays(
+        cosine=np.array([0.6, 0.6]),
+        created_at_seconds=np.array([0.0, -100 * DAY]),
+        importance=np.array([5.0, 5.0]),
+        now_seconds=0.0,
+        weights=RankingWeights(),
+        decay_per_day=0.995,
+        limit=2,
+    )
+    assert top.breakdown.decided_by == "recency"  # equally relevant and rated: the newer one
+    text = wire.why(top.breakdown)
+    terms = " + ".join(f"{c.signal} {c.value:.2f}*{c.weight:.2f}" for c in top.breakdown.contributions)
+    assert text.startswith(f"score {top.breakdown.score:.2f} = {terms}; decided by recency (lead ")
+    assert "relevance 0.83 (base 0.83 from dense 0.83, dense)" in text
+    assert wire.why(second.breakdown).split("; ")[1] == "decided by relevance"
+    assert wire.why(None) == "newest first (no query)"
