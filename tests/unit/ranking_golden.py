@@ -133,7 +133,22 @@ def _sessions(memory: EpisodicMemory) -> dict[str, Any]:
     return out
 
 
+def dump(runs: dict[str, Any]) -> str:
+    """``runs`` as JSON with one hit per line."""
+    lines = ["{"]
+    for ci, (case, queries) in enumerate(runs.items()):
+        lines.append(f" {json.dumps(case)}: {{")
+        for qi, (query, rows) in enumerate(queries.items()):
+            lines.append(f"  {json.dumps(query)}: [")
+            lines += [
+                f"   {json.dumps(row, ensure_ascii=False)}" + ("," if ri < len(rows) - 1 else "")
+                for ri, row in enumerate(rows)
+            ]
+            lines.append("  ]" + ("," if qi < len(queries) - 1 else ""))
+        lines.append(" }" + ("," if ci < len(runs) - 1 else ""))
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
-        json.dump(golden_runs(Path(tmp)), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        sys.stdout.write(dump(golden_runs(Path(tmp))))
