@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from memlane.clock import Clock, FrozenClock, SystemClock
 from memlane.config import MemoryConfig
+from memlane.config.profile import PRESETS, RankingWeights
 from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
 from memlane.errors import (
     ConfigError,
@@ -31,7 +32,6 @@ from memlane.errors import (
 )
 from memlane.memory import EpisodeInput, EpisodicMemory
 from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
-from memlane.recall.ranking import PRESETS, RankingWeights
 from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
 from memlane.stores import EpisodeFilter, Store, StoreStats
 from memlane.stores.sqlite import SQLiteStore

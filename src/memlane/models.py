@@ -13,7 +13,16 @@ from typing import Any
 
 from memlane import wire
 
-__all__ = ["Contradiction", "Episode", "RecallHit", "Scope", "ScoreBreakdown"]
+__all__ = [
+    "SIGNALS",
+    "AppliedBoost",
+    "Contradiction",
+    "Contribution",
+    "Episode",
+    "RecallHit",
+    "Scope",
+    "ScoreBreakdown",
+]
 
 UNSET_TIME = datetime.min.replace(tzinfo=UTC)
 """Placeholder default of :class:`Episode`'s ``valid_from``/``recorded_at``: replaced by
@@ -125,25 +134,65 @@ class Episode:
         return wire.episode(self)
 
 
+SIGNALS = ("relevance", "recency", "importance")
+"""The three signals of a score, in the order of :attr:`ScoreBreakdown.contributions`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """What one signal adds to a hit's score: ``points = weight * value``.
+
+    Attributes:
+        signal: ``"relevance"``, ``"recency"`` or ``"importance"`` (:data:`SIGNALS`).
+        value: The signal, in [0, 1].
+        weight: Its weight in the score: ``1 / (1 + tie_band)`` for relevance,
+            ``tie_band * w_s / (w_rel + w_rec + w_imp) / (1 + tie_band)`` for recency and importance
+            (``w_s`` from the recall's :class:`~memlane.config.profile.RankingWeights`).
+        points: ``weight * value``; the points of a breakdown's contributions add up to its score.
+    """
+
+    signal: str
+    value: float
+    weight: float
+    points: float
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedBoost:
+    """A boost that lifted a hit's relevance: ``relevance = 1 - (1 - r) * (1 - strength)``.
+
+    Attributes:
+        name: ``"entity"`` (the query names the one tag the episode carries) or ``"time_window"``
+            (the episode lies in the time window the query names).
+        strength: The boost's strength in [0, 1] (from the ranking profile).
+    """
+
+    name: str
+    strength: float
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreBreakdown:
-    """Why a hit ranked where it did. Every signal is a float in [0, 1], higher is better.
+    """Why a hit ranked where it did: the ranking's own account, which every display only renders.
+
+    Every signal is a float in [0, 1], higher is better.
 
     Attributes:
         relevance: How well the episode matches the query; it decides the order (relevance
-            first). Base relevance depends on ``retrieval``: ``"dense"`` -> ``dense``;
-            ``"keyword"`` -> ``keyword``; ``"hybrid"`` -> ``0.4 * dense + 0.6 * keyword``. It is
-            then blended with the episode's session neighbours (conversation context) and lifted
-            when the query names the episode's tag or a time window it lies in
+            first). Base relevance (``base_relevance``) depends on ``retrieval``: ``"dense"`` ->
+            ``dense``; ``"keyword"`` -> ``keyword``; ``"hybrid"`` -> the profile's ``fusion``
+            (default ``0.4 * dense + 0.6 * keyword``). It is then blended with the episode's
+            session neighbours (conversation context) and lifted by ``boosts``
             (:mod:`memlane.recall.relevance`).
         recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``); with
             ``MemoryConfig(forgetting=True)``, ``0.5 ** (age_days / half_life)`` with the
             half-life of the episode's importance band (1 for never-forget episodes; see
             :mod:`memlane.lifecycle.forgetting`).
         importance: ``importance / 10``, or 0.5 for unrated episodes.
-        score: ``(relevance + 0.1 * (w_rec*recency + w_imp*importance) / (w_rel+w_rec+w_imp)) / 1.1``:
-            recency and importance only reorder hits whose relevance differs by less than 0.1
-            times their share of the weights (relevance-first; :mod:`memlane.recall.ranking`).
+        score: ``sum(c.points for c in contributions)``, i.e. ``(relevance + tie_band * (w_rec*recency
+            + w_imp*importance) / (w_rel+w_rec+w_imp)) / (1 + tie_band)``: recency and importance only
+            reorder hits whose relevance differs by less than the tie band (relevance-first;
+            :mod:`memlane.recall.ranking`). Not a weighted mean of the three signals.
         dense: ``clip((cosine - 0.1) / 0.6, 0, 1)`` of the embeddings, or ``None`` when not
             computed (keyword-only recall, or the episode has no vector).
         keyword: Keyword match strength from per-scope BM25, ``(bm25 / best) * (1 - exp(-best /
@@ -154,10 +203,22 @@ class ScoreBreakdown:
         in_window: Whether ``created_at`` lies in the time window the query named ("last
             May"), or ``None`` when it named none (see :mod:`memlane.recall.temporal`).
         own_relevance: ``relevance`` without the neighbours' contribution (the episode's own
-            evidence); ``min_relevance`` filters on it.
-        decided_by: ``"relevance"`` when this hit's relevance exceeds the next hit's by more
-            than recency and importance could make up, else ``"tie_break"`` (the lead is within
-            the tie band: recency and importance could have ordered the two).
+            evidence, boosts included); ``min_relevance`` filters on it.
+        decided_by: The signal that gave this hit its lead over the candidate ranked right after
+            it: the one whose points differ most in its favour (``"relevance"``, ``"recency"`` or
+            ``"importance"``), ``"order"`` when the two scores are equal (the newer episode goes
+            first), and ``"relevance"`` when nothing ranks below it. A relevance lead larger than
+            ``tie_band`` is always decided by relevance.
+        fusion: How ``base_relevance`` combined dense and keyword evidence (``"convex"``,
+            ``"noisy_or"`` or ``"rrf"``), or ``None`` when only one of them was used.
+        base_relevance: The fused dense/keyword relevance before context and boosts.
+        boosts: The boosts that lifted ``relevance`` (:class:`AppliedBoost`), in the order applied.
+        contributions: One :class:`Contribution` per signal (:data:`SIGNALS` order); their
+            points add up to ``score``.
+        tie_band: The relevance lead, in relevance units, within which recency and importance can
+            still reorder two hits: ``tie_band * (w_rec + w_imp) / (w_rel + w_rec + w_imp)``.
+        lead: ``score`` minus the score of the candidate ranked right after it, or ``None`` when
+            nothing ranks below it.
 
     See :mod:`memlane.recall.ranking` for the formulas and their sources.
     """
@@ -173,6 +234,12 @@ class ScoreBreakdown:
     in_window: bool | None = None
     own_relevance: float | None = None
     decided_by: str | None = None
+    fusion: str | None = None
+    base_relevance: float | None = None
+    boosts: tuple[AppliedBoost, ...] = ()
+    contributions: tuple[Contribution, ...] = ()
+    tie_band: float | None = None
+    lead: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return every field as a plain, JSON-serialisable dict (:func:`memlane.wire.breakdown`)."""

@@ -121,32 +121,40 @@ def _number(value: float) -> str:
     return f"{value:.2f}"
 
 
-def why(value: Any) -> str:
-    """A one-line account of a breakdown for a model to read, built from its fields generically.
+def _why_relevance(value: Any) -> str:
+    base = value.base_relevance if getattr(value, "base_relevance", None) is not None else value.relevance
+    sources = [
+        f"{name} {_number(getattr(value, name))}"
+        for name in ("dense", "keyword")
+        if getattr(value, name) is not None
+    ]
+    how = value.retrieval + (f" {value.fusion}" if getattr(value, "fusion", None) else "")
+    text = f"relevance {_number(value.relevance)} (base {_number(base)}"
+    text += f" from {', '.join(sources)}" if sources else ""
+    text += f", {how}" + (", embedder fallback" if value.fallback else "") + ")"
+    boosts = getattr(value, "boosts", ())
+    if boosts:
+        text += "; boosted by " + ", ".join(f"{b.name} {b.strength:g}" for b in boosts)
+    return text
 
-    Example: ``"score 0.81 = relevance 0.90, recency 0.75, importance 0.70; dense 0.88,
-    keyword 1.00, retrieval hybrid"``. Unset signals (``None``, ``False``) are left out.
+
+def why(value: Any) -> str:
+    """A one-line account of a breakdown for a model to read, rendered from the ranking's own terms.
+
+    Example: ``"score 0.50 = relevance 0.52*0.91 + recency 0.90*0.03 + importance 0.70*0.03;
+    decided by relevance (lead 0.041); relevance 0.52 (base 0.52 from dense 0.88, keyword 0.36,
+    hybrid convex)"``: each contribution's value and weight (they add up to the score), the signal
+    that put the hit above the next one, where relevance came from and its boosts.
     ``"newest first (no query)"`` for a listing without a breakdown.
     """
     if value is None:
         return "newest first (no query)"
-    head = ("relevance", "recency", "importance")
-    parts = [f"{name} {_number(getattr(value, name))}" for name in head if hasattr(value, name)]
-    extra: list[str] = []
-    for f in dataclasses.fields(value):
-        if f.name in head or f.name == "score":
-            continue
-        item = getattr(value, f.name)
-        if item is None or item is False:
-            continue
-        if item is True:
-            extra.append(f.name.replace("_", " "))
-        elif isinstance(item, float | int):
-            extra.append(f"{f.name} {_number(float(item))}")
-        else:
-            extra.append(f"{f.name} {item}")
-    line = f"score {_number(value.score)} = {', '.join(parts)}"
-    return f"{line}; {', '.join(extra)}" if extra else line
+    terms = " + ".join(f"{c.signal} {_number(c.value)}*{_number(c.weight)}" for c in value.contributions)
+    line = f"score {_number(value.score)} = {terms}" if terms else f"score {_number(value.score)}"
+    if value.decided_by is not None:
+        lead = "" if value.lead is None else f" (lead {value.lead:.3f})"
+        line += f"; decided by {value.decided_by}{lead}"
+    return f"{line}; {_why_relevance(value)}"
 
 
 def compact_episode(value: Any) -> dict[str, Any]:

@@ -103,7 +103,14 @@ def test_recall_json_shape(invoke: Invoke, remember: Remember) -> None:
         "in_window",
         "own_relevance",
         "decided_by",
+        "fusion",
+        "base_relevance",
+        "boosts",
+        "contributions",
+        "tie_band",
+        "lead",
     }
+    assert sum(c["points"] for c in b["contributions"]) == pytest.approx(b["score"])
     assert all(
         0.0 <= b[k] <= 1.0 for k in ("relevance", "recency", "importance", "score", "dense", "keyword")
     )

@@ -18,9 +18,9 @@ from memlane.cli.app import cli_wording
 from memlane.cli.output import ranking_formula, ranking_terms
 from memlane.cli.transfer import count_episode_lines, ingest_stream
 from memlane.config import MemoryConfig
+from memlane.config.profile import DEFAULT_DECAY_PER_DAY, DEFAULT_PROFILE
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.memory import EpisodicMemory
-from memlane.recall.ranking import DEFAULT_DECAY_PER_DAY, HybridSettings
 from tests.cli.conftest import Invoke
 
 WIDTH = 80
@@ -285,9 +285,9 @@ def test_cli_wording_rewrites_only_parameters_of_the_running_command() -> None:
 
 def test_recall_help_describes_the_default_fusion(runner: CliRunner) -> None:
     text = " ".join(runner.invoke(cli, ["recall", "--help"]).stdout.split())
-    hybrid = HybridSettings()
-    assert hybrid.fusion == "convex" and MemoryConfig().fusion == "convex"
-    assert f"relevance = {hybrid.dense_weight:g} dense + {1 - hybrid.dense_weight:g} keyword" in text
+    fusion = DEFAULT_PROFILE.fusion
+    assert fusion.method == "convex" and MemoryConfig().fusion == "convex"
+    assert f"relevance = {fusion.dense_weight:g} dense + {1 - fusion.dense_weight:g} keyword" in text
     assert "reciprocal rank fusion of" not in text  # RRF is an option, not the default
     assert f"recency = {DEFAULT_DECAY_PER_DAY:g}^age_days" in text
 
@@ -297,7 +297,7 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["formula"] == ranking_formula(MemoryConfig())
-    w_dense = HybridSettings().dense_weight
+    w_dense = DEFAULT_PROFILE.fusion.dense_weight
     checked = 0
     for recall in doc["recalls"]:
         if recall["query"] is None:

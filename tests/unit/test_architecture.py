@@ -73,13 +73,11 @@ LAYERS: dict[str, int] = {
 """Layer of each module, by the module or its nearest listed folder; a module imports only its
 own layer and the ones below (a lower number)."""
 
-ARRIVING = {"memlane.bm25", "memlane.context"}
+ARRIVING = {"memlane.context"}
 """Listed above but built on other branches of issue #19 (ranking: bm25; engine: context); the
 lead empties this after merging them."""
 
 PENDING: set[tuple[str, str]] = {
-    # ranking branch: RankingWeights/PRESETS/HybridSettings move into memlane.config.profile
-    ("memlane.config", "memlane.recall.ranking"),
     # engine branch: core.py (MemoryCore) gives way to memlane.context
     ("memlane.recall.methods", "memlane.core"),
     # ops branch (arguments.py and tool_specs.py become memlane/operations/): an interface reads
@@ -94,7 +92,6 @@ Each must still exist (test_the_tables_name_what_exists), so the set only shrink
 
 PURE_RECALL = (
     "memlane.recall.ranking",
-    "memlane.recall.keywords",
     "memlane.recall.temporal",
     "memlane.recall.candidates",
     "memlane.recall.relevance",

@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane import ConfigError, MemoryConfig
+from memlane.config.profile import DEFAULT_PROFILE
 from memlane.lifecycle.forgetting import ForgettingPolicy, half_life_strength
-from memlane.recall.ranking import RankingWeights, rank
+from memlane.recall.ranking import CandidateSignals, RankingWeights, RankOptions, rank
 
 DAY = 86_400.0
 ratings = st.floats(min_value=1.0, max_value=10.0, allow_nan=False)
@@ -71,15 +72,14 @@ def test_one_half_life_halves_and_future_counts_as_now() -> None:
 
 
 def test_rank_uses_half_lives_for_recency() -> None:
-    ranked = rank(
+    signals = CandidateSignals(
         cosine=np.array([0.5, 0.5]),
         created_at_seconds=np.array([0.0, 0.0]),
         importance=np.array([10.0, 2.0]),
-        now_seconds=2 * DAY,
-        weights=RankingWeights(),
-        decay_per_day=0.995,
-        limit=2,
         half_life_days=np.array([math.inf, 1.0]),
+    )
+    ranked = rank(
+        signals, DEFAULT_PROFILE, RankOptions(now_seconds=2 * DAY, limit=2, weights=RankingWeights())
     )
     assert [r.breakdown.recency for r in ranked] == [1.0, pytest.approx(0.25)]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import unicodedata
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -12,19 +14,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane import ConfigError, MemoryConfig, ValidationError
+from memlane.analysis import query_terms
 from memlane.config.file import load_config
+from memlane.config.profile import HYBRID_RRF, Boosts, Fusion, RankingProfile
 from memlane.recall.candidates import merge_candidates
-from memlane.recall.keywords import MAX_TERM_CHARS, STOPWORDS, keyword_terms
 from memlane.recall.ranking import (
-    HybridSettings,
+    CandidateSignals,
     RankingWeights,
+    RankOptions,
     competition_ranks,
-    fuse_convex,
     fuse_noisy_or,
     fuse_rrf,
-    keyword_signal,
     rank,
 )
+from memlane.recall.relevance import base_relevance, keyword_relevance
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import KeywordCandidates, VectorCandidates
 from memlane.stores.sqlite.fts import fts5_match_expression
@@ -32,26 +35,6 @@ from memlane.stores.sqlite.fts import fts5_match_expression
 NAN = np.nan
 
 # -- tokenisation ---------------------------------------------------------------------------
-
-
-def test_keyword_terms_examples() -> None:
-    assert keyword_terms("What did Caroline do last May?") == ("caroline", "last", "may")
-    assert keyword_terms('NEAR(a b) "x" * AND content:foo -bar') == (
-        "near",
-        "b",
-        "x",
-        "content",
-        "foo",
-        "bar",
-    )
-    assert keyword_terms("the what") == ("the", "what")  # only stop words: kept
-    assert keyword_terms("") == () and keyword_terms("!!! ___ ...") == ()
-    assert keyword_terms("Window WINDOW window") == ("window",)
-    assert keyword_terms("a " + "x" * 500) == ("x" * MAX_TERM_CHARS,)
-    assert len(keyword_terms(" ".join(f"w{i}" for i in range(100)))) == 32
-    assert "what" in STOPWORDS and "window" not in STOPWORDS
-    with pytest.raises(ValueError):
-        keyword_terms("x", max_terms=0)
 
 
 def test_fts5_expression_quotes_every_term() -> None:
@@ -76,8 +59,8 @@ def fts() -> sqlite3.Connection:
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_fts5_syntax_in_user_text_never_errors(fts: sqlite3.Connection, text: str) -> None:
-    terms = keyword_terms(text)
-    assert all(t and all(ch.isalnum() for ch in t) for t in terms)
+    terms = query_terms(text)
+    assert all(t and all(ch.isalnum() or unicodedata.category(ch)[0] == "M" for ch in t) for t in terms)
     expression = fts5_match_expression(terms)
     if expression:
         fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
@@ -86,7 +69,7 @@ def test_fts5_syntax_in_user_text_never_errors(fts: sqlite3.Connection, text: st
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("\"*():-^+{}[]'\\ NEAROTDwindowseat,.&|!<>~"))))
 def test_fts5_operator_soup_never_errors(fts: sqlite3.Connection, text: str) -> None:
-    expression = fts5_match_expression(keyword_terms(text))
+    expression = fts5_match_expression(query_terms(text))
     if expression:
         fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
 
@@ -102,7 +85,7 @@ def test_competition_ranks_share_ties_and_ignore_order() -> None:
 def test_rrf_is_normalised() -> None:
     dense = np.array([0.9, 0.8, 0.1, NAN])
     keyword = np.array([3.0, NAN, 1.0, 2.0])
-    fused = fuse_rrf(dense, keyword_signal(keyword), k=5.0, dense_weight=0.5)
+    fused = fuse_rrf(dense, keyword, k=5.0, dense_weight=0.5)  # ranks only: the scale does not matter
     assert fused[0] == pytest.approx(1.0)  # first in both lists
     assert fused[1] == pytest.approx(0.5 * 6 / 7)  # second in dense only
     assert fused[3] == pytest.approx(0.5 * 6 / 7)  # second in keyword only
@@ -116,7 +99,8 @@ def test_noisy_or_and_convex_formulas() -> None:
     assert list(fuse_noisy_or(dense, keyword, keyword_weight=0.6)) == pytest.approx(
         [1 - 0.6 * 0.4, 0.4, 0.3, 0.0]
     )
-    assert list(fuse_convex(dense, keyword, dense_weight=0.5)) == pytest.approx([0.7, 0.2, 0.25, 0.0])
+    convex = base_relevance(np.nan_to_num(dense), np.nan_to_num(keyword), 0.5)
+    assert list(convex) == pytest.approx([0.7, 0.2, 0.25, 0.0])
 
 
 unit = st.one_of(st.floats(0.0, 1.0), st.just(NAN))
@@ -133,29 +117,26 @@ def test_noisy_or_bounds(pairs: list[tuple[float, float]], lam: float) -> None:
     assert np.allclose(fused[no_keyword], d[no_keyword])
     for f in (
         fuse_rrf(dense, keyword, k=5.0, dense_weight=0.5),
-        fuse_convex(dense, keyword, dense_weight=0.3),
+        base_relevance(np.nan_to_num(dense), np.nan_to_num(keyword), 0.3),
     ):
         assert np.all((f >= 0) & (f <= 1))
 
 
-def test_keyword_signal_is_max_normalised() -> None:
-    assert list(keyword_signal(np.array([2.0, 1.0, NAN]))[:2]) == [1.0, 0.5]
-    assert np.isnan(keyword_signal(np.array([2.0, 1.0, NAN]))[2])
-    assert list(keyword_signal(np.array([0.0, NAN]))[:1]) == [0.0]
-    assert np.all(np.isnan(keyword_signal(np.array([NAN, NAN]))))
+def test_keyword_relevance_saturates_the_best_match() -> None:
+    kw = keyword_relevance(np.array([4.0, 2.0, NAN, 0.0]), saturation=4.0)
+    sat = 1 - math.exp(-1.0)
+    assert list(kw) == pytest.approx([sat, 0.5 * sat, 0.0, 0.0])
+    assert list(keyword_relevance(np.array([NAN, 0.0]))) == [0.0, 0.0]
 
 
-def _rank(**kwargs: object) -> list[tuple[int, float]]:
-    base: dict[str, object] = {
-        "created_at_seconds": np.zeros(3),
-        "importance": np.full(3, NAN),
-        "now_seconds": 0.0,
-        "weights": RankingWeights(1, 0, 0),
-        "decay_per_day": 0.995,
-        "limit": 3,
-    }
-    base.update(kwargs)
-    return [(r.index, r.breakdown.relevance) for r in rank(**base)]  # type: ignore[arg-type]
+def _rank(profile: RankingProfile | None = None, **kwargs: object) -> list[tuple[int, float]]:
+    signals = {name: kwargs.pop(name) for name in ("cosine", "keyword", "in_window") if name in kwargs}
+    ranked = rank(
+        CandidateSignals(np.zeros(3), np.full(3, NAN), **signals),  # type: ignore[arg-type]
+        profile or RankingProfile(),
+        RankOptions(now_seconds=0.0, limit=3, weights=RankingWeights(1, 0, 0), **kwargs),  # type: ignore[arg-type]
+    )
+    return [(r.index, r.breakdown.relevance) for r in ranked]
 
 
 def test_rank_modes_threshold_and_window() -> None:
@@ -173,18 +154,12 @@ def test_rank_modes_threshold_and_window() -> None:
     assert [i for i, _ in _rank(cosine=cos, keyword=kw, min_relevance=0.3)] == [2, 1]
     boosted = _rank(cosine=cos, in_window=np.array([True, False, False]))
     assert dict(boosted)[0] == pytest.approx(1 - (1 - dense[0]) * (1 - 0.3))
-    rrf = _rank(cosine=cos, keyword=kw, hybrid=HybridSettings(fusion="rrf"))
+    rrf = _rank(HYBRID_RRF, cosine=cos, keyword=kw)
     assert rrf[0][1] <= 1.0
     (one,) = rank(
-        cosine=None,
-        keyword=kw,
-        created_at_seconds=np.zeros(3),
-        importance=np.full(3, NAN),
-        now_seconds=0.0,
-        weights=RankingWeights(),
-        decay_per_day=0.995,
-        limit=1,
-        fallback=True,
+        CandidateSignals(np.zeros(3), np.full(3, NAN), keyword=kw),
+        RankingProfile(),
+        RankOptions(now_seconds=0.0, limit=1, fallback=True),
     )
     assert one.breakdown.fallback and one.breakdown.retrieval == "keyword" and one.breakdown.dense is None
     with pytest.raises(ValidationError):
@@ -197,25 +172,37 @@ def test_rank_modes_threshold_and_window() -> None:
         _rank(cosine=cos, keyword=np.array([1.0]))
 
 
+def test_the_time_boost_is_the_profiles_one_knob() -> None:
+    """#19: ``RelevanceParams.time_boost`` was silently overwritten by ``HybridSettings.temporal_boost``."""
+    cos = np.array([0.2, 0.5, NAN])
+    window = np.array([True, False, False])
+    dense = (0.2 - 0.1) / 0.6
+    for strength in (0.0, 0.3, 0.5):
+        profile = replace(RankingProfile(), boosts=Boosts(time_window=strength))
+        assert dict(_rank(profile, cosine=cos, in_window=window))[0] == pytest.approx(
+            1 - (1 - dense) * (1 - strength)
+        )
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"fusion": "max"},
+        {"method": "max"},
         {"rrf_k": 0},
         {"keyword_weight": 1.5},
         {"dense_weight": -0.1},
-        {"temporal_boost": float("nan")},
+        {"dense_weight": float("nan")},
         {"rrf_k": True},
     ],
 )
-def test_hybrid_settings_validation(kwargs: dict[str, object]) -> None:
+def test_fusion_validation(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
-        HybridSettings(**kwargs)  # type: ignore[arg-type]
+        Fusion(**kwargs)  # type: ignore[arg-type]
 
 
 def test_memory_config_validation_and_yaml_keys() -> None:
     config = MemoryConfig(retrieval="keyword", fusion="rrf", min_relevance=0.3, temporal=False)
-    assert config.hybrid_settings.fusion == "rrf"
+    assert config.profile.fusion.method == "rrf" and config.profile == HYBRID_RRF
     for bad in ({"retrieval": "x"}, {"fusion": "x"}, {"min_relevance": 2}, {"temporal": "yes"}):
         with pytest.raises(ConfigError):
             MemoryConfig(**bad)  # type: ignore[arg-type]

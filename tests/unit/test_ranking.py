@@ -9,10 +9,37 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane import PRESETS, RankingWeights, ValidationError
-from memlane.recall.ranking import importance_signal, rank, recency_signal, relevance_signal, resolve_weights
+from memlane import PRESETS, RankingWeights, ValidationError, wire
+from memlane.config.profile import RankingProfile
+from memlane.recall.ranking import (
+    CandidateSignals,
+    RankedCandidate,
+    RankOptions,
+    importance_signal,
+    rank,
+    recency_signal,
+    resolve_weights,
+)
 
 DAY = 86_400.0
+
+
+def rank_arrays(
+    *,
+    cosine: np.ndarray,
+    created_at_seconds: np.ndarray,
+    importance: np.ndarray,
+    now_seconds: float,
+    weights: RankingWeights,
+    decay_per_day: float,
+    limit: int,
+) -> list[RankedCandidate]:
+    """:func:`rank` of dense-only candidates, with every array and option spelled out."""
+    return rank(
+        CandidateSignals(created_at_seconds, importance, cosine=cosine),
+        RankingProfile(decay_per_day=decay_per_day),
+        RankOptions(now_seconds=now_seconds, limit=limit, weights=weights),
+    )
 
 
 def test_recency_of_a_30_day_old_episode() -> None:
@@ -33,17 +60,13 @@ def test_recency_edges() -> None:
         recency_signal(np.array([1.0]), decay_per_day=1.5)
 
 
-def test_relevance_clips_negative_cosine() -> None:
-    assert list(relevance_signal(np.array([-0.4, 0.0, 0.37, 1.0]))) == pytest.approx([0.0, 0.0, 0.37, 1.0])
-
-
 def test_importance_signal() -> None:
     assert list(importance_signal(np.array([1.0, 5.0, 10.0, np.nan]))) == pytest.approx([0.1, 0.5, 1.0, 0.5])
 
 
-def test_rank_orders_by_weighted_mean_with_breakdown() -> None:
+def test_rank_orders_relevance_first_with_breakdown() -> None:
     now = 1000 * DAY
-    ranked = rank(
+    ranked = rank_arrays(
         cosine=np.array([0.9, 0.2, 0.5]),
         created_at_seconds=np.array([now - 300 * DAY, now, now - 10 * DAY]),
         importance=np.array([np.nan, 10.0, 6.0]),
@@ -63,7 +86,7 @@ def test_rank_orders_by_weighted_mean_with_breakdown() -> None:
 
 
 def test_rank_ties_prefer_newer_then_input_order() -> None:
-    ranked = rank(
+    ranked = rank_arrays(
         cosine=np.array([0.5, 0.5, 0.5]),
         created_at_seconds=np.array([10.0, 20.0, 20.0]),
         importance=np.array([5.0, 5.0, 5.0]),
@@ -78,10 +101,12 @@ def test_rank_ties_prefer_newer_then_input_order() -> None:
 def test_rank_limit_and_empty() -> None:
     args = dict(now_seconds=0.0, weights=RankingWeights(), decay_per_day=0.995)
     assert (
-        rank(cosine=np.zeros(0), created_at_seconds=np.zeros(0), importance=np.zeros(0), limit=5, **args)
+        rank_arrays(
+            cosine=np.zeros(0), created_at_seconds=np.zeros(0), importance=np.zeros(0), limit=5, **args
+        )
         == []
     )  # type: ignore[arg-type]
-    out = rank(
+    out = rank_arrays(
         cosine=np.linspace(0, 0.7, 50),  # inside the calibrated range: 50 distinct relevances
         created_at_seconds=np.zeros(50),
         importance=np.full(50, np.nan),
@@ -90,7 +115,9 @@ def test_rank_limit_and_empty() -> None:
     )  # type: ignore[arg-type]
     assert [r.index for r in out] == [49, 48, 47, 46, 45]
     with pytest.raises(ValidationError):
-        rank(cosine=np.zeros(2), created_at_seconds=np.zeros(3), importance=np.zeros(2), limit=1, **args)  # type: ignore[arg-type]
+        rank_arrays(
+            cosine=np.zeros(2), created_at_seconds=np.zeros(3), importance=np.zeros(2), limit=1, **args
+        )  # type: ignore[arg-type]
 
 
 @given(
@@ -114,7 +141,7 @@ def test_rank_invariants(
     if w1 + w2 + w3 <= 0:
         return
     cos, age, imp = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
-    ranked = rank(
+    ranked = rank_arrays(
         cosine=cos,
         created_at_seconds=-age * DAY,
         importance=imp,
@@ -159,7 +186,7 @@ def test_weights_validation_and_presets() -> None:
 
 def _order(cosine: list[float], age_days: list[float], importance: list[float], weights: str) -> list[int]:
     now = 1000 * DAY
-    ranked = rank(
+    ranked = rank_arrays(
         cosine=np.array(cosine),
         created_at_seconds=now - np.array(age_days) * DAY,
         importance=np.array(importance),
@@ -205,9 +232,9 @@ def test_presets_keep_their_meaning_within_the_band() -> None:
     st.sampled_from(sorted(PRESETS)),
 )
 def test_relevance_first_property(rows: list[tuple[float, float, float]], preset: str) -> None:
-    """An episode more relevant by more than the tie band always ranks above; decided_by says so."""
+    """An episode more relevant by more than the tie band always ranks above; its breakdown says so."""
     cos, age, imp = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
-    ranked = rank(
+    ranked = rank_arrays(
         cosine=cos,
         created_at_seconds=-age * DAY,
         importance=imp,
@@ -221,5 +248,38 @@ def test_relevance_first_property(rows: list[tuple[float, float, float]], preset
         for b in range(a + 1, len(rel)):
             assert rel[b] <= rel[a] + 0.1 + 1e-9
     for r in ranked:
-        assert r.breakdown.decided_by in {"relevance", "tie_break"}
+        assert r.breakdown.decided_by in {"relevance", "recency", "importance", "order"}
         assert r.breakdown.own_relevance == pytest.approx(r.breakdown.relevance)  # no context: lone
+    # Each breakdown explains its own score: the contributions add up to it, and a relevance
+    # lead beyond the tie band is decided by relevance.
+    for r, below in zip(ranked, [*ranked[1:], None], strict=True):
+        b = r.breakdown
+        assert [c.signal for c in b.contributions] == ["relevance", "recency", "importance"]
+        assert sum(c.points for c in b.contributions) == pytest.approx(b.score, abs=1e-12)
+        assert all(c.points == pytest.approx(c.weight * c.value) for c in b.contributions)
+        assert b.tie_band is not None
+        if below is None:
+            assert b.lead is None and b.decided_by == "relevance"
+            continue
+        assert b.lead == pytest.approx(b.score - below.breakdown.score)
+        if b.relevance - below.breakdown.relevance > b.tie_band + 1e-12:
+            assert b.decided_by == "relevance"
+
+
+def test_why_renders_the_breakdown_it_is_given() -> None:
+    (top, second) = rank_arrays(
+        cosine=np.array([0.6, 0.6]),
+        created_at_seconds=np.array([0.0, -100 * DAY]),
+        importance=np.array([5.0, 5.0]),
+        now_seconds=0.0,
+        weights=RankingWeights(),
+        decay_per_day=0.995,
+        limit=2,
+    )
+    assert top.breakdown.decided_by == "recency"  # equally relevant and rated: the newer one
+    text = wire.why(top.breakdown)
+    terms = " + ".join(f"{c.signal} {c.value:.2f}*{c.weight:.2f}" for c in top.breakdown.contributions)
+    assert text.startswith(f"score {top.breakdown.score:.2f} = {terms}; decided by recency (lead ")
+    assert "relevance 0.83 (base 0.83 from dense 0.83, dense)" in text
+    assert wire.why(second.breakdown).split("; ")[1] == "decided by relevance"
+    assert wire.why(None) == "newest first (no query)"

@@ -26,13 +26,14 @@ from rich.table import Table
 from rich.text import Text
 
 from memlane.config import MemoryConfig
-from memlane.models import Episode, RecallHit
-from memlane.recall import RankingWeights, importance_signal
+from memlane.models import Episode, RecallHit, ScoreBreakdown
+from memlane.recall import Fusion, RankingWeights, importance_signal
 from memlane.stores import StoreStats
 
 __all__ = [
     "FORMULA",
     "compact_table",
+    "decision",
     "echo_json",
     "episode_table",
     "format_weights",
@@ -64,55 +65,47 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
         Pairs such as ``("recency", "0.995^age_days")``; the first is the score.
     """
     config = config or MemoryConfig()
-    hybrid = config.hybrid_settings
-    dense = ("dense", "clip((cosine of query and episode - 0.1) / 0.6, 0, 1)")
-    keyword = ("keyword", "per-scope BM25 / best * (1 - exp(-best / 4))")
-    terms = [("score", "(relevance + 0.1*(w_rec*recency + w_imp*importance)/sum(w)) / 1.1")]
+    profile = config.profile
+    dense_cal = profile.dense
+    span = dense_cal.ceil - dense_cal.floor
+    dense = ("dense", f"clip((cosine of query and episode - {dense_cal.floor:g}) / {span:g}, 0, 1)")
+    keyword = ("keyword", f"per-scope BM25 / best * (1 - exp(-best / {profile.keyword_saturation:g}))")
+    band = profile.tie_band
+    terms = [("score", f"(relevance + {band:g}*(w_rec*recency + w_imp*importance)/sum(w)) / {1 + band:g}")]
     if config.retrieval == "dense":
         terms += [("relevance", "dense"), dense]
     elif config.retrieval == "keyword":
         terms += [("relevance", "keyword"), keyword]
-    elif hybrid.fusion == "noisy_or":
-        terms += [
-            ("relevance", f"1 - (1 - dense)*(1 - {hybrid.keyword_weight:g}*keyword)   (hybrid, noisy-OR)"),
-            dense,
-            keyword,
-        ]
-    elif hybrid.fusion == "rrf":
-        w = hybrid.dense_weight
-        k = hybrid.rrf_k
-        terms += [
-            (
-                "relevance",
-                f"({w:g}/({k:g} + rank_dense) + {1 - w:g}/({k:g} + rank_keyword)) * {k + 1:g}   (rrf)",
-            ),
-            dense,
-            keyword,
-        ]
     else:
-        terms += [
-            (
-                "relevance",
-                f"{hybrid.dense_weight:g}*dense + {1 - hybrid.dense_weight:g}*keyword   (hybrid, convex)",
-            ),
-            dense,
-            keyword,
-        ]
+        terms += [("relevance", _fusion_term(profile.fusion)), dense, keyword]
     terms.append(("relevance~", "blended with session neighbours +-1/+-2 and the group's best"))
-    terms.append(("relevance^", "1 - (1 - relevance)*(1 - 0.2) if the query names its one tag"))
+    terms.append(
+        ("relevance^", f"1 - (1 - relevance)*(1 - {profile.boosts.entity:g}) if the query names its one tag")
+    )
     if config.temporal:
         terms.append(
             (
                 "relevance*",
-                f"1 - (1 - relevance)*(1 - {hybrid.temporal_boost:g}) in a time window the query names",
+                f"1 - (1 - relevance)*(1 - {profile.boosts.time_window:g}) in a time window the query names",
             )
         )
     if config.forgetting:
         terms.append(("recency", "0.5^(age_days / half_life)   (forgetting policy)"))
     else:
-        terms.append(("recency", f"{config.decay_per_day:g}^age_days"))
+        terms.append(("recency", f"{profile.decay_per_day:g}^age_days"))
     terms.append(("importance", f"rating/10, unrated {_unrated_importance():g}"))
     return terms
+
+
+def _fusion_term(fusion: Fusion) -> str:
+    """The hybrid base relevance of ``fusion`` as a formula."""
+    if fusion.method == "noisy_or":
+        return f"1 - (1 - dense)*(1 - {fusion.keyword_weight:g}*keyword)   (hybrid, noisy-OR)"
+    w = fusion.dense_weight
+    if fusion.method == "rrf":
+        k = fusion.rrf_k
+        return f"({w:g}/({k:g} + rank_dense) + {1 - w:g}/({k:g} + rank_keyword)) * {k + 1:g}   (rrf)"
+    return f"{w:g}*dense + {1 - w:g}*keyword   (hybrid, convex)"
 
 
 def ranking_formula(config: MemoryConfig | None = None) -> str:
@@ -209,6 +202,30 @@ WIDE_TABLE_COLUMNS = 150
 """From this console width on, event_type, created_at and tags get their own columns."""
 
 
+def decision(b: ScoreBreakdown) -> str:
+    """What put a hit where it is, from its breakdown: ``decided by relevance, lead 0.263; boosted: entity``.
+
+    Args:
+        b: A ranked hit's breakdown.
+    """
+    text = f"decided by {b.decided_by}"
+    if b.lead is not None:
+        text += f", lead {b.lead:.3f}"
+    if b.boosts:
+        text += "; boosted: " + ", ".join(boost.name for boost in b.boosts)
+    return text
+
+
+def _content(hit: RecallHit, show_ids: bool) -> Text:
+    """The content cell: shortened content, what decided a ranked hit's place, and the id."""
+    content = Text(truncate_words(hit.episode.content))
+    if hit.breakdown is not None and hit.breakdown.decided_by is not None:
+        content.append("\n" + decision(hit.breakdown), style="dim")
+    if show_ids:
+        content.append("\n" + hit.episode.id, style="dim")
+    return content
+
+
 def hits_table(
     hits: Sequence[RecallHit], *, title: str | None = None, width: int = 80, show_ids: bool = True
 ) -> Table:
@@ -218,7 +235,8 @@ def hits_table(
     importance, plus dense and keyword on wide consoles (signals in [0, 1]; ``—`` = not
     available; a ``*`` after relevance marks an episode inside the time window the query
     named); a structured lookup (no query) lists episodes newest first with their raw
-    importance rating (1-10, ``—`` = unrated) instead. On consoles
+    importance rating (1-10, ``—`` = unrated) instead; a ranked hit's cell ends with what
+    decided its place (:func:`decision`, read from its breakdown). On consoles
     narrower than :data:`WIDE_TABLE_COLUMNS`, event_type, created_at and tags are shown
     above the content in one ``episode`` column. The episode's id is the last line of its
     cell, whole. Content is shortened at a word boundary after :data:`CONTENT_WIDTH` characters.
@@ -262,9 +280,7 @@ def hits_table(
             signals = [_importance(ep.importance)]
         date = ep.created_at.date().isoformat() if ranked else minute(ep.created_at)
         tags = ", ".join(ep.tags)
-        content = Text(truncate_words(ep.content))
-        if show_ids:
-            content.append("\n" + ep.id, style="dim")
+        content = _content(hit, show_ids)
         if wide:
             cells: list[str | Text] = [Text(ep.event_type), date, Text(tags), content]
         else:

@@ -5,19 +5,21 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memlane.config.forgetting import ForgettingPolicy
-from memlane.errors import ConfigError, ValidationError
-from memlane.models import Scope
-from memlane.recall.ranking import (
+from memlane.config.profile import (
     DEFAULT_DECAY_PER_DAY,
+    DEFAULT_PROFILE,
     FUSION_METHODS,
+    PROFILES,
     RETRIEVAL_MODES,
-    HybridSettings,
+    RankingProfile,
     RankingWeights,
     resolve_weights,
 )
+from memlane.errors import ConfigError, ValidationError
+from memlane.models import Scope
 
 __all__ = ["DEFAULT_DB_PATH", "MemoryConfig", "config_path_from_env", "database_from_env"]
 
@@ -38,14 +40,15 @@ class MemoryConfig:
         prune_probability: Fraction of ``remember_episode`` calls that also prune expired
             episodes, in [0, 1] (default 0.01, i.e. about 1 call in 100).
         decay_per_day: Recency decay factor per day of age, in (0, 1] (default 0.995).
-        weights: Default ranking weights: a :class:`memlane.recall.ranking.RankingWeights`, a
+        weights: Default ranking weights: a :class:`memlane.config.profile.RankingWeights`, a
             preset name (default ``"balanced"``) or a mapping.
         retrieval: How ranked recalls find candidates: ``"hybrid"`` (default: embeddings and
             the keyword index, fused), ``"dense"`` (embeddings only) or ``"keyword"``
             (full-text index only; never calls the embedder).
         fusion: How hybrid retrieval fuses the two calibrated signals into base relevance:
             ``"convex"`` (default, ``0.4 * dense + 0.6 * keyword``), ``"noisy_or"`` or ``"rrf"``
-            (reciprocal rank fusion); see :mod:`memlane.recall.relevance`.
+            (reciprocal rank fusion): the name of the ranking profile (:attr:`profile`,
+            :data:`memlane.config.profile.PROFILES`); see :mod:`memlane.recall.relevance`.
         min_relevance: Ranked hits whose own relevance (without the neighbours' context) is
             below this, in [0, 1], are dropped (default 0: keep all).
         temporal: Whether time expressions in a query ("last May") boost episodes created in
@@ -91,7 +94,7 @@ class MemoryConfig:
     decay_per_day: float = DEFAULT_DECAY_PER_DAY
     weights: RankingWeights | str | Mapping[str, float] = field(default="balanced")
     retrieval: str = "hybrid"
-    fusion: str = "convex"
+    fusion: str = DEFAULT_PROFILE.fusion.method
     min_relevance: float = 0.0
     temporal: bool = True
     embedding_fallback: bool = True
@@ -126,9 +129,13 @@ class MemoryConfig:
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
     @property
-    def hybrid_settings(self) -> HybridSettings:
-        """The :class:`memlane.recall.ranking.HybridSettings` for ``fusion`` (other parameters: defaults)."""
-        return HybridSettings(fusion=self.fusion)
+    def profile(self) -> RankingProfile:
+        """The :class:`memlane.config.profile.RankingProfile` of ranked recalls.
+
+        The named profile of ``fusion`` (:data:`memlane.config.profile.PROFILES`) with this
+        configuration's ``decay_per_day``.
+        """
+        return replace(PROFILES[self.fusion], decay_per_day=self.decay_per_day)
 
     @property
     def policy(self) -> ForgettingPolicy:

@@ -1,31 +1,41 @@
 """The recall pipeline, one stage a module.
 
-* :mod:`~memlane.recall.keywords` — query text -> safe keyword terms (pure).
 * :mod:`~memlane.recall.temporal` — time expressions in a query -> a time window (pure).
 * :mod:`~memlane.recall.candidates` — merging a store's dense and keyword candidates (pure).
-* :mod:`~memlane.recall.ranking` — relevance, recency, importance, fusion and presets (pure).
+* :mod:`~memlane.recall.relevance` — the relevance signals: calibration, context, boosts (pure).
+* :mod:`~memlane.recall.ranking` — relevance-first scores and their breakdowns (pure).
+
+Every constant of the last two is in one :class:`memlane.config.profile.RankingProfile`
+(re-exported here with the weight presets).
 
 :class:`memlane.EpisodicMemory` validates a recall, applies its scope and runs these stages.
 """
 
 from __future__ import annotations
 
-from memlane.recall.ranking import (
+from memlane.config.profile import (
     DEFAULT_DECAY_PER_DAY,
+    DEFAULT_PROFILE,
     PRESETS,
+    PROFILES,
     RETRIEVAL_MODES,
-    HybridSettings,
+    Fusion,
+    RankingProfile,
     RankingWeights,
-    importance_signal,
-    rank,
     resolve_weights,
 )
+from memlane.recall.ranking import CandidateSignals, RankOptions, importance_signal, rank
 
 __all__ = [
     "DEFAULT_DECAY_PER_DAY",
+    "DEFAULT_PROFILE",
     "PRESETS",
+    "PROFILES",
     "RETRIEVAL_MODES",
-    "HybridSettings",
+    "CandidateSignals",
+    "Fusion",
+    "RankOptions",
+    "RankingProfile",
     "RankingWeights",
     "importance_signal",
     "rank",

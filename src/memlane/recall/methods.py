@@ -54,13 +54,13 @@ class RecallMethods:
         with no embedder call at all; hits have ``breakdown=None``.
 
         With ``query``: candidates passing every filter are found by the embeddings, by the
-        store's keyword index, or both (``retrieval``), and ranked by the weighted mean of
-        relevance, recency and importance (:func:`memlane.recall.ranking.rank`; after Park et al.
-        2023); each hit carries its :class:`ScoreBreakdown`. If the query names a time ("last
-        May", "in 2023") and ``config.temporal`` is on, episodes created in that window get a
-        relevance boost (:mod:`memlane.recall.temporal`). If the embedder fails and
-        ``config.embedding_fallback`` is on (the default), recall uses keywords only, logs a
-        warning and marks every breakdown ``fallback=True``.
+        store's keyword index, or both (``retrieval``), and ranked relevance-first: recency and
+        importance (the three factors of Park et al. 2023) only reorder hits inside the tie band
+        (:func:`memlane.recall.ranking.rank`); each hit carries its :class:`ScoreBreakdown`.
+        If the query names a time ("last May", "in 2023") and ``config.temporal`` is on,
+        episodes created in that window get a relevance boost (:mod:`memlane.recall.temporal`).
+        If the embedder fails and ``config.embedding_fallback`` is on (the default), recall uses
+        keywords only, logs a warning and marks every breakdown ``fallback=True``.
 
         Args:
             query: Natural-language query, or ``None`` for a structured lookup.

@@ -6,7 +6,7 @@ The facade validates the arguments and builds the scoped :class:`~memlane.stores
 1. embeds the query (unless ``retrieval="keyword"``); if the embedder fails and the fallback
    is on, the recall continues with keywords only and every breakdown says ``fallback=True``;
 2. asks the store for vector candidates and/or keyword candidates
-   (:func:`memlane.recall.keywords.keyword_terms`): exactly the ``top_n = max(20 * limit, 500)``
+   (:func:`memlane.analysis.query_terms`): exactly the ``top_n = max(20 * limit, 500)``
    best of each (the pool; the cost of everything after this grows with ``top_n``, never with
    the scope, and an approximate index that finds the same dense top-N changes nothing);
 3. merges them (:func:`memlane.recall.candidates.merge_candidates`) and reads the candidates'
@@ -33,11 +33,12 @@ from numpy.typing import NDArray
 from memlane.analysis import query_terms
 from memlane.clock import ensure_utc
 from memlane.config import MemoryConfig
+from memlane.config.profile import RankingWeights
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall.candidates import merge_candidates
-from memlane.recall.ranking import RankingWeights, rank
-from memlane.recall.relevance import DEFAULT_PARAMS, RelevanceParams, entity_signal, groups_by_gap, named_tag
+from memlane.recall.ranking import CandidateSignals, RankOptions, rank
+from memlane.recall.relevance import entity_signal, groups_by_gap, named_tag
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
 
@@ -114,7 +115,7 @@ def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
 
     Args:
         store: Where the candidates come from.
-        config: Supplies ``temporal``, ``decay_per_day``, ``hybrid_settings``, ``forgetting``
+        config: Supplies ``temporal``, ``profile`` (every ranking knob), ``forgetting``
             and ``policy``, and ``track_retrievals``.
         embed_query: See :data:`QueryEmbedder`.
         query: The checked query text.
@@ -134,7 +135,8 @@ def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
         EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
     """
     mode = retrieval
-    top_n = max(limit * 20, 500)
+    profile = config.profile
+    top_n = profile.pools.recall(limit)
     fallback = False
     dense: VectorCandidates | None = None
     if mode != "keyword":
@@ -149,32 +151,35 @@ def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
     candidates = merge_candidates(dense, keyword)
     if len(candidates) == 0:
         return []
-    context = conversation_context(store, flt, query, candidates.keys, candidates.created_at_seconds)
+    context = conversation_context(
+        store, flt, query, candidates.keys, candidates.created_at_seconds, profile.context.group_gap_s
+    )
     in_window = None
     window = parse_time_window(query, at if local_now is None else local_now) if config.temporal else None
     if window is not None:
         created = candidates.created_at_seconds
         in_window = (created >= window.start.timestamp()) & (created < window.end.timestamp())
-    ranked = rank(
+    signals = CandidateSignals(
         cosine=candidates.cosine,
         keyword=candidates.keyword,
         created_at_seconds=candidates.created_at_seconds,
         importance=candidates.importance,
-        now_seconds=at.timestamp(),
-        weights=weights,
-        decay_per_day=config.decay_per_day,
-        limit=limit,
-        retrieval=mode,
-        hybrid=config.hybrid_settings,
         in_window=in_window,
-        min_relevance=min_relevance,
-        fallback=fallback,
         half_life_days=config.policy.half_lives(candidates.importance) if config.forgetting else None,
         adjacent=context.adjacent,
         groups=context.groups,
         entity=context.entity,
+    )
+    options = RankOptions(
+        now_seconds=at.timestamp(),
+        limit=limit,
+        weights=weights,
+        retrieval=mode,
+        min_relevance=min_relevance,
+        fallback=fallback,
         pool_size=top_n,
     )
+    ranked = rank(signals, profile, options)
     keys = [int(candidates.keys[r.index]) for r in ranked]
     episodes = store.fetch(keys)
     hits = [
@@ -202,13 +207,14 @@ def conversation_context(
     query: str,
     keys: NDArray[np.int64],
     created_at_seconds: NDArray[np.float64],
-    params: RelevanceParams = DEFAULT_PARAMS,
+    group_gap_s: float,
 ) -> Context:
     """Neighbours (as candidate indices), groups and the entity signal of ``keys``.
 
     One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2): a few index probes
     per candidate. A stored neighbour that is not itself a candidate counts as absent, so nothing
-    outside the pool (or failing ``flt``) contributes.
+    outside the pool (or failing ``flt``) contributes. ``group_gap_s``: the profile's
+    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
     """
     n = len(keys)
     found = store.neighbours(flt, [int(k) for k in keys], radius=2)
@@ -232,7 +238,7 @@ def conversation_context(
             if i >= 0:
                 sessions[i] = found.session_ids[row]
                 tags[i] = found.tags[row]
-    groups = groups_by_gap(sessions, keys, created_at_seconds, params.group_gap_s)
+    groups = groups_by_gap(sessions, keys, created_at_seconds, group_gap_s)
     return Context(adjacent, groups, entity_signal(tags, named_tag(query, tags)))
 
 

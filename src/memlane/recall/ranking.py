@@ -10,11 +10,18 @@ Simulacra of Human Behavior* (UIST '23, section 4.1) — relevance, recency, imp
 not their plain weighted mean, which on data spanning months lets recency bury clearly better
 matches. Instead (a lexicographic order with a tolerance band)::
 
-    score = (relevance + TIE_BAND * (w_rec * recency + w_imp * importance) / w_sum) / (1 + TIE_BAND)
+    score = (relevance + tie_band * (w_rec * recency + w_imp * importance) / w_sum) / (1 + tie_band)
 
-with ``TIE_BAND = 0.1``: an episode more relevant by more than ``TIE_BAND * (w_rec + w_imp) /
-w_sum`` always ranks first; equally relevant -> newer first; equally relevant and equally old
--> more important first. The presets (:data:`PRESETS`) keep their meaning inside the band.
+with the profile's ``tie_band = 0.1``: an episode more relevant by more than ``tie_band * (w_rec +
+w_imp) / w_sum`` always ranks first; equally relevant -> newer first; equally relevant and equally
+old -> more important first. The presets (:data:`memlane.config.profile.PRESETS`) keep their
+meaning inside the band. Each hit's :class:`~memlane.models.ScoreBreakdown` carries the terms of
+this sum (``contributions``: value, weight and points of each signal), the boosts, the tie band and
+the signal that decided its place (``decided_by``), so displays render it and never recompute it.
+
+Every constant comes from one :class:`memlane.config.profile.RankingProfile`; :func:`rank` takes
+the candidates' arrays as one :class:`CandidateSignals` and the per-recall choices as
+:class:`RankOptions`.
 
 * **Recency** decays per *day of age* since ``created_at`` (``decay ** age_days``, default
   0.995: 30 days -> 0.8604), not per hour since last access; episodes dated after ``now``
@@ -25,7 +32,7 @@ w_sum`` always ranks first; equally relevant -> newer first; equally relevant an
   0.6 * keyword`` by default (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for
   Hybrid Retrieval*, ACM TOIS); noisy-OR (:func:`fuse_noisy_or`) and reciprocal rank fusion
   (:func:`fuse_rrf`; Cormack, Clarke & Büttcher 2009, SIGIR '09; competition ranks, so the
-  order rows arrive in does not matter) are selectable (:class:`HybridSettings`).
+  order rows arrive in does not matter) are selectable (:class:`memlane.config.profile.Fusion`).
 * Hits come only from the ``pool_size`` candidates with the highest base relevance (and their
   neighbours), so an approximate index that returns that top-N gives the same hits.
 """
@@ -33,20 +40,29 @@ w_sum`` always ranks first; equally relevant -> newer first; equally relevant an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from memlane.clock import SECONDS_PER_DAY
 from memlane.config.forgetting import half_life_strength
+from memlane.config.profile import (  # the weight names are re-exported: their home is config.profile
+    DEFAULT_DECAY_PER_DAY,
+    FUSION_METHODS,
+    PRESETS,
+    RETRIEVAL_MODES,
+    Fusion,
+    RankingProfile,
+    RankingWeights,
+    resolve_weights,
+)
 from memlane.errors import ValidationError
-from memlane.models import ScoreBreakdown
+from memlane.models import SIGNALS, AppliedBoost, Contribution, ScoreBreakdown
 from memlane.recall.relevance import (
-    DEFAULT_PARAMS,
-    RelevanceParams,
     base_relevance,
+    boost_factor,
+    boosted,
     contextual_relevance,
     dense_relevance,
     keyword_relevance,
@@ -57,163 +73,127 @@ __all__ = [
     "FUSION_METHODS",
     "PRESETS",
     "RETRIEVAL_MODES",
-    "HybridSettings",
+    "CandidateSignals",
+    "RankOptions",
     "RankedCandidate",
     "RankingWeights",
+    "Relevance",
+    "Scores",
     "competition_ranks",
-    "fuse_convex",
+    "decided_by",
+    "fuse",
     "fuse_noisy_or",
     "fuse_rrf",
     "half_life_strength",
     "importance_signal",
-    "keyword_signal",
     "rank",
     "recency_signal",
-    "relevance_signal",
+    "relevance_of",
+    "resolve_retrieval",
     "resolve_weights",
+    "scores_of",
 ]
 
-DEFAULT_DECAY_PER_DAY = 0.995
-"""Default recency decay factor per day of age (0.995**30 ~= 0.8604)."""
-
-TIE_BAND = 0.1
-"""``eps0``: the most recency and importance together can add to a candidate's relevance."""
-
+BALANCED = PRESETS["balanced"]
 UNRATED_IMPORTANCE_SIGNAL = 0.5
 
 FloatArray = NDArray[np.float64]
 
-RETRIEVAL_MODES = ("hybrid", "dense", "keyword")
-"""How a ranked recall finds and scores candidates: both signals fused, embeddings only, or
-the full-text index only."""
 
-FUSION_METHODS = ("convex", "noisy_or", "rrf")
-"""How hybrid retrieval combines the dense and keyword signals (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class CandidateSignals:
+    """The raw per-candidate arrays of one ranked read, parallel to the candidates (length ``n``).
+
+    Attributes:
+        created_at_seconds: ``[n]`` candidates' ``created_at`` as Unix seconds.
+        importance: ``[n]`` ratings in [1, 10], NaN for unrated.
+        cosine: ``[n]`` cosine similarity to the query, NaN where the candidate has none; ``None``
+            when the embeddings were not used.
+        keyword: ``[n]`` per-scope BM25 (>= 0, NaN = no match), or ``None`` when keywords were not used.
+        in_window: ``[n]`` whether each candidate lies in the query's time window, or ``None``
+            when the query named no time.
+        half_life_days: ``[n]`` forgetting half-lives in days (``inf`` = never), or ``None``; when
+            given, recency is ``0.5 ** (age_days / half_life)``.
+        adjacent: int64 ``[n, 4]`` candidate index of each candidate's -2, -1, +1, +2 session
+            neighbour (-1 = none), or ``None`` for no context signals.
+        groups: int64 ``[n]`` group numbers (:func:`memlane.recall.relevance.groups_by_gap`);
+            required with ``adjacent``.
+        entity: ``[n]`` 0/1 entity signal (:func:`memlane.recall.relevance.entity_signal`), or ``None``.
+
+    Raises:
+        ValidationError: arrays of different lengths.
+    """
+
+    created_at_seconds: NDArray[np.floating]
+    importance: NDArray[np.floating]
+    cosine: NDArray[np.floating] | None = None
+    keyword: NDArray[np.floating] | None = None
+    in_window: NDArray[np.bool_] | None = None
+    half_life_days: NDArray[np.floating] | None = None
+    adjacent: NDArray[np.int64] | None = None
+    groups: NDArray[np.int64] | None = None
+    entity: NDArray[np.floating] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.created_at_seconds)
+        others = (self.importance, self.cosine, self.keyword, self.in_window, self.half_life_days)
+        if any(a is not None and len(a) != n for a in (*others, self.adjacent, self.groups, self.entity)):
+            raise ValidationError("every candidate array must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.created_at_seconds)
 
 
 @dataclass(frozen=True, slots=True)
-class HybridSettings:
-    """Parameters of hybrid relevance and of the time-window boost (formulas in the module docstring).
+class RankOptions:
+    """The per-read choices of a ranking.
 
-    Defaults were chosen on LoCoMo conversations 0-4 only (``memlane eval locomo``).
-
-    Args:
-        fusion: How base relevance combines the calibrated dense and keyword signals:
-            ``"convex"`` (default, ``w * dense + (1 - w) * keyword``), ``"noisy_or"`` or ``"rrf"``.
-        keyword_weight: ``lam`` of the noisy-OR, in [0, 1] (default 0.6).
-        rrf_k: RRF's rank offset ``k`` (> 0, default 5; the paper's 60 flattens the top of
-            short candidate lists).
-        dense_weight: Dense share ``w`` for ``convex`` and ``rrf``, in [0, 1] (default 0.4, from
-            {0.3 ... 0.6}: 0.4 and 0.5 tie on R@10, 0.4 is better on the session metric).
-        temporal_boost: The time-window boost, in [0, 1] (default 0.3, from {0.2, 0.3, 0.5}).
-
-    Raises:
-        ValidationError: a value out of range.
+    Attributes:
+        now_seconds: The read's ``now`` as Unix seconds.
+        limit: Maximum number of results, >= 1.
+        weights: Preset weights; they shape only the tie-break within the profile's tie band.
+        retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``: which signals make relevance.
+            Default: ``"hybrid"`` if both arrays are given, else the one given.
+        min_relevance: Candidates whose *own* relevance is below this (in [0, 1]) are dropped.
+        fallback: Recorded in every breakdown: the embedder failed and the read fell back to keywords.
+        pool_size: Hits come only from the ``pool_size`` candidates with the highest base
+            relevance and their +-2 neighbours (``None``: every candidate).
     """
 
-    fusion: str = "convex"
-    keyword_weight: float = 0.6
-    rrf_k: float = 5.0
-    dense_weight: float = 0.4
-    temporal_boost: float = 0.3
-
-    def __post_init__(self) -> None:
-        if self.fusion not in FUSION_METHODS:
-            raise ValidationError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
-        for name in ("keyword_weight", "rrf_k", "dense_weight", "temporal_boost"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValidationError(f"{name} must be a finite number, got {value!r}")
-            if (name == "rrf_k" and value <= 0) or (name != "rrf_k" and not 0.0 <= value <= 1.0):
-                raise ValidationError(f"{name} out of range: {value!r}")
+    now_seconds: float
+    limit: int
+    weights: RankingWeights = BALANCED
+    retrieval: str | None = None
+    min_relevance: float = 0.0
+    fallback: bool = False
+    pool_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class RankingWeights:
-    """Relative weights of the three signals; only their ratios matter.
+class RankedCandidate:
+    """Position of a candidate in the input arrays plus its score breakdown."""
 
-    Args:
-        relevance: Weight of relevance, finite and >= 0.
-        recency: Weight of recency, finite and >= 0.
-        importance: Weight of importance, finite and >= 0.
-
-    Raises:
-        ValidationError: a weight is negative, NaN, infinite or not a number, or all are zero.
-    """
-
-    relevance: float = 1.0
-    recency: float = 1.0
-    importance: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("relevance", "recency", "importance"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValidationError(f"weight {name!r} must be a number, got {value!r}")
-            if not math.isfinite(value) or value < 0:
-                raise ValidationError(f"weight {name!r} must be finite and >= 0, got {value!r}")
-        if self.relevance + self.recency + self.importance <= 0:
-            raise ValidationError("at least one ranking weight must be > 0")
-
-    def normalized(self) -> tuple[float, float, float]:
-        """Return ``(relevance, recency, importance)`` divided by their sum (they add up to 1)."""
-        total = self.relevance + self.recency + self.importance
-        return (self.relevance / total, self.recency / total, self.importance / total)
+    index: int
+    breakdown: ScoreBreakdown
 
 
-PRESETS: Mapping[str, RankingWeights] = {
-    "balanced": RankingWeights(1.0, 1.0, 1.0),
-    "specific_question": RankingWeights(0.6, 0.2, 0.2),
-    "agent_context": RankingWeights(0.3, 0.2, 0.5),
-    "conversation": RankingWeights(0.3, 0.5, 0.2),
-    "cold_start": RankingWeights(0.3, 0.0, 0.7),
-    "relevance_only": RankingWeights(1.0, 0.0, 0.0),
-}
-"""Named weight presets. ``balanced`` (equal weights, Park et al. 2023) is the default."""
-
-
-def resolve_weights(
-    weights: RankingWeights | str | Mapping[str, float] | None,
-    default: RankingWeights,
-) -> RankingWeights:
-    """Turn a preset name, a mapping or ``None`` into :class:`RankingWeights`.
-
-    Args:
-        weights: A :class:`RankingWeights`, a preset name from :data:`PRESETS`, a mapping
-            with any of the keys ``relevance``/``recency``/``importance`` (missing keys
-            weigh 0), or ``None`` for ``default``.
-        default: Returned when ``weights`` is ``None``.
+def resolve_retrieval(signals: CandidateSignals, retrieval: str | None) -> str:
+    """The retrieval mode of a ranking: ``retrieval``, or the one the given arrays imply.
 
     Raises:
-        ValidationError: unknown preset name or mapping key, or invalid weight values.
+        ValidationError: an unknown mode, or one whose cosine/keyword array is missing.
     """
-    if weights is None:
-        return default
-    if isinstance(weights, RankingWeights):
-        return weights
-    if isinstance(weights, str):
-        try:
-            return PRESETS[weights]
-        except KeyError:
-            known = ", ".join(sorted(PRESETS))
-            raise ValidationError(f"unknown weight preset {weights!r}; known presets: {known}") from None
-    if isinstance(weights, Mapping):
-        unknown = set(weights) - {"relevance", "recency", "importance"}
-        if unknown:
-            raise ValidationError(f"unknown weight keys: {sorted(unknown)}")
-        return RankingWeights(
-            relevance=weights.get("relevance", 0.0),
-            recency=weights.get("recency", 0.0),
-            importance=weights.get("importance", 0.0),
-        )
-    raise ValidationError(
-        f"weights must be a RankingWeights, preset name or mapping, got {type(weights).__name__}"
-    )
-
-
-def relevance_signal(cosine: NDArray[np.floating]) -> FloatArray:
-    """Map cosine similarities (shape ``[n]``, range [-1, 1]) to relevance in [0, 1]: ``max(0, cos)``."""
-    return np.clip(np.asarray(cosine, dtype=np.float64), 0.0, 1.0)
+    if retrieval is None:
+        if signals.cosine is not None and signals.keyword is not None:
+            return "hybrid"
+        return "keyword" if signals.cosine is None else "dense"
+    if retrieval not in RETRIEVAL_MODES:
+        raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {retrieval!r}")
+    if (retrieval != "keyword" and signals.cosine is None) or (
+        retrieval != "dense" and signals.keyword is None
+    ):
+        raise ValidationError(f"retrieval {retrieval!r} needs the matching cosine/keyword arrays")
+    return retrieval
 
 
 def recency_signal(
@@ -240,23 +220,6 @@ def importance_signal(importance: NDArray[np.floating]) -> FloatArray:
     """Map ratings (shape ``[n]``, [1, 10], NaN = unrated) to ``rating / 10``; unrated -> 0.5."""
     values = np.asarray(importance, dtype=np.float64)
     return np.where(np.isnan(values), UNRATED_IMPORTANCE_SIGNAL, values / 10.0)
-
-
-def keyword_signal(scores: NDArray[np.floating]) -> FloatArray:
-    """Map keyword scores (shape ``[n]``, >= 0, NaN = no match) to [0, 1] (NaN kept).
-
-    Each score is divided by the largest one (per-query max normalisation), because full-text
-    scores have no fixed scale: BM25 grows with the corpus' IDF, ``ts_rank_cd`` differs again.
-    The best keyword match of a recall gets 1. All-zero or all-NaN input maps to 0 / NaN.
-    """
-    values = np.asarray(scores, dtype=np.float64)
-    matched = ~np.isnan(values)
-    if not matched.any():
-        return values.copy()
-    top = float(np.max(values[matched]))
-    if top <= 0.0:
-        return np.where(matched, 0.0, np.nan)
-    return np.clip(values / top, 0.0, 1.0)
 
 
 def competition_ranks(values: NDArray[np.floating]) -> FloatArray:
@@ -319,194 +282,242 @@ def fuse_noisy_or(
     return np.clip(1.0 - (1.0 - d) * (1.0 - keyword_weight * kw), 0.0, 1.0)
 
 
-def fuse_convex(
-    dense: NDArray[np.floating], keyword: NDArray[np.floating], *, dense_weight: float
+def fuse(
+    dense: FloatArray | None, keyword: FloatArray | None, signals: CandidateSignals, fusion: Fusion
 ) -> FloatArray:
-    """Convex score fusion ``w_d * dense + (1 - w_d) * keyword`` in [0, 1]; NaN counts as 0.
+    """Base relevance from the calibrated signals (``None`` = not used), by ``fusion.method``.
 
-    After Bruch, Gai & Ingber 2023 (*An Analysis of Fusion Functions for Hybrid Retrieval*).
-    Both inputs are shape ``[n]`` signals in [0, 1].
+    One signal alone is itself; both are fused convexly (:func:`memlane.recall.relevance.base_relevance`),
+    by :func:`fuse_noisy_or` or by :func:`fuse_rrf` (ranks over the candidates that have the raw signal).
     """
-    d = np.nan_to_num(np.asarray(dense, dtype=np.float64), nan=0.0)
-    kw = np.nan_to_num(np.asarray(keyword, dtype=np.float64), nan=0.0)
-    return np.clip(dense_weight * d + (1.0 - dense_weight) * kw, 0.0, 1.0)
+    if dense is None or keyword is None or fusion.method == "convex":
+        return base_relevance(dense, keyword, fusion.dense_weight)
+    if fusion.method == "noisy_or":
+        return fuse_noisy_or(dense, keyword, keyword_weight=fusion.keyword_weight)
+    assert signals.cosine is not None and signals.keyword is not None
+    return fuse_rrf(
+        np.where(np.isnan(np.asarray(signals.cosine, dtype=np.float64)), np.nan, dense),
+        np.where(np.isnan(np.asarray(signals.keyword, dtype=np.float64)), np.nan, keyword),
+        k=fusion.rrf_k,
+        dense_weight=fusion.dense_weight,
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class RankedCandidate:
-    """Position of a candidate in the input arrays plus its score breakdown."""
+class Relevance:
+    """The relevance stages of every candidate (``[n]`` arrays; :mod:`memlane.recall.relevance`).
 
-    index: int
-    breakdown: ScoreBreakdown
-
-
-def rank(  # noqa: C901, PLR0912, PLR0913, PLR0915  (limit debt, #19)
-    *,
-    cosine: NDArray[np.floating] | None,
-    created_at_seconds: NDArray[np.floating],
-    importance: NDArray[np.floating],
-    now_seconds: float,
-    weights: RankingWeights,
-    decay_per_day: float,
-    limit: int,
-    keyword: NDArray[np.floating] | None = None,
-    retrieval: str | None = None,
-    hybrid: HybridSettings | None = None,
-    in_window: NDArray[np.bool_] | None = None,
-    min_relevance: float = 0.0,
-    fallback: bool = False,
-    half_life_days: NDArray[np.floating] | None = None,
-    adjacent: NDArray[np.int64] | None = None,
-    groups: NDArray[np.int64] | None = None,
-    entity: NDArray[np.floating] | None = None,
-    pool_size: int | None = None,
-    params: RelevanceParams = DEFAULT_PARAMS,
-) -> list[RankedCandidate]:
-    """Score every candidate relevance-first and return the best ``limit``, best first.
-
-    Args:
-        cosine: Shape ``[n]``, cosine similarity of each candidate to the query, NaN where
-            the candidate has none; ``None`` when the embeddings were not used.
-        created_at_seconds: Shape ``[n]``, candidates' ``created_at`` as Unix seconds.
-        importance: Shape ``[n]``, ratings in [1, 10] with NaN for unrated.
-        now_seconds: The recall's ``now`` as Unix seconds.
-        weights: Preset weights; they shape only the tie-break within :data:`TIE_BAND`.
-        decay_per_day: Recency decay factor per day, in (0, 1].
-        limit: Maximum number of results, >= 1.
-        keyword: Shape ``[n]``, per-scope BM25 (>= 0, NaN = no match), or ``None`` when
-            keywords were not used.
-        retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``: which signals make relevance.
-            Default: ``"hybrid"`` if both arrays are given, else the one given.
-        hybrid: Fusion and time-boost parameters (default :class:`HybridSettings`).
-        in_window: Shape ``[n]``, whether each candidate lies in the query's time window, or
-            ``None`` when the query named no time.
-        min_relevance: Candidates whose *own* relevance is below this (in [0, 1]) are dropped.
-        fallback: Recorded in every breakdown: the embedder failed and recall fell back to keywords.
-        half_life_days: Shape ``[n]``, forgetting half-lives in days (``inf`` = never), or
-            ``None``; when given, recency is ``0.5 ** (age_days / half_life)``.
-        adjacent: int64 ``[n, 4]`` candidate index of each candidate's -2, -1, +1, +2 session
-            neighbour (-1 = none), or ``None`` for no context signals.
-        groups: int64 ``[n]`` group numbers (:func:`memlane.recall.relevance.groups_by_gap`);
-            required with ``adjacent``.
-        entity: ``[n]`` 0/1 entity signal, or ``None``.
-        pool_size: Hits come only from the ``pool_size`` candidates with the highest base
-            relevance and their +-2 neighbours (``None``: every candidate).
-        params: Relevance constants (:class:`memlane.recall.relevance.RelevanceParams`).
-
-    Returns:
-        Up to ``limit`` candidates ordered by score descending; ties go to the newer
-        episode, then to the lower input index (stable).
-
-    Raises:
-        ValidationError: arrays of different lengths, no relevance signal for ``retrieval``,
-            an unknown ``retrieval``, ``min_relevance`` outside [0, 1], or ``decay_per_day``
-            out of range.
+    Attributes:
+        dense: Calibrated dense signal, or ``None`` when not used.
+        keyword: Saturated keyword signal, or ``None`` when not used.
+        base: Fused base relevance ``r0``.
+        relevance: ``r0`` with context and boosts: what orders the candidates.
+        own: ``r0`` with boosts only (what ``min_relevance`` filters on).
+        entity: 0/1 entity signal.
+        in_window: 0/1 time-window signal.
+        fusion: The fusion method used, or ``None`` when only one signal was.
     """
-    n = len(created_at_seconds)
-    arrays = {
-        "cosine": cosine,
-        "importance": importance,
-        "keyword": keyword,
-        "in_window": in_window,
-        "half_life_days": half_life_days,
-        "adjacent": adjacent,
-        "groups": groups,
-        "entity": entity,
-    }
-    if any(a is not None and len(a) != n for a in arrays.values()):
-        raise ValidationError("every candidate array must have the same length")
-    if retrieval is None:
-        retrieval = (
-            "hybrid"
-            if cosine is not None and keyword is not None
-            else "keyword"
-            if cosine is None
-            else "dense"
-        )
-    if retrieval not in RETRIEVAL_MODES:
-        raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {retrieval!r}")
-    if (retrieval != "keyword" and cosine is None) or (retrieval != "dense" and keyword is None):
-        raise ValidationError(f"retrieval {retrieval!r} needs the matching cosine/keyword arrays")
-    if not 0.0 <= min_relevance <= 1.0:
-        raise ValidationError(f"min_relevance must be in [0, 1], got {min_relevance!r}")
-    if n == 0:
-        return []
-    settings = hybrid or HybridSettings()
-    created = np.asarray(created_at_seconds, dtype=np.float64)
-    dense = None if cosine is None or retrieval == "keyword" else dense_relevance(cosine, params)
-    kw = None if keyword is None or retrieval == "dense" else keyword_relevance(keyword, params)
-    if dense is not None and kw is not None and settings.fusion == "noisy_or":
-        base = fuse_noisy_or(dense, kw, keyword_weight=settings.keyword_weight)
-    elif dense is not None and kw is not None and settings.fusion == "rrf":
-        base = fuse_rrf(
-            np.where(np.isnan(np.asarray(cosine, dtype=np.float64)), np.nan, dense),
-            np.where(np.isnan(np.asarray(keyword, dtype=np.float64)), np.nan, kw),
-            k=settings.rrf_k,
-            dense_weight=settings.dense_weight,
-        )
+
+    dense: FloatArray | None
+    keyword: FloatArray | None
+    base: FloatArray
+    relevance: FloatArray
+    own: FloatArray
+    entity: FloatArray
+    in_window: FloatArray
+    fusion: str | None
+
+
+def relevance_of(signals: CandidateSignals, profile: RankingProfile, mode: str) -> Relevance:
+    """Every relevance stage of the candidates under ``profile`` for retrieval ``mode``."""
+    n = len(signals)
+    dense = (
+        None
+        if signals.cosine is None or mode == "keyword"
+        else dense_relevance(signals.cosine, profile.dense)
+    )
+    kw = (
+        None
+        if signals.keyword is None or mode == "dense"
+        else keyword_relevance(signals.keyword, profile.keyword_saturation)
+    )
+    base = fuse(dense, kw, signals, profile.fusion)
+    win = (
+        np.zeros(n)
+        if signals.in_window is None
+        else np.asarray(signals.in_window, dtype=bool).astype(np.float64)
+    )
+    ent = np.zeros(n) if signals.entity is None else np.asarray(signals.entity, dtype=np.float64)
+    if signals.adjacent is not None and signals.groups is not None:
+        adjacent, groups = signals.adjacent, signals.groups
     else:
-        base = base_relevance(dense, kw, settings.dense_weight)
-    window = None if in_window is None else np.asarray(in_window, dtype=bool)
-    win = np.zeros(n) if window is None else window.astype(np.float64)
-    ent = np.zeros(n) if entity is None else np.asarray(entity, dtype=np.float64)
-    tuned = replace(params, time_boost=settings.temporal_boost)
-    if adjacent is not None and groups is not None:
-        rel, own = contextual_relevance(base, adjacent, groups, ent, win, tuned)
-    else:
-        lone = np.full((n, 4), -1, dtype=np.int64)
-        rel, own = contextual_relevance(base, lone, np.arange(n, dtype=np.int64), ent, win, tuned)
-    if half_life_days is None:
-        rec = recency_signal(now_seconds - created, decay_per_day)
-    else:
-        rec = half_life_strength(now_seconds - created, half_life_days)
-    imp = importance_signal(importance)
+        adjacent, groups = np.full((n, 4), -1, dtype=np.int64), np.arange(n, dtype=np.int64)
+    factor = boost_factor(ent, win, profile.boosts)
+    context = contextual_relevance(base, adjacent, groups, profile.context)
+    fusion = None if dense is None or kw is None else profile.fusion.method
+    return Relevance(dense, kw, base, boosted(context, factor), boosted(base, factor), ent, win, fusion)
+
+
+def recency_of(signals: CandidateSignals, profile: RankingProfile, now_seconds: float) -> FloatArray:
+    """``[n]`` recency: the forgetting half-life strength when given, else the profile's daily decay."""
+    age = now_seconds - np.asarray(signals.created_at_seconds, dtype=np.float64)
+    if signals.half_life_days is None:
+        return recency_signal(age, profile.decay_per_day)
+    return half_life_strength(age, signals.half_life_days)
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """The scores of the candidates and the terms they are made of (module docstring).
+
+    Attributes:
+        values: ``[3, n]`` relevance, recency and importance (:data:`memlane.models.SIGNALS` order).
+        weights: ``(3,)`` each signal's weight in the score.
+        total: ``[n]`` the score.
+        tie_band: The relevance lead within which recency and importance can still reorder.
+    """
+
+    values: FloatArray
+    weights: tuple[float, float, float]
+    total: FloatArray
+    tie_band: float
+
+    def points(self, i: int) -> FloatArray:
+        """``(3,)`` the points each signal adds to candidate ``i``'s score."""
+        return np.asarray(self.values[:, i] * np.asarray(self.weights), dtype=np.float64)
+
+
+def scores_of(
+    rel: FloatArray, rec: FloatArray, imp: FloatArray, weights: RankingWeights, tie_band: float
+) -> Scores:
+    """``score = (rel + tie_band * (w_rec * rec + w_imp * imp)) / (1 + tie_band)`` with normalised weights."""
     _, w_rec, w_imp = weights.normalized()
-    band = TIE_BAND * (w_rec + w_imp)
-    score = (rel + TIE_BAND * (w_rec * rec + w_imp * imp)) / (1.0 + TIE_BAND)
+    total = (rel + tie_band * (w_rec * rec + w_imp * imp)) / (1.0 + tie_band)
+    scale = 1.0 + tie_band
+    shares = (1.0 / scale, tie_band * w_rec / scale, tie_band * w_imp / scale)
+    return Scores(np.vstack([rel, rec, imp]), shares, total, tie_band * (w_rec + w_imp))
+
+
+def _eligible(
+    base: FloatArray, own: FloatArray, signals: CandidateSignals, options: RankOptions
+) -> NDArray[np.intp]:
+    """Indices of the candidates that may be hits: the pool by base relevance (+-2 neighbours), own >= min."""
+    n = len(base)
     eligible = np.ones(n, dtype=bool)
+    pool_size = options.pool_size
     if pool_size is not None and pool_size < n:
         eligible[:] = False
         top = np.argsort(-base, kind="stable")[:pool_size]
         eligible[top] = True
-        if adjacent is not None:
-            near = np.asarray(adjacent, dtype=np.int64)[top].ravel()
+        if signals.adjacent is not None:
+            near = np.asarray(signals.adjacent, dtype=np.int64)[top].ravel()
             eligible[near[near >= 0]] = True
-    if min_relevance > 0.0:
-        eligible &= own >= min_relevance
-    pool = np.flatnonzero(eligible)
-    if len(pool) == 0:
+    if options.min_relevance > 0.0:
+        eligible &= own >= options.min_relevance
+    return np.flatnonzero(eligible)
+
+
+def decided_by(scores: Scores, first: int, second: int | None) -> str:
+    """The signal that puts candidate ``first`` above ``second`` (``None``: nothing below it).
+
+    The signal whose points differ most in ``first``'s favour (relevance on a tie of differences);
+    ``"order"`` when both scores are equal (the newer episode, then the earlier candidate, goes first).
+    """
+    if second is None:
+        return "relevance"
+    if scores.total[first] == scores.total[second]:
+        return "order"
+    gaps = scores.points(first) - scores.points(second)
+    return SIGNALS[int(np.argmax(gaps))]
+
+
+def _boosts(relevance: Relevance, profile: RankingProfile, i: int) -> tuple[AppliedBoost, ...]:
+    applied = (
+        ("entity", relevance.entity[i], profile.boosts.entity),
+        ("time_window", relevance.in_window[i], profile.boosts.time_window),
+    )
+    return tuple(AppliedBoost(name, strength) for name, on, strength in applied if on > 0 and strength > 0)
+
+
+def _optional(values: FloatArray | None, raw: NDArray[np.floating] | None, i: int) -> float | None:
+    if values is None or raw is None or math.isnan(float(raw[i])):
+        return None
+    return float(values[i])
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """Everything a breakdown is read from."""
+
+    signals: CandidateSignals
+    profile: RankingProfile
+    options: RankOptions
+    mode: str
+    relevance: Relevance
+    scores: Scores
+
+
+def _breakdown(r: _Ranking, i: int, below: int | None) -> ScoreBreakdown:
+    rel, scores, signals = r.relevance, r.scores, r.signals
+    points = scores.points(i)
+    contributions = tuple(
+        Contribution(name, float(scores.values[k, i]), scores.weights[k], float(points[k]))
+        for k, name in enumerate(SIGNALS)
+    )
+    return ScoreBreakdown(
+        relevance=float(rel.relevance[i]),
+        recency=float(scores.values[1, i]),
+        importance=float(scores.values[2, i]),
+        score=float(scores.total[i]),
+        dense=_optional(rel.dense, signals.cosine, i),
+        keyword=_optional(rel.keyword, signals.keyword, i),
+        retrieval=r.mode,
+        fallback=r.options.fallback,
+        in_window=None if signals.in_window is None else bool(signals.in_window[i]),
+        own_relevance=float(rel.own[i]),
+        decided_by=decided_by(scores, i, below),
+        fusion=rel.fusion,
+        base_relevance=float(rel.base[i]),
+        boosts=_boosts(rel, r.profile, i),
+        contributions=contributions,
+        tie_band=scores.tie_band,
+        lead=None if below is None else float(scores.total[i] - scores.total[below]),
+    )
+
+
+def rank(signals: CandidateSignals, profile: RankingProfile, options: RankOptions) -> list[RankedCandidate]:
+    """Score every candidate relevance-first and return the best ``options.limit``, best first.
+
+    Args:
+        signals: The candidates' arrays.
+        profile: Every ranking constant.
+        options: The read's ``now``, limit, weights, retrieval mode, threshold and pool.
+
+    Returns:
+        Up to ``limit`` candidates ordered by score descending; ties go to the newer
+        episode, then to the lower input index (stable). Each breakdown says why.
+
+    Raises:
+        ValidationError: no relevance signal for ``retrieval``, an unknown ``retrieval``, or
+            ``min_relevance`` outside [0, 1].
+    """
+    mode = resolve_retrieval(signals, options.retrieval)
+    if not 0.0 <= options.min_relevance <= 1.0:
+        raise ValidationError(f"min_relevance must be in [0, 1], got {options.min_relevance!r}")
+    if len(signals) == 0:
         return []
+    relevance = relevance_of(signals, profile, mode)
+    recency = recency_of(signals, profile, options.now_seconds)
+    scores = scores_of(
+        relevance.relevance, recency, importance_signal(signals.importance), options.weights, profile.tie_band
+    )
+    pool = _eligible(relevance.base, relevance.own, signals, options)
+    created = np.asarray(signals.created_at_seconds, dtype=np.float64)
     # lexsort: last key is primary. Sort by -score, then -created, then index.
-    ordered = pool[np.lexsort((pool, -created[pool], -score[pool]))]
-    order = ordered[:limit]
-
-    def optional(values: FloatArray | None, raw: NDArray[np.floating] | None, i: int) -> float | None:
-        if values is None or raw is None or math.isnan(float(raw[i])):
-            return None
-        return float(values[i])
-
-    def decided(pos: int) -> str:
-        if pos + 1 >= len(ordered):
-            return "relevance"
-        gap = float(rel[ordered[pos]] - rel[ordered[pos + 1]])
-        return "relevance" if gap > band or band == 0.0 else "tie_break"
-
+    ordered = [int(i) for i in pool[np.lexsort((pool, -created[pool], -scores.total[pool]))]]
+    ranking = _Ranking(signals, profile, options, mode, relevance, scores)
+    below = [*ordered[1:], None]
     return [
-        RankedCandidate(
-            index=int(i),
-            breakdown=ScoreBreakdown(
-                relevance=float(rel[i]),
-                recency=float(rec[i]),
-                importance=float(imp[i]),
-                score=float(score[i]),
-                dense=optional(dense, cosine, i),
-                keyword=optional(kw, keyword, i),
-                retrieval=retrieval,
-                fallback=fallback,
-                in_window=None if window is None else bool(window[i]),
-                own_relevance=float(own[i]),
-                decided_by=decided(pos),
-            ),
-        )
-        for pos, i in enumerate(order)
+        RankedCandidate(index=i, breakdown=_breakdown(ranking, i, after))
+        for i, after in zip(ordered[: options.limit], below, strict=False)
     ]

@@ -1,14 +1,15 @@
 """Relevance of recall candidates: calibrated signals, conversation context and boosts (pure).
 
-Every function works on parallel arrays over the candidates of one recall. The constants are
+Every function works on parallel arrays over the candidates of one recall. The constants (the
+numbers below are the defaults) live in the ranking profile, :class:`memlane.config.profile.RankingProfile`:
 hand-set round values chosen on LoCoMo conversations 0-4 only, one knob at a time (nothing is
 fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/locomo.md``).
 
 1. **Dense** ``d = clip((cos - 0.1) / (0.7 - 0.1), 0, 1)``: an absolute calibration for
    MiniLM-class sentence embedders (unrelated short texts sit near 0-0.2, paraphrases above 0.7).
 2. **Keyword** ``kw = (bm25 / best) * (1 - exp(-best / 4))``: BM25 with per-scope statistics
-   (:mod:`memlane.stores.common_terms`); the recall's best match gets the absolute saturation of
-   its own BM25 (never 1), the others keep their ratio to it, so every value is at most
+   (:mod:`memlane.bm25`, :mod:`memlane.stores.common_terms`); the recall's best match gets the
+   absolute saturation of its own BM25 (never 1), the others keep their ratio to it, so every value is at most
    ``1 - exp(-bm25 / 4)``: a word most of the scope carries (IDF near 0) adds almost nothing.
 3. **Base relevance** ``r0 = 0.4 * d + 0.6 * kw`` (convex fusion of calibrated signals, after
    Bruch, Gai & Ingber 2023); ``noisy_or`` and ``rrf`` remain available.
@@ -33,17 +34,17 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from memlane.analysis import runs, tag_words
+from memlane.config.profile import DEFAULT_PROFILE, Boosts, ContextWeights, DenseCalibration
 
 __all__ = [
-    "DEFAULT_PARAMS",
-    "RelevanceParams",
     "base_relevance",
+    "boost_factor",
+    "boosted",
     "contextual_relevance",
     "dense_relevance",
     "entity_signal",
@@ -56,45 +57,18 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-@dataclass(frozen=True, slots=True)
-class RelevanceParams:
-    """The constants of relevance (module docstring); defaults chosen on LoCoMo conversations 0-4.
-
-    Attributes:
-        dense_floor: Cosine that means "unrelated" (0.1).
-        dense_ceil: Cosine that means "the same thing said differently" (0.7).
-        keyword_scale: ``s`` of the keyword saturation, in BM25 units (4).
-        neighbour_weight: Weight of the best +-1 neighbour (0.5).
-        neighbour2_weight: Weight of the best +-2 neighbour (0.2).
-        group_weight: Weight of the group's best episode (0.35).
-        group_gap_s: A pause longer than this (seconds) starts a new group (3600).
-        entity_boost: Boost of episodes carrying the one tag the query names (0.2).
-        time_boost: Boost of episodes inside the time window the query names (0.3).
-    """
-
-    dense_floor: float = 0.1
-    dense_ceil: float = 0.7
-    keyword_scale: float = 4.0
-    neighbour_weight: float = 0.5
-    neighbour2_weight: float = 0.2
-    group_weight: float = 0.35
-    group_gap_s: float = 3600.0
-    entity_boost: float = 0.2
-    time_boost: float = 0.3
-
-
-DEFAULT_PARAMS = RelevanceParams()
-"""The defaults."""
-
-
-def dense_relevance(cosine: NDArray[np.floating], params: RelevanceParams = DEFAULT_PARAMS) -> FloatArray:
+def dense_relevance(
+    cosine: NDArray[np.floating], calibration: DenseCalibration = DEFAULT_PROFILE.dense
+) -> FloatArray:
     """``clip((cos - floor) / (ceil - floor), 0, 1)`` of ``[n]`` cosines; NaN (no vector) -> 0."""
     cos = np.nan_to_num(np.asarray(cosine, dtype=np.float64), nan=-1.0)
-    span = max(params.dense_ceil - params.dense_floor, 1e-9)
-    return np.clip((cos - params.dense_floor) / span, 0.0, 1.0)
+    span = max(calibration.ceil - calibration.floor, 1e-9)
+    return np.clip((cos - calibration.floor) / span, 0.0, 1.0)
 
 
-def keyword_relevance(bm25: NDArray[np.floating], params: RelevanceParams = DEFAULT_PARAMS) -> FloatArray:
+def keyword_relevance(
+    bm25: NDArray[np.floating], saturation: float = DEFAULT_PROFILE.keyword_saturation
+) -> FloatArray:
     """``(bm25 / best) * (1 - exp(-best / s))`` of ``[n]`` per-scope BM25 scores (NaN = no match -> 0).
 
     In [0, 1); never more than the episode's own absolute saturation ``1 - exp(-bm25 / s)``.
@@ -104,7 +78,7 @@ def keyword_relevance(bm25: NDArray[np.floating], params: RelevanceParams = DEFA
     best = float(values.max()) if len(values) else 0.0
     if best <= 0.0:
         return np.zeros_like(values)
-    return np.asarray(values / best * (1.0 - np.exp(-best / params.keyword_scale)), dtype=np.float64)
+    return np.asarray(values / best * (1.0 - np.exp(-best / saturation)), dtype=np.float64)
 
 
 def base_relevance(dense: FloatArray | None, keyword: FloatArray | None, dense_weight: float) -> FloatArray:
@@ -178,30 +152,23 @@ def entity_signal(candidate_tags: Sequence[Sequence[str]], tag: str | None) -> F
 
 
 def contextual_relevance(
-    base: FloatArray,
-    adjacent: IntArray,
-    groups: IntArray,
-    entity: FloatArray,
-    in_window: FloatArray,
-    params: RelevanceParams = DEFAULT_PARAMS,
-) -> tuple[FloatArray, FloatArray]:
-    """Relevance with context and boosts, and the episode's own relevance (module docstring, steps 4-6).
+    base: FloatArray, adjacent: IntArray, groups: IntArray, weights: ContextWeights = DEFAULT_PROFILE.context
+) -> FloatArray:
+    """Base relevance blended with the conversation context (module docstring, step 4).
 
     Args:
         base: ``[n]`` base relevance ``r0`` in [0, 1].
         adjacent: int64 ``[n, 4]`` candidate index of the -2, -1, +1, +2 neighbour (-1 = absent);
             a neighbour in another group counts as absent.
         groups: ``[n]`` group numbers (:func:`groups_by_gap`).
-        entity: ``[n]`` 0/1 (:func:`entity_signal`).
-        in_window: ``[n]`` 0/1.
-        params: Constants.
+        weights: The context weights.
 
     Returns:
-        ``(relevance, own)``, both ``[n]`` in [0, 1].
+        ``rc``, ``[n]`` in [0, 1]; equal to ``base`` for a candidate alone in its group.
     """
     n = len(base)
     if n == 0:
-        return base.copy(), base.copy()
+        return base.copy()
     padded = np.append(base, 0.0)
     adj = np.asarray(adjacent, dtype=np.int64).reshape(n, 4)
     same = adj >= 0
@@ -215,8 +182,28 @@ def contextual_relevance(
     best = np.full(int(groups.max()) + 1, 0.0)
     np.maximum.at(best, groups, base)
     gbest = best[groups]
-    ctx = (
-        base + params.neighbour_weight * nb1 + params.neighbour2_weight * nb2 + params.group_weight * gbest
-    ) / (1.0 + params.neighbour_weight * has1 + params.neighbour2_weight * has2 + params.group_weight)
-    boost = (1.0 - params.entity_boost * entity) * (1.0 - params.time_boost * in_window)
-    return np.clip(1.0 - (1.0 - ctx) * boost, 0.0, 1.0), np.clip(1.0 - (1.0 - base) * boost, 0.0, 1.0)
+    return np.asarray(
+        (base + weights.neighbour * nb1 + weights.neighbour2 * nb2 + weights.group * gbest)
+        / (1.0 + weights.neighbour * has1 + weights.neighbour2 * has2 + weights.group),
+        dtype=np.float64,
+    )
+
+
+def boost_factor(
+    entity: FloatArray, in_window: FloatArray, boosts: Boosts = DEFAULT_PROFILE.boosts
+) -> FloatArray:
+    """``(1 - entity_boost * entity) * (1 - time_boost * in_window)``, ``[n]`` in [0, 1] (step 5).
+
+    Args:
+        entity: ``[n]`` 0/1 (:func:`entity_signal`).
+        in_window: ``[n]`` 0/1: the candidate lies in the time window the query names.
+        boosts: The boost strengths.
+    """
+    return np.asarray(
+        (1.0 - boosts.entity * entity) * (1.0 - boosts.time_window * in_window), dtype=np.float64
+    )
+
+
+def boosted(relevance: FloatArray, factor: FloatArray) -> FloatArray:
+    """``clip(1 - (1 - relevance) * factor, 0, 1)``: relevance lifted by :func:`boost_factor` (steps 5-6)."""
+    return np.clip(1.0 - (1.0 - relevance) * factor, 0.0, 1.0)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.analysis import index_terms, query_terms, terms_column
-from memlane.stores.common_terms import score_matches
+from memlane.bm25 import score_matches
 
 __all__ = ["window_keyword_scores"]
 
@@ -60,6 +60,6 @@ def window_keyword_scores(
     found = {t: d for t, d in df.items() if d > 0}
     if not found:
         return out
-    scored = score_matches(rows, found, len(rows), total / max(len(rows), 1), len(rows))
-    out[scored.keys] = scored.score
+    for key, score, _, _ in score_matches(rows, found, len(rows), total / max(len(rows), 1), len(rows)):
+        out[key] = score
     return out

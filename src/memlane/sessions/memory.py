@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from memlane.clock import ensure_utc
+from memlane.config.profile import DEFAULT_PROFILE, RankingWeights, resolve_weights
 from memlane.core import MemoryCore
 from memlane.embeddings.base import check_vectors
 from memlane.errors import StoreError, ValidationError
 from memlane.models import RecallHit
-from memlane.recall.ranking import RankingWeights, rank, resolve_weights
+from memlane.recall.ranking import CandidateSignals, RankOptions, rank
 from memlane.sessions.context import (
     DEFAULT_MAX_ITEM_CHARS,
     ContextBlock,
@@ -280,10 +282,10 @@ class SessionMemory:
         """The passages of this agent's and user's past sessions that best match ``query``.
 
         Every stored turn was embedded at store time; the query is embedded, the owner's
-        turns are scored by cosine similarity (exact search) and ranked with the same
-        three-factor scoring as event episodes (:func:`memlane.recall.ranking.rank`: relevance
-        ``max(0, cosine)``, recency ``decay ** age_days`` from the turn's time, importance
-        0.5 for every turn, as turns are unrated; weighted mean). Each snippet is the
+        turns are scored by cosine similarity and keyword evidence and ranked relevance-first like
+        event episodes (:func:`memlane.recall.ranking.rank`: relevance from the calibrated cosine
+        and BM25, recency ``decay ** age_days`` from the turn's time, importance 0.5 for every
+        turn, as turns are unrated; recency and importance only break near-ties). Each snippet is the
         matched turn with ``context_turns`` turns on each side. A lower-ranked match whose
         turn is already shown inside a better snippet of the same session is skipped, so
         snippets never repeat a turn's match.
@@ -321,26 +323,27 @@ class SessionMemory:
         resolved = resolve_weights(weights, self.memory.config.ranking_weights)
         embedder = self.memory.embedder
         vector = check_vectors(embedder.embed([query]), 1, embedder.dims, embedder.model_id)[0]
+        # Session search keeps the default fusion whatever config.fusion says (as before #19).
+        profile = replace(self.memory.config.profile, fusion=DEFAULT_PROFILE.fusion)
+        pool = profile.pools.sessions(top_k)
         candidates = self.store.window_candidates(
-            owner, vector, top_n=max(top_k * 20, 200), created_after=self._retention_cutoff(at)
+            owner, vector, top_n=pool, created_after=self._retention_cutoff(at)
         )
         keyword = window_keyword_scores(
             query,
             candidates.keys,
             candidates.cosine,
-            max(top_k * 20, 200),
+            pool,
             lambda keys: {k: w.text for k, w in self.store.fetch_windows(keys).items()},
         )
-        ranked = rank(
+        signals = CandidateSignals(
             cosine=candidates.cosine,
             keyword=keyword,
             created_at_seconds=candidates.created_at_seconds,
             importance=candidates.importance,
-            now_seconds=at.timestamp(),
-            weights=resolved,
-            decay_per_day=self.memory.config.decay_per_day,
-            limit=len(candidates) or 1,
         )
+        options = RankOptions(now_seconds=at.timestamp(), limit=len(candidates) or 1, weights=resolved)
+        ranked = rank(signals, profile, options)
         snippets: list[SessionSnippet] = []
         shown: dict[int, list[tuple[int, int]]] = {}  # session key -> turn ranges already shown
         per_session: dict[int, int] = {}

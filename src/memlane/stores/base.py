@@ -377,7 +377,7 @@ class Store(Protocol):
 
         Args:
             flt: The filter; no returned row may fail it.
-            terms: Plain terms from :func:`memlane.recall.keywords.keyword_terms` (letters and digits
+            terms: Plain terms from :func:`memlane.analysis.query_terms` (letters and digits
                 only). The store quotes each term on its own and ORs them, so no term is ever
                 read as full-text query syntax. Empty -> no candidates.
             top_n: Maximum rows, >= 1, best keyword score first.

@@ -1,8 +1,8 @@
-"""Keyword scoring shared by every store backend: per-scope BM25 over the stored analysed terms.
+"""Keyword statistics shared by every store backend: the scope of per-scope BM25 and its common terms.
 
 Both stores (:mod:`memlane.stores.sqlite.fts`, :mod:`memlane.stores.postgres.store`) use
 their index only to *find* the rows of the recall's scope that contain a query term; the
-score is computed here, from the ``terms``/``token_count`` columns
+score is computed from the ``terms``/``token_count`` columns
 (:mod:`memlane.analysis`) and statistics of the recall's **scope only**: every stored row of
 its tenant (tenant scope) or of its tenant and session (session scope); the whole table in the
 global scope. The recall's other filters (event type, tags, time, archived, superseded) choose
@@ -11,29 +11,17 @@ of counting the scope per recall. ``N`` rows, average length ``avgdl`` and each 
 frequency ``df``: another tenant's rows never change a tenant's keyword results or scores,
 and the score is the same number on SQLite and PostgreSQL.
 
-BM25 (Robertson & Zaragoza 2009, *The Probabilistic Relevance Framework: BM25 and Beyond*)
-with the Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` (always > 0), ``k1 = 1.2`` and
-``b = 0.3`` (turns of a conversation are short; their length says little about topicality:
-+0.008 R@10 over 0.75 on LoCoMo conversations 0-4).
+The scoring itself is pure BM25 (:mod:`memlane.bm25`: :func:`~memlane.bm25.score_matches` with
+:data:`~memlane.bm25.DEFAULT_BM25`, which also caps how many matching rows a recall scores).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from memlane.stores.base import EpisodeFilter, KeywordCandidates
+from memlane.stores.base import EpisodeFilter
 
-__all__ = ["BM25_B", "BM25_K1", "MATCH_LIMIT", "CommonTermFilter", "score_matches", "statistics_scope"]
-
-BM25_K1 = 1.2
-BM25_B = 0.3
-
-MATCH_LIMIT = 1000
-"""At most ``max(MATCH_LIMIT, 5 * top_n)`` matching rows are scored per recall. Below it every
-match of the scope is scored (exact); above it a backend keeps the rows its own index ranks
-best (SQLite: FTS5 ``bm25()``; PostgreSQL: most distinct query terms, then newest) and scores those."""
+__all__ = ["CommonTermFilter", "statistics_scope"]
 
 
 def statistics_scope(flt: EpisodeFilter) -> tuple[str | None, str | None]:
@@ -87,72 +75,3 @@ class CommonTermFilter:
     def informative(self, terms: Sequence[str], rows: int, count: Callable[[str, int], int]) -> list[str]:
         """The ``terms`` kept by :meth:`scope_df` (occurring in the scope, not in over half of it)."""
         return list(self.scope_df(terms, rows, count))
-
-
-def score_matches(
-    rows: Sequence[Sequence[Any]],
-    df: dict[str, int],
-    n_rows: int,
-    avgdl: float,
-    top_n: int,
-    *,
-    k1: float = BM25_K1,
-    b: float = BM25_B,
-) -> KeywordCandidates:
-    """Per-scope BM25 of matching rows; the best ``top_n``.
-
-    Args:
-        rows: ``(key, terms, token_count, created_at_seconds, importance_or_None)`` of rows of
-            the scope that contain at least one of ``df``'s terms; ``terms`` is the stored
-            space-joined column.
-        df: Query term -> its document frequency in the scope (only the terms searched for).
-        n_rows: ``N``, rows in the scope (>= 1).
-        avgdl: Mean ``token_count`` over the scope (> 0; clamped to 1e-9).
-        top_n: Rows to return (>= 1).
-        k1: BM25 term-frequency saturation.
-        b: BM25 length normalisation in [0, 1].
-
-    Returns:
-        Up to ``top_n`` candidates, best BM25 first (ties: lower key first); rows whose score is
-        0 (none of ``df``'s terms) are left out.
-    """
-    return _score(_parse(rows, df), df, n_rows, avgdl, top_n, k1, b)
-
-
-_Parsed = list[tuple[Sequence[Any], list[str], frozenset[str]]]
-
-
-def _parse(rows: Sequence[Sequence[Any]], terms: Iterable[str]) -> _Parsed:
-    """Each row containing any of ``terms``, with its tokens and the terms it contains."""
-    wanted = frozenset(terms)
-    parsed: _Parsed = []
-    for row in rows:
-        tokens = str(row[1]).split()
-        hit = wanted.intersection(tokens)
-        if hit:
-            parsed.append((row, tokens, hit))
-    return parsed
-
-
-def _score(
-    parsed: _Parsed, df: dict[str, int], n_rows: int, avgdl: float, top_n: int, k1: float, b: float
-) -> KeywordCandidates:
-    """BM25 of parsed rows (see :func:`score_matches`).
-
-    A row's terms are summed in the order they first occur in it (as a per-token count would
-    meet them), so the float score never depends on how the row was parsed.
-    """
-    idf = {t: math.log1p((n_rows - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-    avg = max(float(avgdl), 1e-9)
-    scored: list[tuple[float, int, Any, Any]] = []
-    for (key, _, token_count, created, importance), tokens, hit in parsed:
-        present = [t for t in hit if t in idf]
-        if not present:
-            continue
-        if len(present) > 1:
-            present.sort(key=tokens.index)
-        norm = k1 * (1.0 - b + b * float(token_count) / avg)
-        score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t in present for f in (tokens.count(t),))
-        scored.append((score, int(key), created, importance))
-    scored.sort(key=lambda r: (-r[0], r[1]))
-    return KeywordCandidates.from_rows([(k, s, c, i) for s, k, c, i in scored[: max(1, int(top_n))]])

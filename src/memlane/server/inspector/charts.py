@@ -100,6 +100,8 @@ def contribution_bar(
                 width=_num(w),
                 height=12,
                 class_=f"bar {css}",
+                data_signal=label,
+                data_points=repr(value),
             )
         )
         x += w

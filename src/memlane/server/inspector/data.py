@@ -34,7 +34,6 @@ from memlane import (
 
 __all__ = [
     "AXES",
-    "SIGNALS",
     "STATUSES",
     "Explanation",
     "Filters",
@@ -259,15 +258,13 @@ def search(
     return hits
 
 
-SIGNALS = ("relevance", "recency", "importance")
-
-
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """Why a hit ranked where it did, in numbers and words.
+    """Why a hit ranked where it did, in numbers and words, read from its breakdown.
 
     Attributes:
-        contributions: ``signal -> weight share * value``; they sum to the score.
+        contributions: ``signal -> points`` (:attr:`memlane.ScoreBreakdown.contributions`);
+            they add up to the score.
         lines: Short sentences for people.
     """
 
@@ -275,66 +272,79 @@ class Explanation:
     lines: list[str] = field(default_factory=list)
 
 
-def _contributions(b: ScoreBreakdown, weights: RankingWeights) -> dict[str, float]:
-    shares = weights.normalized()
-    values = (b.relevance, b.recency, b.importance)
-    return {name: share * value for name, share, value in zip(SIGNALS, shares, values, strict=True)}
+_FUSION_NAMES = {"noisy_or": "noisy-OR", "rrf": "reciprocal rank fusion", "convex": "convex fusion"}
 
 
-def explain(hits: list[RecallHit], weights: RankingWeights, fusion: str) -> list[Explanation]:
-    """One :class:`Explanation` per ranked hit (same order).
+def _signal(value: float | None) -> str:
+    return "none" if value is None else f"{value:.3f}"
 
-    The score is ``sum(w_i * s_i) / sum(w)`` over relevance, recency and importance
-    (:mod:`memlane.recall.ranking`); each hit's sentences name where its relevance came from, its
-    largest contribution, and the signal that separates it from the hit ranked above.
+
+def _relevance_line(b: ScoreBreakdown) -> str:
+    base = b.relevance if b.base_relevance is None else b.base_relevance
+    if b.fallback:
+        return f"Embedder unavailable: base relevance {base:.3f} from keywords only."
+    if b.fusion is not None:
+        fused = _FUSION_NAMES.get(b.fusion, b.fusion)
+        signals = f"dense {_signal(b.dense)} and keyword {_signal(b.keyword)}"
+        return f"Base relevance {base:.3f}: {signals}, by {fused}."
+    source = "the keyword index" if b.retrieval == "keyword" else "embedding similarity"
+    signals = f"dense {_signal(b.dense)}, keyword {_signal(b.keyword)}"
+    return f"Base relevance {base:.3f} from {source} only ({signals})."
+
+
+def _lift_lines(b: ScoreBreakdown) -> list[str]:
+    lines: list[str] = []
+    names = {
+        "entity": "the query names its tag",
+        "time_window": "it happened inside the time the query names",
+    }
+    for boost in b.boosts:
+        lines.append(f"Boosted by {boost.strength:g} ({boost.name}): {names.get(boost.name, boost.name)}.")
+    if b.in_window is False:
+        lines.append("Not boosted: it happened outside the time the query names.")
+    own = b.own_relevance
+    if own is not None and abs(b.relevance - own) > 5e-4:
+        lines.append(
+            f"Conversation context: its session neighbours move relevance from {own:.3f} "
+            f"to {b.relevance:.3f}."
+        )
+    return lines
+
+
+def _score_line(b: ScoreBreakdown) -> str:
+    terms = " + ".join(
+        f"{c.signal} {c.value:.3f} \N{MULTIPLICATION SIGN} {c.weight:.3f}" for c in b.contributions
+    )
+    return f"Score {b.score:.3f} = {terms}."
+
+
+def _decision_line(position: int, b: ScoreBreakdown) -> str:
+    if b.lead is None:
+        return f"#{position}: nothing ranked below it."
+    text = f"#{position}: {b.lead:.3f} ahead of the next candidate, decided by {b.decided_by}"
+    if b.decided_by in ("recency", "importance") and b.tie_band is not None:
+        text += f" (their relevance is within the tie band {b.tie_band:.3f})"
+    elif b.decided_by == "order":
+        text += " (equal scores: the newer episode first)"
+    return text + "."
+
+
+def explain(hits: list[RecallHit]) -> list[Explanation]:
+    """One :class:`Explanation` per ranked hit (same order), rendered from each hit's breakdown.
+
+    Nothing is recomputed: the contributions, boosts, tie band and deciding signal are the
+    ranking's own (:class:`memlane.ScoreBreakdown`); the sentences say where relevance came
+    from, what lifted it, how the score is made and which signal put the hit above the next one.
     """
     out: list[Explanation] = []
-    previous: dict[str, float] | None = None
-    previous_score = 0.0
     for position, hit in enumerate(hits, start=1):
         b = hit.breakdown
         if b is None:
             out.append(Explanation({}, ["Listed without a query: no ranking."]))
             continue
-        parts = _contributions(b, weights)
-        lines: list[str] = []
-        if b.fallback:
-            lines.append("Embedder unavailable: relevance from keywords only.")
-        elif b.retrieval == "hybrid" and b.dense is not None and b.keyword:
-            fused = {"noisy_or": "noisy-OR", "rrf": "reciprocal rank fusion", "convex": "convex"}.get(
-                fusion, fusion
-            )
-            lines.append(
-                f"Relevance {b.relevance:.3f}: dense {b.dense:.3f} and keyword {b.keyword:.3f}, "
-                f"fused by {fused}."
-            )
-        elif b.keyword is not None and b.dense is None:
-            lines.append(f"Relevance {b.relevance:.3f} from the keyword index only.")
-        else:
-            dense = b.relevance if b.dense is None else b.dense
-            lines.append(
-                f"Relevance {b.relevance:.3f} from embedding similarity (dense {dense:.3f}); "
-                "no query word matched."
-            )
-        if b.in_window is True:
-            lines.append("Boosted: it happened inside the time the query names.")
-        elif b.in_window is False:
-            lines.append("Not boosted: it happened outside the time the query names.")
-        top = max(parts, key=lambda k: parts[k])
-        lines.append(f"Largest share of its score {b.score:.3f}: {top} (+{parts[top]:.3f}).")
-        if previous is not None:
-            gaps = {k: parts[k] - previous[k] for k in SIGNALS}
-            worst = min(gaps, key=lambda k: gaps[k])
-            best = max(gaps, key=lambda k: gaps[k])
-            behind = previous_score - b.score
-            text = f"#{position}: {behind:.3f} behind #{position - 1}, mostly on {worst} ({gaps[worst]:+.3f})"
-            if gaps[best] > 0:
-                text += f", though ahead on {best} ({gaps[best]:+.3f})"
-            lines.append(text + ".")
-        else:
-            lines.append("#1: the best score of this recall.")
+        parts = {c.signal: c.points for c in b.contributions}
+        lines = [_relevance_line(b), *_lift_lines(b), _score_line(b), _decision_line(position, b)]
         out.append(Explanation(parts, lines))
-        previous, previous_score = parts, b.score
     return out
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from memlane import Episode, RankingWeights, RecallHit
+from memlane.models import SIGNALS
 from memlane.server.inspector import charts
 from memlane.server.inspector.data import (
-    SIGNALS,
     Explanation,
     Filters,
     Timeline,
@@ -32,7 +33,7 @@ from memlane.server.inspector.layout import (
     when,
 )
 
-__all__ = ["episode_page", "error_page", "login_page", "search_page", "timeline_page"]
+__all__ = ["SearchForm", "episode_page", "error_page", "login_page", "search_page", "timeline_page"]
 
 _CSS = {"relevance": "sig-relevance", "recency": "sig-recency", "importance": "sig-importance"}
 
@@ -122,12 +123,17 @@ def timeline_page(view: View, flt: Filters, data: Timeline, tenants: Sequence[st
     return page(view, "Timeline", join([bar, summary, table]), active="Timeline")
 
 
-def _weights_line(weights: RankingWeights, preset: str | None, retrieval: str, fusion: str) -> Html:
+def _weights_line(
+    weights: RankingWeights, preset: str | None, retrieval: str, fusion: str, tie_band: float | None
+) -> Html:
     shares = weights.normalized()
     parts = ", ".join(f"{name} {share:.2f}" for name, share in zip(SIGNALS, shares, strict=True))
+    band = "" if tie_band is None else f" (tie band {tie_band:.3f} for these weights)"
     return el(
         "p",
-        "score = weighted mean of relevance, recency and importance; weight shares: ",
+        "score: relevance first; recency and importance only reorder hits whose relevance is within the "
+        f"tie band{band}; the stacked bar shows what each signal adds (the parts add up to the score). "
+        "Weight shares: ",
         el("b", parts),
         f" ({preset or 'configured default'}) · retrieval {retrieval}",
         f", fusion {fusion}" if retrieval == "hybrid" else "",
@@ -154,7 +160,7 @@ def _hit_card(view: View, rank: int, hit: RecallHit, why: Explanation, now: date
         el(
             "header",
             el("span", f"#{rank}", class_="rank"),
-            el("span", f"{b.score:.3f}", class_="score", title="score"),
+            el("span", f"{b.score:.3f}", class_="score", title="score", data_score=repr(b.score)),
             badge(ep.event_type, "event"),
             status_of(ep, now),
             el("span", session_link(view, ep.tenant_id, ep.session_id), class_="small"),
@@ -180,21 +186,38 @@ def _hit_card(view: View, rank: int, hit: RecallHit, why: Explanation, now: date
     )
 
 
-def search_page(  # noqa: PLR0913  (limit debt, #19)
+@dataclass(frozen=True, slots=True)
+class SearchForm:
+    """What the search box shows.
+
+    Attributes:
+        query: The query typed ("" before a search).
+        preset: The chosen weight preset, or ``None`` for the configured default.
+        presets: The preset names offered.
+        now: The recall's reference time.
+        now_given: Whether the person chose ``now``.
+    """
+
+    query: str
+    preset: str | None
+    presets: Sequence[str]
+    now: datetime
+    now_given: bool = False
+
+
+def search_page(
     view: View,
     flt: Filters,
-    query: str,
-    preset: str | None,
-    presets: Sequence[str],
+    form: SearchForm,
     results: tuple[list[RecallHit], list[Explanation], RankingWeights, str, str] | None,
     tenants: Sequence[str],
-    now: datetime,
-    now_given: bool = False,
 ) -> Html:
     """The search box and, after a query, each hit with its score breakdown and explanation.
 
-    ``now`` is the recall's reference time; ``now_given`` whether the person chose it.
+    ``results``: the hits, their explanations (:func:`memlane.server.inspector.data.explain`),
+    the weights, the retrieval mode and the fusion.
     """
+    query, preset, presets, now, now_given = form.query, form.preset, form.presets, form.now, form.now_given
     box = el(
         "div",
         el(
@@ -252,9 +275,10 @@ def search_page(  # noqa: PLR0913  (limit debt, #19)
     if results is None:
         return page(view, "Search", join([bar, note]), active="Search")
     hits, whys, weights, retrieval, fusion = results
+    tie_band = next((h.breakdown.tie_band for h in hits if h.breakdown is not None), None)
     head = join(
         [
-            _weights_line(weights, preset, retrieval, fusion),
+            _weights_line(weights, preset, retrieval, fusion, tie_band),
             el("p", "Recall as of ", when(now), class_="small muted"),
         ]
     )

@@ -240,12 +240,10 @@ def search_route(request: Request) -> Response:
         if query is not None:
             hits = data.search(memory, query, flt, preset=preset, limit=limit, now=now)
             weights = data.weights_for(memory, preset)
-            whys = data.explain(hits, weights, memory.config.fusion)
+            whys = data.explain(hits)
             results = (hits, whys, weights, memory.config.retrieval, memory.config.fusion)
-        now = memory.clock.now()
-        return pages.search_page(
-            view, flt, query or "", preset, list(PRESETS), results, _tenants(memory, view), now
-        )
+        form = pages.SearchForm(query or "", preset, list(PRESETS), memory.clock.now())
+        return pages.search_page(view, flt, form, results, _tenants(memory, view))
 
     return _run(request, render)
 

@@ -11,7 +11,7 @@ Query safety: the query terms are one bound ``text[]`` parameter, compared as ar
 
 Scoring: the index only finds the rows that contain a query term; their BM25 is computed with
 the statistics of the recall's scope (:mod:`memlane.stores.common_terms`) by
-:func:`memlane.stores.common_terms.score_matches`.
+:func:`memlane.bm25.score_matches`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import psycopg
 from psycopg import sql
 
 import memlane.stores.postgres.filters as filters
+from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches, statistics_scope
+from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 
 __all__ = [
     "TERMS_ARRAY",
@@ -130,8 +131,8 @@ def keyword_search(
         return KeywordCandidates.empty()
     kept = list(df)
     any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
-    limit = max(MATCH_LIMIT, 5 * int(top_n))
+    limit = DEFAULT_BM25.match_cap(top_n)
     rows = cur.execute(
         keyword_statement(table, any_where), [*any_params, kept, kept, limit], prepare=False
     ).fetchall()
-    return score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n)))
+    return KeywordCandidates.from_rows(score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n))))

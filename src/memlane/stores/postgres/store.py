@@ -472,7 +472,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
 
         See :mod:`memlane.stores.postgres.fts` (index, binding of terms) and
-        :func:`memlane.stores.common_terms.score_matches` (scoring).
+        :func:`memlane.bm25.score_matches` (scoring).
 
         Raises:
             ValidationError: a term contains a NUL character.

@@ -15,7 +15,7 @@ expression is then passed as a bound parameter, never spliced into SQL.
 Scoring: the index only finds the rows that contain a query term; their BM25 is computed with
 the statistics of the recall's *scope* (its tenant, or its tenant and session; every stored row
 of it, whatever the recall's other filters say) by
-:func:`memlane.stores.common_terms.score_matches`: ``N`` and ``avgdl`` from ``scope_stats``
+:func:`memlane.bm25.score_matches`: ``N`` and ``avgdl`` from ``scope_stats``
 (schema migration 11, kept by the writes), ``df`` from FTS5's vocabulary when the scope is the
 whole table, else one capped count per term within the scope. Another tenant's rows never change
 a tenant's scores, and no statistic costs a scan of the scope.
@@ -32,8 +32,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.base import KeywordCandidates
-from memlane.stores.common_terms import MATCH_LIMIT, CommonTermFilter, score_matches
+from memlane.stores.common_terms import CommonTermFilter
 
 __all__ = ["fts5_match_expression", "index_new_rows", "keyword_search", "scope_statistics"]
 
@@ -176,14 +177,14 @@ def keyword_search(
     kept = list(df)
     columns = "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM "
     match = [fts5_match_expression(kept), low, high, *params]
-    limit = max(MATCH_LIMIT, 5 * int(top_n))
+    limit = DEFAULT_BM25.match_cap(top_n)
     if n < limit:
         # Every match of the scope fits under the limit: all are scored, in any order.
         rows = conn.execute(columns + _joined(where), match).fetchall()
     else:
         sql = columns + _joined(where, ", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
         rows = conn.execute(sql, [*match, limit]).fetchall()
-    return score_matches(rows, df, n, avgdl, top_n)
+    return KeywordCandidates.from_rows(score_matches(rows, df, n, avgdl, top_n))
 
 
 def _joined(where: str, rank: str = "") -> str:

@@ -1,0 +1,203 @@
+"""Each relevance signal on its own (pure functions of memlane.recall.relevance and the score terms)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memlane import ValidationError
+from memlane.config.profile import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    Boosts,
+    ContextWeights,
+    DenseCalibration,
+    Fusion,
+    Pools,
+    RankingProfile,
+    RankingWeights,
+)
+from memlane.recall.ranking import Scores, decided_by, scores_of
+from memlane.recall.relevance import (
+    boost_factor,
+    boosted,
+    contextual_relevance,
+    dense_relevance,
+    entity_signal,
+    groups_by_gap,
+    named_tag,
+)
+
+NONE = -1
+LONE = np.full((1, 4), NONE, dtype=np.int64)
+
+
+def _adjacent(*rows: tuple[int, int, int, int]) -> np.ndarray:
+    return np.array(rows, dtype=np.int64)
+
+
+# -- dense calibration --------------------------------------------------------------------
+
+
+def test_dense_relevance_is_the_calibrated_cosine() -> None:
+    cos = np.array([-0.5, 0.1, 0.4, 0.7, 0.9, np.nan])
+    assert list(dense_relevance(cos)) == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.0, 0.0])
+    assert list(dense_relevance(cos, DenseCalibration(0.0, 0.5))) == pytest.approx([0, 0.2, 0.8, 1, 1, 0])
+
+
+# -- conversation context -----------------------------------------------------------------
+
+
+def test_a_lone_candidate_keeps_its_base_relevance() -> None:
+    assert list(contextual_relevance(np.array([0.42]), LONE, np.array([0]))) == pytest.approx([0.42])
+    assert (
+        len(contextual_relevance(np.zeros(0), np.zeros((0, 4), dtype=np.int64), np.zeros(0, np.int64))) == 0
+    )
+
+
+def test_context_blends_the_neighbours_and_the_group_best() -> None:
+    base = np.array([0.0, 0.9, 0.3])
+    # candidate 0: +1 neighbour is 1, +2 neighbour is 2; all in group 0
+    adjacent = _adjacent((NONE, NONE, 1, 2), (NONE, 0, 2, NONE), (0, 1, NONE, NONE))
+    ctx = contextual_relevance(base, adjacent, np.zeros(3, dtype=np.int64))
+    w = ContextWeights()
+    expected0 = (0.0 + w.neighbour * 0.9 + w.neighbour2 * 0.3 + w.group * 0.9) / (
+        1 + w.neighbour + w.neighbour2 + w.group
+    )
+    assert ctx[0] == pytest.approx(expected0)
+    expected1 = (0.9 + w.neighbour * 0.3 + w.group * 0.9) / (1 + w.neighbour + w.group)  # no +-2 neighbour
+    assert ctx[1] == pytest.approx(expected1)
+
+
+def test_a_neighbour_of_another_group_counts_as_absent() -> None:
+    base = np.array([0.2, 0.9])
+    adjacent = _adjacent((NONE, NONE, 1, NONE), (NONE, 0, NONE, NONE))
+    ctx = contextual_relevance(base, adjacent, np.array([0, 1]))
+    assert list(ctx) == pytest.approx(base)  # alone in its group: context = base
+    off = contextual_relevance(base, adjacent, np.array([0, 0]), ContextWeights(0.0, 0.0, 0.0))
+    assert list(off) == pytest.approx(base)  # zero weights: no context
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12), st.integers(0, 3))
+def test_context_stays_in_the_unit_interval(values: list[float], groups: int) -> None:
+    n = len(values)
+    base = np.array(values)
+    idx = np.arange(n)
+    adjacent = np.stack([idx - 2, idx - 1, idx + 1, idx + 2], axis=1)
+    adjacent[(adjacent < 0) | (adjacent >= n)] = NONE
+    ctx = contextual_relevance(base, adjacent.astype(np.int64), (idx % (groups + 1)).astype(np.int64))
+    assert np.all((ctx >= 0.0) & (ctx <= 1.0 + 1e-12))
+    assert np.all(ctx <= max(values) + 1e-12)  # a mean of base values never exceeds the best
+
+
+# -- groups -------------------------------------------------------------------------------
+
+
+def test_groups_split_on_sessions_and_pauses() -> None:
+    sessions = ["a", "a", "a", "b", None, None]
+    order = np.array([1, 2, 3, 4, 5, 6], dtype=np.int64)
+    created = np.array([0.0, 600.0, 600.0 + 7200, 700.0, 0.0, 1.0])
+    groups = groups_by_gap(sessions, order, created, max_gap_s=3600.0)
+    assert groups[0] == groups[1]  # same session, 10 minutes apart
+    assert groups[2] != groups[1]  # two hours later: a new group
+    assert groups[3] not in {groups[0], groups[2]}  # another session
+    assert groups[4] != groups[5]  # no session: each alone
+    assert len(groups_by_gap([], np.zeros(0, np.int64), np.zeros(0), 3600.0)) == 0
+
+
+def test_groups_follow_insertion_order_not_input_order() -> None:
+    groups = groups_by_gap(["a", "a", "a"], np.array([3, 1, 2]), np.array([200.0, 0.0, 100.0]), 150.0)
+    assert len(set(groups.tolist())) == 1
+
+
+# -- entity -------------------------------------------------------------------------------
+
+
+def test_named_tag_is_the_one_tag_whose_words_the_query_names() -> None:
+    tags = [("alice", "travel"), ("bob",), ("travel",)]
+    assert named_tag("What did Alice say?", tags) == "alice"
+    assert named_tag("what did alice tell bob", tags) is None  # two tags named: none
+    assert named_tag("nothing here", tags) is None
+    assert named_tag("New York trip", [("new york",), ("york",)]) is None  # both fully named
+    assert named_tag("york trip", [("new york",), ("york",)]) == "york"
+    assert named_tag("anything", []) is None
+
+
+def test_entity_signal_marks_the_carriers_of_the_tag() -> None:
+    tags = [("alice",), ("bob", "alice"), ()]
+    assert list(entity_signal(tags, "alice")) == [1.0, 1.0, 0.0]
+    assert list(entity_signal(tags, None)) == [0.0, 0.0, 0.0]
+
+
+# -- boosts -------------------------------------------------------------------------------
+
+
+def test_boosts_lift_by_noisy_or() -> None:
+    entity = np.array([0.0, 1.0, 0.0, 1.0])
+    window = np.array([0.0, 0.0, 1.0, 1.0])
+    factor = boost_factor(entity, window, Boosts(entity=0.2, time_window=0.3))
+    assert list(factor) == pytest.approx([1.0, 0.8, 0.7, 0.56])
+    assert list(boosted(np.full(4, 0.5), factor)) == pytest.approx([0.5, 0.6, 0.65, 0.72])
+    assert list(boosted(np.array([1.0, 0.0]), np.array([0.5, 1.0]))) == [1.0, 0.0]
+
+
+# -- score terms and what decided ---------------------------------------------------------
+
+
+def test_score_terms_add_up_to_the_score() -> None:
+    rel, rec, imp = np.array([0.8, 0.5]), np.array([0.2, 1.0]), np.array([0.5, 0.9])
+    scores = scores_of(rel, rec, imp, RankingWeights(1, 1, 2), tie_band=0.1)
+    expected = (rel + 0.1 * (rec / 4 + 2 * imp / 4)) / 1.1
+    assert list(scores.total) == pytest.approx(expected)
+    for i in range(2):
+        assert float(scores.points(i).sum()) == pytest.approx(scores.total[i])
+    assert scores.tie_band == pytest.approx(0.1 * 3 / 4)
+    assert scores.weights == pytest.approx((1 / 1.1, 0.1 / 4 / 1.1, 0.1 / 2 / 1.1))
+
+
+def _scores(rel: list[float], rec: list[float], imp: list[float]) -> Scores:
+    return scores_of(np.array(rel), np.array(rec), np.array(imp), RankingWeights(), tie_band=0.1)
+
+
+def test_decided_by_names_the_signal_that_gave_the_lead() -> None:
+    assert decided_by(_scores([0.9, 0.5], [0.0, 1.0], [0.0, 1.0]), 0, 1) == "relevance"  # outside the band
+    assert decided_by(_scores([0.5, 0.5], [1.0, 0.2], [0.5, 0.5]), 0, 1) == "recency"
+    assert decided_by(_scores([0.51, 0.5], [0.5, 0.5], [0.9, 0.1]), 0, 1) == "importance"
+    assert decided_by(_scores([0.51, 0.5], [0.5, 0.5], [0.5, 0.5]), 0, 1) == "relevance"  # inside the band
+    assert decided_by(_scores([0.5, 0.5], [0.5, 0.5], [0.5, 0.5]), 0, 1) == "order"
+    assert decided_by(_scores([0.5], [0.5], [0.5]), 0, None) == "relevance"
+
+
+# -- the profile --------------------------------------------------------------------------
+
+
+def test_profiles_are_recipes_of_one_value() -> None:
+    assert PROFILES["convex"] is DEFAULT_PROFILE == RankingProfile()
+    assert {name: p.fusion.method for name, p in PROFILES.items()} == {n: n for n in PROFILES}
+    assert DEFAULT_PROFILE.pools.recall(10) == 500 and DEFAULT_PROFILE.pools.recall(30) == 600
+    assert DEFAULT_PROFILE.pools.sessions(3) == 200 and DEFAULT_PROFILE.pools.sessions(20) == 400
+    assert DEFAULT_PROFILE.bm25.match_cap(100) == 1000 and DEFAULT_PROFILE.bm25.match_cap(500) == 2500
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Fusion(method="max"),
+        lambda: DenseCalibration(0.7, 0.1),
+        lambda: ContextWeights(neighbour=-1.0),
+        lambda: ContextWeights(group_gap_s=0.0),
+        lambda: Boosts(entity=1.5),
+        lambda: Pools(recall_minimum=0),
+        lambda: RankingProfile(tie_band=math.nan),
+        lambda: RankingProfile(decay_per_day=0.0),
+        lambda: RankingProfile(keyword_saturation=0.0),
+        lambda: RankingProfile(fusion="rrf"),  # type: ignore[arg-type]
+    ],
+)
+def test_profile_values_are_checked(build: object) -> None:
+    with pytest.raises(ValidationError):
+        build()  # type: ignore[operator]
