@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from memlane import EpisodicMemory, FrozenClock, MemoryConfig
+from memlane import EpisodicMemory, FrozenClock, LocalEmbedder, MemoryConfig
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.stores.base import Store
 from tests.backends import BackendDB, postgres_db, sqlite_db
@@ -56,6 +56,12 @@ def clock() -> FrozenClock:
 def embedder() -> HashingEmbedder:
     """Deterministic bag-of-words embedder (64 dims) for ranking/filter tests."""
     return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> LocalEmbedder:
+    """The real bundled model (all-MiniLM-L6-v2, int8 ONNX), loaded once per session (it keeps no state)."""
+    return LocalEmbedder()
 
 
 @pytest.fixture(params=BACKENDS)

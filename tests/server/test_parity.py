@@ -26,7 +26,7 @@ import asyncio
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -242,6 +242,12 @@ class Interfaces:
     http: httpx.Client
     mcp: RawMcpClient
     ids: dict[str, str]
+    root: Path
+    closing: ExitStack
+
+    def close(self) -> None:
+        """Close all four (idempotent): each writes its buffered retrieval counts into its file."""
+        self.closing.close()
 
 
 def _call(target: Any, spec: tuple[str, tuple[Any, ...], dict[str, Any]]) -> Any:
@@ -251,40 +257,40 @@ def _call(target: Any, spec: tuple[str, tuple[Any, ...], dict[str, Any]]) -> Any
     return target(*args, **kwargs)
 
 
-@contextmanager
-def _open_interfaces(root: Path, ids: dict[str, str]) -> Iterator[Interfaces]:
-    """The four interfaces over their own copies of ``root / "seed.db"``; all closed on exit."""
+def _open_interfaces(root: Path, ids: dict[str, str]) -> Interfaces:
+    """The four interfaces over their own copies of ``root / "seed.db"`` (:meth:`Interfaces.close`)."""
     for name in ("python", "aio", "http", "mcp"):
         shutil.copy(root / "seed.db", root / f"{name}.db")
-    python = EpisodicMemory.open(root / "python.db", embedder=HashingEmbedder(), tenant_id="t")
-    loop = asyncio.new_event_loop()
-    aio = loop.run_until_complete(
-        AsyncEpisodicMemory.open(root / "aio.db", embedder=HashingEmbedder(), tenant_id="t")
-    )
-    settings = load_config({"server": {"api_keys": {KEY: "t"}}}).server
-    app = create_app(lambda: EpisodicMemory.open(root / "http.db", embedder=HashingEmbedder()), settings)
-    (root / "mcp.yaml").write_text(
-        "memory:\n  path: mcp.db\nepisodic_memory:\n  embedding_provider: hashing\n  tenant_id: t\n",
-        encoding="utf-8",
-    )
-    try:
-        with (
-            serve_in_thread(app) as url,
-            httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as http,
-            RawMcpClient(root, "--config", str(root / "mcp.yaml")) as mcp,
-        ):
-            yield Interfaces(python, aio, loop, http, mcp, ids)
-    finally:
-        loop.run_until_complete(aio.close())
-        loop.close()
-        python.close()
+    with ExitStack() as stack:
+        python = EpisodicMemory.open(root / "python.db", embedder=HashingEmbedder(), tenant_id="t")
+        stack.callback(python.close)
+        loop = asyncio.new_event_loop()
+        stack.callback(loop.close)
+        aio = loop.run_until_complete(
+            AsyncEpisodicMemory.open(root / "aio.db", embedder=HashingEmbedder(), tenant_id="t")
+        )
+        stack.callback(lambda: loop.run_until_complete(aio.close()))
+        settings = load_config({"server": {"api_keys": {KEY: "t"}}}).server
+        app = create_app(lambda: EpisodicMemory.open(root / "http.db", embedder=HashingEmbedder()), settings)
+        (root / "mcp.yaml").write_text(
+            "memory:\n  path: mcp.db\nepisodic_memory:\n  embedding_provider: hashing\n  tenant_id: t\n",
+            encoding="utf-8",
+        )
+        url = stack.enter_context(serve_in_thread(app))
+        http = stack.enter_context(httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60))
+        mcp = stack.enter_context(RawMcpClient(root, "--config", str(root / "mcp.yaml")))
+        return Interfaces(python, aio, loop, http, mcp, ids, root, stack.pop_all())
+    raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises
 
 
 @pytest.fixture(scope="module")
 def interfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Interfaces]:
     root = tmp_path_factory.mktemp("parity")
-    with _open_interfaces(root, _seed(root / "seed.db")) as opened:
+    opened = _open_interfaces(root, _seed(root / "seed.db"))
+    try:
         yield opened
+    finally:
+        opened.close()
 
 
 def _results(interfaces: Interfaces, case: Case) -> dict[str, Any]:
@@ -346,14 +352,12 @@ def _retrieve_counts(db: Path) -> dict[str, tuple[int, bool]]:
     return {str(id_): (int(count), last is not None) for id_, count, last in rows}
 
 
-def test_every_interface_counts_the_same_retrievals(tmp_path_factory: pytest.TempPathFactory) -> None:
-    root = tmp_path_factory.mktemp("parity-bookkeeping")
-    ids = _seed(root / "seed.db")
-    with _open_interfaces(root, ids) as opened:
-        for case in _cases(ids):
-            _results(opened, case)
-    # every interface is closed now: each wrote its buffered counts into its own file
-    counts = {name: _retrieve_counts(root / f"{name}.db") for name in ("python", "aio", "http", "mcp")}
+def test_every_interface_counts_the_same_retrievals(interfaces: Interfaces) -> None:
+    """Last in this module: it closes the interfaces the cases above ran on, in the same order."""
+    _results(interfaces, _cases(interfaces.ids)[0])  # a ranked recall, also when run alone (-k)
+    interfaces.close()  # each interface writes its buffered counts into its own file
+    files = {name: interfaces.root / f"{name}.db" for name in ("python", "aio", "http", "mcp")}
+    counts = {name: _retrieve_counts(path) for name, path in files.items()}
     for name in ("aio", "http", "mcp"):
         assert counts[name] == counts["python"], name
     assert sum(count for count, _ in counts["python"].values()) > 0, "the ranked cases should count"
