@@ -71,10 +71,6 @@ def _run(argv: list[str], *, cwd: Path, timeout: float = 900, **extra_env: str) 
 
 def _pip(venv: Path, *args: str, cwd: Path) -> None:
     """pip of the test environment installing into ``venv`` (a venv made without pip of its own)."""
-    if args[:1] == (
-        "install",
-    ):  # no .pyc for every installed module up front: Python compiles what it imports
-        args = ("install", "--no-compile", *args[1:])
     _run([PYTHON, "-m", "pip", "--python", str(venv / "bin" / "python"), "-q", *args], cwd=cwd)
 
 
