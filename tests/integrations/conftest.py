@@ -34,12 +34,6 @@ class LocalEmbeddings(Embeddings):
         return self.embed_documents([text])[0]
 
 
-@pytest.fixture(scope="session")
-def local_embedder() -> LocalEmbedder:
-    """The real bundled model, loaded once."""
-    return LocalEmbedder()
-
-
 def memlane_store_on(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, embedder: LocalEmbedder
 ) -> MemlaneStore:

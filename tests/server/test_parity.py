@@ -10,6 +10,13 @@ the same episodes, in the same order, with the same breakdowns. Scores are round
 decimals: the MCP server and uvicorn read the real clock a few milliseconds apart, which
 moves a recency signal by far less than that.
 
+The bookkeeping itself is buffered (:mod:`memlane.stores.retrievals`): whether a count is
+already visible in a later result depends on when each server's buffer was last written
+(its recalls' real clock), so the per-case comparison leaves ``retrieve_count`` and
+``last_retrieved_at`` out, and :func:`test_every_interface_counts_the_same_retrievals`
+compares the counts where they are certain: in the four files, after every interface closed
+(a clean close writes what is buffered).
+
 The fake hashing embedder is used: this suite checks interface parity, not ranking quality.
 """
 
@@ -17,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -77,15 +86,15 @@ def _seed(path: Path) -> dict[str, str]:
     return ids
 
 
-WALL_CLOCK = {"last_retrieved_at"}
-"""Set from each interface's own clock when its ranked recall returns the episode (masked)."""
+DEFERRED = {"retrieve_count", "last_retrieved_at"}
+"""Buffered retrieval bookkeeping: visible once the store's buffer is written (masked, module docstring)."""
 
 
 def _round(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, dict):
-        return {k: "<now>" if k in WALL_CLOCK and v else _round(v) for k, v in value.items()}
+        return {k: "<deferred>" if k in DEFERRED else _round(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_round(v) for v in value]
     return value
@@ -233,6 +242,12 @@ class Interfaces:
     http: httpx.Client
     mcp: RawMcpClient
     ids: dict[str, str]
+    root: Path
+    closing: ExitStack
+
+    def close(self) -> None:
+        """Close all four (idempotent): each writes its buffered retrieval counts into its file."""
+        self.closing.close()
 
 
 def _call(target: Any, spec: tuple[str, tuple[Any, ...], dict[str, Any]]) -> Any:
@@ -242,32 +257,40 @@ def _call(target: Any, spec: tuple[str, tuple[Any, ...], dict[str, Any]]) -> Any
     return target(*args, **kwargs)
 
 
+def _open_interfaces(root: Path, ids: dict[str, str]) -> Interfaces:
+    """The four interfaces over their own copies of ``root / "seed.db"`` (:meth:`Interfaces.close`)."""
+    for name in ("python", "aio", "http", "mcp"):
+        shutil.copy(root / "seed.db", root / f"{name}.db")
+    with ExitStack() as stack:
+        python = EpisodicMemory.open(root / "python.db", embedder=HashingEmbedder(), tenant_id="t")
+        stack.callback(python.close)
+        loop = asyncio.new_event_loop()
+        stack.callback(loop.close)
+        aio = loop.run_until_complete(
+            AsyncEpisodicMemory.open(root / "aio.db", embedder=HashingEmbedder(), tenant_id="t")
+        )
+        stack.callback(lambda: loop.run_until_complete(aio.close()))
+        settings = load_config({"server": {"api_keys": {KEY: "t"}}}).server
+        app = create_app(lambda: EpisodicMemory.open(root / "http.db", embedder=HashingEmbedder()), settings)
+        (root / "mcp.yaml").write_text(
+            "memory:\n  path: mcp.db\nepisodic_memory:\n  embedding_provider: hashing\n  tenant_id: t\n",
+            encoding="utf-8",
+        )
+        url = stack.enter_context(serve_in_thread(app))
+        http = stack.enter_context(httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60))
+        mcp = stack.enter_context(RawMcpClient(root, "--config", str(root / "mcp.yaml")))
+        return Interfaces(python, aio, loop, http, mcp, ids, root, stack.pop_all())
+    raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises
+
+
 @pytest.fixture(scope="module")
 def interfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Interfaces]:
     root = tmp_path_factory.mktemp("parity")
-    ids = _seed(root / "seed.db")
-    for name in ("python", "aio", "http", "mcp"):
-        shutil.copy(root / "seed.db", root / f"{name}.db")
-    python = EpisodicMemory.open(root / "python.db", embedder=HashingEmbedder(), tenant_id="t")
-    loop = asyncio.new_event_loop()
-    aio = loop.run_until_complete(
-        AsyncEpisodicMemory.open(root / "aio.db", embedder=HashingEmbedder(), tenant_id="t")
-    )
-    settings = load_config({"server": {"api_keys": {KEY: "t"}}}).server
-    app = create_app(lambda: EpisodicMemory.open(root / "http.db", embedder=HashingEmbedder()), settings)
-    (root / "mcp.yaml").write_text(
-        "memory:\n  path: mcp.db\nepisodic_memory:\n  embedding_provider: hashing\n  tenant_id: t\n",
-        encoding="utf-8",
-    )
-    with (
-        serve_in_thread(app) as url,
-        httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as http,
-        RawMcpClient(root, "--config", str(root / "mcp.yaml")) as mcp,
-    ):
-        yield Interfaces(python, aio, loop, http, mcp, ids)
-    loop.run_until_complete(aio.close())
-    loop.close()
-    python.close()
+    opened = _open_interfaces(root, _seed(root / "seed.db"))
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 def _results(interfaces: Interfaces, case: Case) -> dict[str, Any]:
@@ -317,3 +340,24 @@ def test_the_cases_cover_what_they_claim(interfaces: Interfaces) -> None:
     # the as_of case sees the superseded fact (Berlin), the plain listing the current one (Lisbon)
     as_of = interfaces.python.recall_episodes(None, tags=["home"], as_of=T0 + timedelta(days=2))
     assert [h.episode.content for h in as_of] == ["The user lives in Berlin"]
+
+
+def _retrieve_counts(db: Path) -> dict[str, tuple[int, bool]]:
+    """Episode id -> (retrieve_count, whether last_retrieved_at is set), as written in ``db``."""
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT id, retrieve_count, last_retrieved_at_us FROM episodes").fetchall()
+    finally:
+        conn.close()
+    return {str(id_): (int(count), last is not None) for id_, count, last in rows}
+
+
+def test_every_interface_counts_the_same_retrievals(interfaces: Interfaces) -> None:
+    """Last in this module: it closes the interfaces the cases above ran on, in the same order."""
+    _results(interfaces, _cases(interfaces.ids)[0])  # a ranked recall, also when run alone (-k)
+    interfaces.close()  # each interface writes its buffered counts into its own file
+    files = {name: interfaces.root / f"{name}.db" for name in ("python", "aio", "http", "mcp")}
+    counts = {name: _retrieve_counts(path) for name, path in files.items()}
+    for name in ("aio", "http", "mcp"):
+        assert counts[name] == counts["python"], name
+    assert sum(count for count, _ in counts["python"].values()) > 0, "the ranked cases should count"

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "agent_loop.py"
+
+pytestmark = pytest.mark.slow  # runs the examples as subprocesses
 
 
 def _requests(stdout: str) -> list[dict[str, object]]:

@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from memlane import EpisodicMemory, MemoryConfig
 from memlane.integrations.langgraph import MemlaneStore
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+
+pytestmark = pytest.mark.slow  # runs the examples as subprocesses
 
 
 def _run(script: str, *args: str) -> str:

@@ -7,9 +7,15 @@ in memory and writes them in one batched ``UPDATE``:
 
 * inside the next write transaction of the same store object (an insert or merge), at no extra
   commit;
-* on its own once :data:`FLUSH_EVERY` recalls or :data:`FLUSH_AFTER_S` seconds have gone by since
-  the last write (checked at each recall, so an idle process writes nothing);
+* on its own once :data:`FLUSH_EVERY` recalls have been counted, or once the oldest pending count
+  is :data:`FLUSH_AFTER_S` seconds old (checked at each recall, so an idle process writes nothing);
 * on ``flush()`` and on ``close()`` (a clean shutdown loses nothing).
+
+The age is measured on the recalls' own times (the ``at`` each recall passes: the memory's
+:class:`~memlane.clock.Clock`, or the caller's ``now``), not on a timer of its own: with the real
+clock that is wall time, as before; with a :class:`~memlane.clock.FrozenClock` (tests) only the
+recall count, writes, ``flush()`` and ``close()`` write the counts, so when a count becomes visible
+depends on the sequence of operations, never on how fast the machine ran them.
 
 What a crash (kill, power loss) loses: the counts of the recalls since the last flush -- at most
 :data:`FLUSH_EVERY` recalls or :data:`FLUSH_AFTER_S` seconds of them, per store object. Nothing
@@ -21,8 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from memlane.errors import MemlaneError
@@ -34,7 +39,7 @@ logger = logging.getLogger(__name__)
 FLUSH_EVERY = 64
 """Recalls after which the pending counts are written on their own."""
 FLUSH_AFTER_S = 5.0
-"""Seconds after which the pending counts are written on their own (checked at each recall)."""
+"""Age (seconds, on the recalls' clock) of the oldest pending count at which a recall writes them."""
 
 Pending = dict[int, tuple[int, datetime]]
 """Row key -> (retrievals to add, latest retrieval time)."""
@@ -45,33 +50,38 @@ class RetrievalBuffer:
 
     Args:
         every: Recalls after which :meth:`add` reports the buffer due (>= 1).
-        after_s: Seconds since the last :meth:`take` after which :meth:`add` reports it due.
-        monotonic: Clock in seconds (injectable for tests).
+        after_s: Age in seconds of the oldest pending count, measured on the ``at`` times given
+            to :meth:`add` (the recalls' clock), at which :meth:`add` reports the buffer due.
     """
 
-    def __init__(
-        self,
-        every: int = FLUSH_EVERY,
-        after_s: float = FLUSH_AFTER_S,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, every: int = FLUSH_EVERY, after_s: float = FLUSH_AFTER_S) -> None:
         self._lock = threading.Lock()
         self._pending: Pending = {}
         self._calls = 0
         self._every = max(1, int(every))
         self._after_s = float(after_s)
-        self._monotonic = monotonic
-        self._since = monotonic()
+        self._oldest: datetime | None = None
 
     def add(self, keys: Sequence[int], at: datetime) -> bool:
-        """Count one retrieval of each of ``keys`` at ``at``; return whether a flush is due."""
+        """Count one retrieval of each of ``keys`` at ``at``; return whether a flush is due.
+
+        Args:
+            keys: Row keys the recall returned.
+            at: The recall's time (timezone-aware); it also measures the pending counts' age.
+
+        Returns:
+            ``True`` once :data:`FLUSH_EVERY` recalls were counted since the last :meth:`take`,
+            or ``at`` is ``after_s`` seconds or more after the oldest pending count.
+        """
         with self._lock:
             for key in keys:
                 count, last = self._pending.get(int(key), (0, at))
                 self._pending[int(key)] = (count + 1, max(last, at))
             self._calls += 1
+            if self._oldest is None or at < self._oldest:
+                self._oldest = at
             return bool(self._pending) and (
-                self._calls >= self._every or self._monotonic() - self._since >= self._after_s
+                self._calls >= self._every or (at - self._oldest).total_seconds() >= self._after_s
             )
 
     def take(self) -> Pending:
@@ -79,7 +89,7 @@ class RetrievalBuffer:
         with self._lock:
             pending, self._pending = self._pending, {}
             self._calls = 0
-            self._since = self._monotonic()
+            self._oldest = None
             return pending
 
     def put_back(self, pending: Pending) -> None:
@@ -88,6 +98,8 @@ class RetrievalBuffer:
             for key, (count, last) in pending.items():
                 old_count, old_last = self._pending.get(key, (0, last))
                 self._pending[key] = (old_count + count, max(old_last, last))
+            # the age restarts here: a deferred write is retried after another after_s, not at once
+            self._oldest = None
 
     def __len__(self) -> int:
         """Number of row keys with pending counts."""
@@ -109,9 +121,10 @@ class BufferedRetrievals:
         """Count one retrieval of each row key (from ``*_candidates``) at ``at``; return rows written.
 
         The counts are buffered in this store object and written by the next insert/merge
-        transaction, by a short write of their own once :data:`FLUSH_EVERY` recalls or
-        :data:`FLUSH_AFTER_S` seconds have passed, by :meth:`flush` and by ``close``
-        (module docstring). Returns the rows written now (0 while buffered).
+        transaction, by a short write of their own once :data:`FLUSH_EVERY` recalls were counted
+        or the oldest pending count is :data:`FLUSH_AFTER_S` seconds older than ``at``, by
+        :meth:`flush` and by ``close`` (module docstring). Returns the rows written now (0 while
+        buffered).
         """
         if len(keys) and self._retrievals.add(keys, at):
             return self._flush(soon=True)
