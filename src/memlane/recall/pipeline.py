@@ -44,6 +44,7 @@ from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorC
 __all__ = [
     "Context",
     "QueryEmbedder",
+    "RecallQuery",
     "conversation_context",
     "ranked_recall",
     "record_retrievals",
@@ -96,19 +97,36 @@ def scoped_recall_filter(
     return replace(flt, exclude_archived=not include_archived, **time_slice(at, as_of, known_at))
 
 
-def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """One checked ranked recall.
+
+    Attributes:
+        text: The checked query text.
+        limit: Maximum hits, >= 1.
+        at: The recall's ``now`` (UTC).
+        weights: Resolved ranking weights.
+        retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
+        min_relevance: In [0, 1].
+        local_now: The caller's ``now`` in its own zone: time expressions ("yesterday") are
+            resolved in that zone; ``None`` = ``at`` (UTC).
+    """
+
+    text: str
+    limit: int
+    at: datetime
+    weights: RankingWeights
+    retrieval: str
+    min_relevance: float
+    local_now: datetime | None = None
+
+
+def ranked_recall(
     store: Store,
     config: MemoryConfig,
     embed_query: QueryEmbedder,
-    query: str,
+    recall: RecallQuery,
     flt: EpisodeFilter,
-    *,
-    limit: int,
-    at: datetime,
-    weights: RankingWeights,
-    retrieval: str,
-    min_relevance: float,
-    local_now: datetime | None = None,
 ) -> list[RecallHit]:
     """Run the stages listed in the module docstring for one validated query.
 
@@ -117,23 +135,18 @@ def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
         config: Supplies ``temporal``, ``decay_per_day``, ``hybrid_settings``, ``forgetting``
             and ``policy``, and ``track_retrievals``.
         embed_query: See :data:`QueryEmbedder`.
-        query: The checked query text.
+        recall: The checked query and its options.
         flt: The scoped filter every candidate must pass.
-        limit: Maximum hits, >= 1.
-        at: The recall's ``now`` (UTC).
-        weights: Resolved ranking weights.
-        retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
-        min_relevance: In [0, 1].
-        local_now: The caller's ``now`` in its own zone: time expressions ("yesterday") are
-            resolved in that zone; default ``at`` (UTC).
 
     Returns:
-        Up to ``limit`` hits, best first, each with its score breakdown.
+        Up to ``recall.limit`` hits, best first, each with its score breakdown.
 
     Raises:
         EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
     """
-    mode = retrieval
+    query, limit, at, weights = recall.text, recall.limit, recall.at, recall.weights
+    min_relevance, local_now = recall.min_relevance, recall.local_now
+    mode = recall.retrieval
     top_n = max(limit * 20, 500)
     fallback = False
     dense: VectorCandidates | None = None

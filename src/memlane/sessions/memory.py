@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from memlane.clock import ensure_utc
-from memlane.core import MemoryCore
+from memlane.context import MemoryContext
 from memlane.embeddings.base import check_vectors
 from memlane.errors import StoreError, ValidationError
 from memlane.models import RecallHit
+from memlane.recall.methods import RecallOptions, recall_episodes
 from memlane.recall.ranking import RankingWeights, rank, resolve_weights
 from memlane.sessions.context import (
     DEFAULT_MAX_ITEM_CHARS,
@@ -55,8 +56,8 @@ __all__ = ["SessionMemory"]
 TokenizerSpec = TokenCounter | Callable[[str], int] | str | None
 
 
-def _session_store(memory: MemoryCore) -> SessionStore:
-    store = memory.store
+def _session_store(ctx: MemoryContext) -> SessionStore:
+    store = ctx.store
     if not isinstance(store, SupportsSessions):
         raise StoreError(f"{type(store).__name__} does not store session episodes (no session_store)")
     return store.session_store
@@ -72,25 +73,24 @@ class SessionMemory:
     """Session episodes over an :class:`~memlane.memory.EpisodicMemory`'s store (see the module docstring).
 
     Args:
-        memory: Supplies the store, embedder, clock, tenant and configuration: an
-            :class:`~memlane.memory.EpisodicMemory` (typed as :class:`memlane.core.MemoryCore`,
-            so this module never imports the facade).
+        ctx: The memory's :class:`memlane.context.MemoryContext`: its store, embedder, clock,
+            tenant and configuration (so this module never imports the facade).
 
     Raises:
         StoreError: the memory's store does not support session episodes.
     """
 
-    def __init__(self, memory: MemoryCore) -> None:
-        self.memory = memory
-        self.store: SessionStore = _session_store(memory)
+    def __init__(self, ctx: MemoryContext) -> None:
+        self._ctx = ctx
+        self.store: SessionStore = _session_store(ctx)
 
     @property
     def tenant_id(self) -> str:
         """The tenant every session is stored and read under."""
-        return self.memory.tenant_id
+        return self._ctx.tenant_id
 
     def _check_open(self) -> None:
-        self.memory._check_open()
+        self._ctx.check_open()
 
     def _owner(self, agent_id: object, user_id: object) -> SessionOwner:
         return SessionOwner(
@@ -98,8 +98,7 @@ class SessionMemory:
         )
 
     def _retention_cutoff(self, at: datetime) -> datetime | None:
-        days = self.memory.config.retention_days
-        return None if days is None else at - timedelta(days=days)
+        return self._ctx.retained_after(at)
 
     # -- writing -----------------------------------------------------------------------
 
@@ -148,7 +147,7 @@ class SessionMemory:
         session_id = check_identifier(session_id, "session_id")
         owner = self._owner(agent_id, user_id)
         parsed = validate_messages(messages)
-        now = self.memory.clock.now()
+        now = self._ctx.clock.now()
         start = None if started_at is None else ensure_utc(started_at, "started_at")
         end = None if ended_at is None else ensure_utc(ended_at, "ended_at")
         if start is None and end is None:
@@ -160,7 +159,7 @@ class SessionMemory:
             raise ValidationError(f"ended_at ({end.isoformat()}) is before started_at ({start.isoformat()})")
         meta = normalize_metadata(metadata)
         turns = split_turns(parsed)
-        embedder = self.memory.embedder
+        embedder = self._ctx.embedder
         vectors = None
         if turns:
             vectors = check_vectors(
@@ -230,7 +229,7 @@ class SessionMemory:
         header = self.store.get_session(self.tenant_id, check_identifier(session_id, "session_id"))
         if header is None:
             return None
-        cutoff = self._retention_cutoff(self.memory.clock.now())
+        cutoff = self._retention_cutoff(self._ctx.clock.now())
         if cutoff is not None and header.ended_at < cutoff:
             return None
         if agent_id is not None and header.agent_id != check_identifier(agent_id, "agent_id"):
@@ -260,7 +259,7 @@ class SessionMemory:
         self._check_open()
         owner = self._owner(agent_id, user_id)
         limit = check_limit(limit)
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
+        at = self._ctx.now(now)
         headers = self.store.list_recent_sessions(owner, limit, self._retention_cutoff(at))
         return [self._episode(h, self._messages(h)) for h in headers]
 
@@ -317,9 +316,9 @@ class SessionMemory:
         excluded = (
             None if exclude_session_id is None else check_identifier(exclude_session_id, "exclude_session_id")
         )
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
-        resolved = resolve_weights(weights, self.memory.config.ranking_weights)
-        embedder = self.memory.embedder
+        at = self._ctx.now(now)
+        resolved = resolve_weights(weights, self._ctx.config.ranking_weights)
+        embedder = self._ctx.embedder
         vector = check_vectors(embedder.embed([query]), 1, embedder.dims, embedder.model_id)[0]
         candidates = self.store.window_candidates(
             owner, vector, top_n=max(top_k * 20, 200), created_after=self._retention_cutoff(at)
@@ -338,7 +337,7 @@ class SessionMemory:
             importance=candidates.importance,
             now_seconds=at.timestamp(),
             weights=resolved,
-            decay_per_day=self.memory.config.decay_per_day,
+            decay_per_day=self._ctx.config.decay_per_day,
             limit=len(candidates) or 1,
         )
         snippets: list[SessionSnippet] = []
@@ -422,7 +421,7 @@ class SessionMemory:
             Sessions deleted (0 when the memory's ``retention_days`` is ``None``).
         """
         self._check_open()
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
+        at = self._ctx.now(now)
         cutoff = self._retention_cutoff(at)
         return 0 if cutoff is None else self.store.delete_sessions_ended_before(cutoff)
 
@@ -487,7 +486,7 @@ class SessionMemory:
         budget = check_budget(token_budget)
         counter = resolve_token_counter(tokenizer)
         max_item_chars = _check_count(max_item_chars, "max_item_chars", minimum=1)
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
+        at = self._ctx.now(now)
         candidates: list[ContextItem] = []
         owner = self._owner(agent_id, user_id)
         if budget > 0 and include_sessions:
@@ -503,8 +502,13 @@ class SessionMemory:
             ):
                 candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
         if budget > 0 and include_events:
-            hits: list[RecallHit] = self.memory.recall_episodes(
-                query, limit=check_limit(event_limit, "event_limit"), now=at, weights=weights
+            hits: list[RecallHit] = recall_episodes(
+                self._ctx,
+                query,
+                None,
+                None,
+                check_limit(event_limit, "event_limit"),
+                RecallOptions(now=at, weights=weights),
             )
             candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
         return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=min_relevance)
