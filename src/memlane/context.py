@@ -219,10 +219,6 @@ class MemoryContext:
             return None
         return episode
 
-    def with_scope(self, *, tenant_id: str, session_id: str, config: MemoryConfig) -> MemoryContext:
-        """A new (open) context over the same store, embedder, clock and random source."""
-        return MemoryContext(self.store, self.embedder, config, self.clock, tenant_id, session_id, self.rng)
-
     def __repr__(self) -> str:
         return (
             f"MemoryContext(store={self.store!r}, embedder={self.embedder.model_id!r}, "

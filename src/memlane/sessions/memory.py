@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memlane.clock import ensure_utc
 from memlane.context import MemoryContext
@@ -68,20 +68,30 @@ def _check_count(value: object, name: str, *, minimum: int) -> int:
     return value
 
 
+class HasContext(Protocol):
+    """Anything that works over a :class:`memlane.context.MemoryContext` (an ``EpisodicMemory``)."""
+
+    @property
+    def context(self) -> MemoryContext:
+        """The memory's context."""
+        ...
+
+
 class SessionMemory:
     """Session episodes over an :class:`~memlane.memory.EpisodicMemory`'s store (see the module docstring).
 
     Args:
-        ctx: The memory's :class:`memlane.context.MemoryContext`: its store, embedder, clock,
-            tenant and configuration (so this module never imports the facade).
+        memory: The memory's :class:`memlane.context.MemoryContext` (its store, embedder,
+            clock, tenant and configuration), or an :class:`~memlane.memory.EpisodicMemory`,
+            whose ``context`` is taken (so this module never imports the facade).
 
     Raises:
         StoreError: the memory's store does not support session episodes.
     """
 
-    def __init__(self, ctx: MemoryContext) -> None:
-        self._ctx = ctx
-        self.store: SessionStore = _session_store(ctx)
+    def __init__(self, memory: MemoryContext | HasContext) -> None:
+        self._ctx = memory if isinstance(memory, MemoryContext) else memory.context
+        self.store: SessionStore = _session_store(self._ctx)
 
     @property
     def tenant_id(self) -> str:
