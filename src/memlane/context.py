@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,14 +27,35 @@ from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder, check_vectors
 from memlane.episode_input import EpisodeInput, build_episode
 from memlane.errors import EmbeddingError, EmbeddingModelMismatchError, StoreClosedError
-from memlane.lifecycle import retention
 from memlane.models import Episode, Scope
 from memlane.stores.base import EpisodeFilter, Store
 from memlane.validation import check_identifier
 
-__all__ = ["MemoryContext"]
+__all__ = ["MemoryContext", "is_retained", "retained_after"]
 
 logger = logging.getLogger(__name__)
+
+
+def retained_after(now: datetime, retention_days: float | None) -> datetime | None:
+    """Oldest ``created_at`` still retained at ``now``, or ``None`` when everything is kept."""
+    return None if retention_days is None else now - timedelta(days=retention_days)
+
+
+def is_retained(episode: Episode, cutoff: datetime | None, never_forget_from: float | None) -> bool:
+    """Whether ``episode`` is still retained: the Python twin of ``EpisodeFilter.retained_after``.
+
+    Args:
+        episode: A stored episode.
+        cutoff: Oldest ``created_at`` still retained (:func:`retained_after`), or ``None`` = no retention.
+        never_forget_from: Importance from which an episode is kept whatever its age, or ``None``.
+    """
+    if cutoff is None or episode.created_at >= cutoff:
+        return True
+    return (
+        never_forget_from is not None
+        and episode.importance is not None
+        and (episode.importance >= never_forget_from)
+    )
 
 
 class MemoryContext:
@@ -196,15 +217,13 @@ class MemoryContext:
         return scope is Scope.TENANT or episode.session_id == self.session_id
 
     def visible(self, episode: Episode) -> bool:
-        """In scope and not expired at the clock's now (:func:`memlane.lifecycle.retention.is_retained`)."""
+        """In scope and not expired at the clock's now (:func:`is_retained`)."""
         cutoff = self.retained_after(self.clock.now())
-        return self.in_scope(episode) and retention.is_retained(
-            episode, cutoff, self.config.policy.never_forget_from
-        )
+        return self.in_scope(episode) and is_retained(episode, cutoff, self.config.policy.never_forget_from)
 
     def retained_after(self, now: datetime) -> datetime | None:
         """Oldest ``created_at`` (or session ``ended_at``) still retained at ``now``; ``None`` = all kept."""
-        return retention.retained_after(now, self.config.retention_days)
+        return retained_after(now, self.config.retention_days)
 
     def get_episode(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id`` if it is in scope and not expired (see :meth:`visible`).
