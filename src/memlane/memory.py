@@ -3,13 +3,15 @@
 It validates input, applies scope (tenant/session, retention) and delegates; it is built from
 injected parts (store, embedder, clock), holds no global state and has no hosted default.
 
-This module holds its state, scope and checks (the :class:`memlane.core.MemoryCore` the rooms
-use), its constructors, writing (episodes are built by :mod:`memlane.episode_input`) and plain
-lookups. The public methods of the other rooms are mixed in from where their work is done:
-``recall_episodes`` from :mod:`memlane.recall.methods` (stages in :mod:`memlane.recall.pipeline`);
-``supersede``, ``find_contradictions``, ``history``, ``prune``, ``forget``, ``compact`` and
-``end_session`` from :mod:`memlane.lifecycle.methods`; ``sessions`` is a
-:class:`memlane.sessions.SessionMemory`.
+Every public method is declared here, with its documentation, as a one-line delegation to the
+room that does the work, over the memory's :class:`memlane.context.MemoryContext` (parts,
+scope, "now", embedding with its fallback, filters): writing and the lifecycle
+(``remember_episode(s)``, ``supersede``, ``delete_episode``, ``history``,
+``find_contradictions``, ``prune``, ``forget``, ``compact``, ``end_session``) in
+:mod:`memlane.lifecycle.methods`; reading (``recall_episodes``, ``iter_episodes``, ``count``,
+``stats``) in :mod:`memlane.recall.methods` (stages in :mod:`memlane.recall.pipeline`);
+``sessions`` is a :class:`memlane.sessions.SessionMemory` over the same context. Episodes are
+built by :mod:`memlane.episode_input`.
 """
 
 from __future__ import annotations
@@ -18,33 +20,28 @@ import logging
 import os
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from memlane.clock import Clock, SystemClock, ensure_utc
+from memlane.clock import Clock, SystemClock
 from memlane.config import MemoryConfig
-from memlane.embeddings.base import Embedder, check_vectors
-from memlane.episode_input import EpisodeInput, build_episode, build_episodes
-from memlane.errors import (
-    EmbeddingError,
-    EmbeddingModelMismatchError,
-    MemlaneError,
-    StoreClosedError,
-)
-from memlane.lifecycle import retention
-from memlane.lifecycle.methods import LifecycleMethods, remember_superseding
-from memlane.models import Episode, Scope
-from memlane.recall.methods import RecallMethods
+from memlane.context import MemoryContext
+from memlane.embeddings.base import Embedder
+from memlane.episode_input import EpisodeInput
+from memlane.errors import MemlaneError
+from memlane.lifecycle import methods as lifecycle
+from memlane.lifecycle.compaction import CompactionReport
+from memlane.lifecycle.forgetting import ForgetReport
+from memlane.models import Contradiction, Episode, RecallHit, Scope
+from memlane.recall import methods as recall
+from memlane.recall.methods import RecallOptions
+from memlane.recall.ranking import RankingWeights
 from memlane.sessions.memory import SessionMemory
-from memlane.stores.base import EpisodeFilter, Store, StoreStats
-from memlane.validation import check_identifier, normalize_tags
+from memlane.stores.base import Store, StoreStats
+from memlane.validation import check_identifier
 
 if TYPE_CHECKING:
     from memlane.config.file import MemlaneConfig
@@ -54,7 +51,7 @@ __all__ = ["EpisodeInput", "EpisodicMemory"]
 logger = logging.getLogger(__name__)
 
 
-class EpisodicMemory(RecallMethods, LifecycleMethods):
+class EpisodicMemory:
     """Episodic memory for one agent context (tenant + session) over a store.
 
     Args:
@@ -86,16 +83,56 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         rng: random.Random | None = None,
         owns_store: bool = True,
     ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.config = config or MemoryConfig()
-        self.clock: Clock = clock or SystemClock()
-        self.tenant_id = check_identifier(tenant_id, "tenant_id")
-        self.session_id = check_identifier(session_id, "session_id")
-        self._rng = rng or random.Random()
+        self._ctx = MemoryContext(
+            store,
+            embedder,
+            config or MemoryConfig(),
+            clock or SystemClock(),
+            check_identifier(tenant_id, "tenant_id"),
+            check_identifier(session_id, "session_id"),
+            rng or random.Random(),
+        )
         self._owns_store = owns_store
-        self._closed = False
         store.bind_embedding_model(embedder.model_id, embedder.dims)
+
+    # -- the parts and scope (read-only) ---------------------------------------------------
+
+    @property
+    def context(self) -> MemoryContext:
+        """The :class:`memlane.context.MemoryContext` every method works over."""
+        return self._ctx
+
+    @property
+    def store(self) -> Store:
+        """Where the episodes live."""
+        return self._ctx.store
+
+    @property
+    def embedder(self) -> Embedder:
+        """Makes the vectors."""
+        return self._ctx.embedder
+
+    @property
+    def config(self) -> MemoryConfig:
+        """Scope, limits, retention and ranking defaults."""
+        return self._ctx.config
+
+    @property
+    def clock(self) -> Clock:
+        """Source of "now"."""
+        return self._ctx.clock
+
+    @property
+    def tenant_id(self) -> str:
+        """Tenant recorded on every episode (and read under ``tenant``/``session`` scope)."""
+        return self._ctx.tenant_id
+
+    @property
+    def session_id(self) -> str:
+        """Session recorded on every episode (and read under ``session`` scope)."""
+        return self._ctx.session_id
+
+    # -- constructors ------------------------------------------------------------------
 
     @classmethod
     def open(
@@ -201,7 +238,7 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         Raises:
             StoreError: the store does not support session episodes.
         """
-        return SessionMemory(self)
+        return SessionMemory(self._ctx)
 
     def with_context(
         self,
@@ -221,13 +258,13 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             clock=self.clock,
             tenant_id=self.tenant_id if tenant_id is None else tenant_id,
             session_id=self.session_id if session_id is None else session_id,
-            rng=self._rng,
+            rng=self._ctx.rng,
             owns_store=False,
         )
 
-    # -- writing -----------------------------------------------------------------------
+    # -- writing -------------------------------------------------------------
 
-    def remember_episode(  # noqa: PLR0913  (limit debt, #19)
+    def remember_episode(  # noqa: PLR0913  (public signature = EpisodeInput's fields)
         self,
         event_type: str,
         content: str,
@@ -282,21 +319,17 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             StoreError: the store failed (nothing is stored).
         """
         item = EpisodeInput(
-            event_type=event_type,
-            content=content,
-            tags=tags,
-            importance=importance,
+            event_type,
+            content,
+            tags,
+            importance,
             created_at=created_at,
             metadata=metadata,
             valid_from=valid_from,
             valid_until=valid_until,
             session_scoped=session_scoped,
         )
-        if supersedes:
-            return remember_superseding(self, item, supersedes, reason=None)
-        if self.config.auto_supersede:
-            return remember_superseding(self, item, (), reason=None, auto=True)
-        return self.remember_episodes([item])[0]
+        return lifecycle.remember_episode(self._ctx, item, supersedes)
 
     def remember_episodes(self, items: Iterable[EpisodeInput]) -> list[Episode]:
         """Append a batch atomically: one embedder call, one transaction.
@@ -312,75 +345,48 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             DuplicateEpisodeError: an explicit ``id`` already exists (nothing is stored).
             EmbeddingError, StoreError: as for :meth:`remember_episode`.
         """
-        self._check_open()
-        episodes = build_episodes(
-            list(items),
-            self.clock.now(),
-            tenant_id=self.tenant_id,
-            session_id=self.session_id,
-            embedding_model=self.embedder.model_id,
-        )
-        if not episodes:
-            return []
-        vectors = self._embed([ep.content for ep in episodes], "remember")
-        if vectors is None:
-            episodes = [replace(ep, embedding_model=None) for ep in episodes]
-        self.store.insert(episodes, vectors)
-        self._maybe_prune()
-        return episodes
+        return lifecycle.remember_episodes(self._ctx, items)
 
-    # -- reading -----------------------------------------------------------------------
+    def supersede(
+        self,
+        old_id: str,
+        event_type: str,
+        content: str,
+        tags: Sequence[str] | str | None = None,
+        importance: float | None = None,
+        *,
+        valid_from: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> Episode:
+        """Replace episode ``old_id`` with a new one, keeping the old one as history.
 
-    def get_episode(self, episode_id: str) -> Episode | None:
-        """Return the episode with ``episode_id`` if it exists, is in scope and is not expired.
+        In one transaction: the new episode is inserted, and the old one gets
+        ``valid_until`` = the new ``valid_from`` (the fact stopped being true then),
+        ``invalidated_at`` = now (memlane retired it now), ``superseded_by`` = the new id and
+        ``supersede_reason`` = ``reason``. Nothing is deleted: ``recall_episodes(as_of=T)``
+        with ``T`` before the change still finds the old episode, and :meth:`history` returns
+        the chain.
 
-        Expired: created more than ``config.retention_days`` before the clock's now (and not
-        never-forget); see :mod:`memlane.lifecycle.retention`. Archived and superseded
-        episodes are returned.
+        Args:
+            old_id: Id of the episode to supersede (in this memory's scope).
+            event_type: As for :meth:`remember_episode`.
+            content: As for :meth:`remember_episode`.
+            tags: As for :meth:`remember_episode`.
+            importance: As for :meth:`remember_episode`.
+            valid_from: When the new fact became true; default the clock's now.
+            metadata: As for :meth:`remember_episode`.
+            reason: Why the old episode was retired (kept on it as ``supersede_reason``).
+
+        Returns:
+            The new episode.
 
         Raises:
-            ValidationError: blank or over-long id. StoreError: the store failed.
+            EpisodeNotFoundError: ``old_id`` is not in scope or already superseded.
+            ValidationError, EmbeddingError, StoreError: as for :meth:`remember_episode`.
         """
-        self._check_open()
-        episode = self.store.get(check_identifier(episode_id, "episode_id"))
-        if episode is None or not self._visible(episode):
-            return None
-        return episode
-
-    def iter_episodes(
-        self, event_type: str | None = None, tags: Sequence[str] | str | None = None
-    ) -> Iterator[Episode]:
-        """Yield every episode in scope and not expired at the clock's now, oldest first; the export order.
-
-        Archived and superseded episodes are included; expired ones (``config.retention_days``)
-        are not, even before a prune removes them.
-        Buffered retrieval counts are written first, so an export carries them.
-        """
-        self._check_open()
-        self.store.flush()
-        flt = self._filter(
-            event_type=None if event_type is None else check_identifier(event_type, "event_type"),
-            tags=normalize_tags(tags),
-            now=self.clock.now(),
-        )
-        return self.store.iter_episodes(flt)
-
-    def count(self) -> int:
-        """Number of episodes in scope and not expired (what :meth:`iter_episodes` yields).
-
-        Expired episodes still stored until a prune are counted by ``prune(dry_run=True)``.
-        """
-        self._check_open()
-        return self.store.count(self._scope_filter(self.clock.now()))
-
-    def stats(self) -> StoreStats:
-        """Summary of the episodes in scope and not expired (see :class:`memlane.stores.base.StoreStats`).
-
-        Like :meth:`count`, it describes what can be read; ``prune(dry_run=True)`` counts the
-        expired rows still stored.
-        """
-        self._check_open()
-        return self.store.stats(self._scope_filter(self.clock.now()))
+        item = EpisodeInput(event_type, content, tags, importance, metadata=metadata, valid_from=valid_from)
+        return lifecycle.supersede(self._ctx, old_id, item, reason)
 
     def delete_episode(self, episode_id: str) -> bool:
         """Delete one episode by id if it is within this memory's scope.
@@ -399,97 +405,317 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         Raises:
             ValidationError: blank or over-long id. StoreError: the store failed.
         """
-        self._check_open()
-        episode = self.store.get(check_identifier(episode_id, "episode_id"))
-        if episode is None or not self._in_scope(episode):  # an expired episode may be deleted
-            return False
-        return self.store.delete(episode.id, episode.tenant_id)
+        return lifecycle.delete_episode(self._ctx, episode_id)
 
-    # -- helpers: time, embedding, building, scope ---------------------------------------
+    # -- reading -------------------------------------------------------------
 
-    def _now(self, now: datetime | None) -> datetime:
-        return self.clock.now() if now is None else ensure_utc(now, "now")
+    def recall_episodes(  # noqa: PLR0913  (public signature = RecallOptions' fields)
+        self,
+        query: str | None = None,
+        event_type: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int | None = None,
+        *,
+        now: datetime | None = None,
+        weights: RankingWeights | str | Mapping[str, float] | None = None,
+        retrieval: str | None = None,
+        min_relevance: float | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        include_archived: bool = False,
+    ) -> list[RecallHit]:
+        """Recall episodes in this memory's scope.
 
-    def _maybe_prune(self) -> None:
-        if self.config.retention_days is not None and self._rng.random() < self.config.prune_probability:
-            pruned = self.prune()
-            logger.debug("opportunistic prune removed %d episodes", pruned)
+        Time model (bi-temporal, after Snodgrass 1999): by default only episodes still true at
+        ``now`` (``valid_until`` null or after ``now``) and not retired by then (``invalidated_at``
+        null or after ``now``) are returned; episodes that only become true later (a
+        future-dated ``valid_from``, or ``now`` in the past) are not hidden, so plain recalls
+        behave as before for every episode that was never superseded. ``as_of=T`` asks what
+        was true at ``T``: ``valid_from <= T < valid_until`` (valid time only, so superseded
+        episodes whose validity covers ``T`` are found). ``known_at=K`` asks what memlane held
+        as current at ``K``: ``recorded_at <= K`` and not retired by ``K`` (no valid-time
+        condition unless ``as_of`` is given too).
 
-    def _embed(self, texts: list[str], action: str) -> NDArray[np.float32] | None:
-        """Embed ``texts``; on an embedder failure return ``None`` (fallback on) or raise."""
-        try:
-            return check_vectors(
-                self.embedder.embed(texts), len(texts), self.embedder.dims, self.embedder.model_id
-            )
-        except EmbeddingModelMismatchError:
-            raise
-        except EmbeddingError as exc:
-            if not self.config.embedding_fallback:
-                raise
-            if action == "remember":
-                logger.warning(
-                    "embedder %s failed (%s): storing %d episode(s) without vectors; "
-                    "they are found by keyword recall only",
-                    self.embedder.model_id,
-                    exc,
-                    len(texts),
-                )
-            else:
-                logger.warning(
-                    "embedder %s failed (%s): recalling by keywords only", self.embedder.model_id, exc
-                )
-            return None
+        Without ``query``: a structured lookup by the filters, newest ``created_at`` first,
+        with no embedder call at all; hits have ``breakdown=None``.
 
-    def _embed_query(self, query: str) -> NDArray[np.float32] | None:
-        vectors = self._embed([query], "recall")
-        return None if vectors is None else vectors[0]
+        With ``query``: candidates passing every filter are found by the embeddings, by the
+        store's keyword index, or both (``retrieval``), and ranked relevance-first: recency and
+        importance (the three factors of Park et al. 2023) only reorder hits inside the tie band
+        (:func:`memlane.recall.ranking.rank`); each hit carries its :class:`ScoreBreakdown`.
+        If the query names a time ("last May", "in 2023") and ``config.temporal`` is on,
+        episodes created in that window get a relevance boost (:mod:`memlane.recall.temporal`).
+        If the embedder fails and ``config.embedding_fallback`` is on (the default), recall uses
+        keywords only, logs a warning and marks every breakdown ``fallback=True``.
 
-    def _build_episode(self, item: EpisodeInput, now: datetime) -> Episode:
-        return build_episode(
-            item,
-            now,
-            tenant_id=self.tenant_id,
-            session_id=self.session_id,
-            embedding_model=self.embedder.model_id,
+        Args:
+            query: Natural-language query, or ``None`` for a structured lookup.
+            event_type: Exact event type to match, or ``None``.
+            tags: Tags that must all be present (AND), normalised like on write.
+            limit: Maximum hits, >= 1; default ``config.default_limit``.
+            now: Reference time for recency, retention and time expressions (timezone-aware);
+                default the clock.
+            weights: Ranking weights for this call: :class:`RankingWeights`, a preset name
+                (see :data:`memlane.recall.ranking.PRESETS`) or a mapping; default ``config.weights``.
+            retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"`` for this call; default
+                ``config.retrieval``. ``"keyword"`` never calls the embedder; ``"dense"``
+                cannot see episodes stored without a vector.
+            min_relevance: Drop ranked hits whose relevance is below this, in [0, 1]; default
+                ``config.min_relevance``.
+            as_of: Valid-time instant (timezone-aware): what was true then.
+            known_at: Transaction-time instant (timezone-aware): what memlane knew then.
+            include_archived: Also return episodes :meth:`forget` archived (default ``False``).
+
+        Retrieval bookkeeping: when ``config.track_retrievals`` is on (the default), a ranked
+        recall then adds 1 to ``retrieve_count`` and sets ``last_retrieved_at = now`` on every
+        episode it returns, in one batched store update (no vector index is invalidated). The
+        returned episodes show the counts from before this recall. Structured lookups are not
+        counted. A failed update is logged and never fails the recall.
+
+        Returns:
+            Up to ``limit`` :class:`RecallHit`; never an episode outside the scope or filters.
+
+        Raises:
+            ValidationError: invalid argument. EmbeddingError: the query could not be
+            embedded and ``config.embedding_fallback`` is off. StoreError: the store failed.
+        """
+        return recall.recall_episodes(
+            self._ctx,
+            query,
+            event_type,
+            tags,
+            limit,
+            RecallOptions(
+                now=now,
+                weights=weights,
+                retrieval=retrieval,
+                min_relevance=min_relevance,
+                as_of=as_of,
+                known_at=known_at,
+                include_archived=include_archived,
+            ),
         )
 
-    def _scope_filter(self, now: datetime | None) -> EpisodeFilter:
-        """The scope (and, given ``now``, retention) filter, with no event type or tag condition."""
-        return self._filter(event_type=None, tags=(), now=now)
+    def get_episode(self, episode_id: str) -> Episode | None:
+        """Return the episode with ``episode_id`` if it exists, is in scope and is not expired.
 
-    def _filter(
-        self, *, event_type: str | None, tags: tuple[str, ...], now: datetime | None
-    ) -> EpisodeFilter:
-        scope = Scope(self.config.scope)
-        return EpisodeFilter(
-            tenant_id=None if scope is Scope.GLOBAL else self.tenant_id,
-            session_id=self.session_id if scope is Scope.SESSION else None,
-            event_type=event_type,
-            tags=tags,
-            retained_after=None if now is None else retention.retained_after(now, self.config.retention_days),
-            never_forget_from=self.config.policy.never_forget_from,
+        Expired: created more than ``config.retention_days`` before the clock's now (and not
+        never-forget); see :mod:`memlane.lifecycle.retention`. Archived and superseded
+        episodes are returned.
+
+        Raises:
+            ValidationError: blank or over-long id. StoreError: the store failed.
+        """
+        return self._ctx.get_episode(episode_id)
+
+    def iter_episodes(
+        self, event_type: str | None = None, tags: Sequence[str] | str | None = None
+    ) -> Iterator[Episode]:
+        """Yield every episode in scope and not expired at the clock's now, oldest first; the export order.
+
+        Archived and superseded episodes are included; expired ones (``config.retention_days``)
+        are not, even before a prune removes them.
+        Buffered retrieval counts are written first, so an export carries them.
+        """
+        return recall.iter_episodes(self._ctx, event_type, tags)
+
+    def count(self) -> int:
+        """Number of episodes in scope and not expired (what :meth:`iter_episodes` yields).
+
+        Expired episodes still stored until a prune are counted by ``prune(dry_run=True)``.
+        """
+        return recall.count(self._ctx)
+
+    def stats(self) -> StoreStats:
+        """Summary of the episodes in scope and not expired (see :class:`memlane.stores.base.StoreStats`).
+
+        Like :meth:`count`, it describes what can be read; ``prune(dry_run=True)`` counts the
+        expired rows still stored.
+        """
+        return recall.stats(self._ctx)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def history(self, episode_id: str) -> list[Episode]:
+        """Return the supersede chain through ``episode_id``, oldest first.
+
+        Follows ``superseded_by`` links backwards (episodes this one replaced, and theirs)
+        and forwards (the episode that replaced it, and so on). Episodes merged into one
+        successor all appear, ordered by ``valid_from`` then ``recorded_at``.
+
+        Args:
+            episode_id: Any episode of the chain (in this memory's scope).
+
+        Returns:
+            Every episode of the chain in scope and not expired (``config.retention_days``),
+            oldest first; ``[episode]`` when it has no links.
+
+        Raises:
+            EpisodeNotFoundError: ``episode_id`` is not in this memory's scope, or expired.
+            ValidationError: blank or over-long id. StoreError: the store failed.
+        """
+        return lifecycle.history(self._ctx, episode_id)
+
+    def find_contradictions(
+        self,
+        episode_or_text: Episode | str,
+        *,
+        event_type: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        threshold: float | None = None,
+        limit: int = 5,
+        now: datetime | None = None,
+    ) -> list[Contradiction]:
+        """Propose current episodes that ``episode_or_text`` may contradict; retire nothing.
+
+        A candidate is in this memory's scope, still valid and not superseded at ``now``,
+        shares the ``event_type`` or at least one tag, its content's embedding has a cosine
+        similarity >= 0.3 to the given text, and what the two say about their shared subject
+        conflicts with a confidence >= ``threshold``: the same subject and predicate with
+        another value ("User lives in Paris" / "User lives in Berlin", "prefers aisle seats" /
+        "prefers window seats"), or one negating the other ("likes spicy food" / "does not
+        like spicy food"); an elaboration ("likes tea" / "likes tea with milk") or another
+        predicate ("lives in Paris" / "works in Paris") is not one. See
+        :mod:`memlane.lifecycle.contradiction` for the method and
+        ``benchmarks/results/contradictions.md`` for its measured precision and recall (English
+        one-sentence facts; synonyms and paraphrases are not understood). Review the
+        candidates, then :meth:`supersede` (or turn on ``config.auto_supersede``).
+
+        Args:
+            episode_or_text: A stored episode (its content, event type and tags are used; it
+                is never its own candidate) or a text.
+            event_type: For a text: the event type to match, or ``None``.
+            tags: For a text: tags of which any one must be shared.
+            threshold: Minimum confidence in (0, 1]; default ``config.contradiction_threshold``
+                (0.8).
+            limit: Maximum candidates, >= 1 (default 5).
+            now: Reference time (timezone-aware); default the clock.
+
+        Returns:
+            Candidates, highest ``confidence`` first (then highest ``score``, the cosine);
+            empty when the embedder is unavailable (logged) or nothing qualifies.
+
+        Raises:
+            ValidationError: invalid argument. EmbeddingError: the embedder failed and
+            ``config.embedding_fallback`` is off. StoreError: the store failed.
+        """
+        return lifecycle.find_contradictions(
+            self._ctx, episode_or_text, event_type, tags, threshold, limit, now
         )
 
-    def _visible(self, episode: Episode) -> bool:
-        """In scope and not expired at the clock's now (:func:`memlane.lifecycle.retention.is_retained`)."""
-        cutoff = retention.retained_after(self.clock.now(), self.config.retention_days)
-        return self._in_scope(episode) and retention.is_retained(
-            episode, cutoff, self.config.policy.never_forget_from
+    def prune(self, now: datetime | None = None, *, dry_run: bool = False) -> int:
+        """Delete every episode older than ``retention_days`` (table-wide, all tenants).
+
+        Never-forget episodes (importance in a never-forget band of
+        ``config.forgetting_policy``: >= 9 by default) are kept whatever their age.
+
+        Args:
+            now: Reference time (timezone-aware); default the clock.
+            dry_run: Only count what would be deleted; change nothing.
+
+        Returns:
+            Number of episodes deleted, or that would be with ``dry_run`` (0 when
+            ``retention_days`` is ``None``).
+        """
+        return lifecycle.prune(self._ctx, now, dry_run=dry_run)
+
+    def forget(
+        self,
+        now: datetime | None = None,
+        *,
+        dry_run: bool = False,
+        threshold: float | None = None,
+    ) -> ForgetReport:
+        """Archive (or delete) the episodes in scope whose strength fell below ``threshold``.
+
+        Strength is ``0.5 ** (age_days / half_life)`` with the half-life of the episode's
+        importance band (:mod:`memlane.lifecycle.forgetting`; Ebbinghaus-style decay; age from
+        ``created_at``). Never-forget episodes (strength 1) and already archived ones are
+        never touched. ``config.forget_action`` says what happens: ``"archive"`` (default)
+        sets ``archived_at`` (the episode leaves recall unless ``include_archived=True``, and
+        stays in exports and history); ``"delete"`` removes it. Unlike retention, forgetting
+        only acts on this memory's scope.
+
+        Args:
+            now: Reference time (timezone-aware); default the clock.
+            dry_run: Only report what would be forgotten; change nothing.
+            threshold: Strength in (0, 1); default ``config.forget_threshold`` (0.05).
+
+        Returns:
+            A :class:`memlane.lifecycle.forgetting.ForgetReport` (weakest first).
+
+        Raises:
+            ValidationError: bad ``now`` or ``threshold``. StoreError: the store failed.
+        """
+        return lifecycle.forget(self._ctx, now, dry_run=dry_run, threshold=threshold)
+
+    def compact(
+        self,
+        *,
+        similarity: float = 0.95,
+        never_retrieved_older_than_days: float | None = None,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> CompactionReport:
+        """Merge near-duplicate episodes and archive stale ones, in this memory's scope.
+
+        Only active episodes take part: current (not superseded, still valid at ``now``), not
+        archived and not ``session_scoped``. In order:
+
+        1. **Stale** (only when ``never_retrieved_older_than_days`` is given): episodes with
+           ``retrieve_count == 0`` and ``created_at`` older than the cutoff are archived
+           (``archived_at`` set). Never-forget episodes (importance in a never-forget band of
+           ``config.forgetting_policy``, >= 9 by default) are never archived.
+        2. **Near-duplicates**: within each (tenant, event_type) group, episodes whose
+           embeddings have cosine ``> similarity`` with a cluster's representative (exact,
+           numpy) are replaced by ONE merged episode (content of the most important, then most
+           retrieved, then newest member; tags united; importance max; earliest
+           ``valid_from``; ``retrieve_count`` summed; ``metadata["merged_from"]`` lists the
+           ids). The originals are archived with ``superseded_by`` = the merged id and
+           ``supersede_reason`` = ``"merged: compaction cosine>..."``, atomically per cluster;
+           nothing is deleted, so :meth:`history` and ``include_archived=True`` still find
+           them. A never-forget episode is never folded into another one's content. See
+           :mod:`memlane.lifecycle.compaction` for the rules. Episodes without a vector are not merged.
+
+        Archiving frees no disk space (rows and vectors stay, and each merge adds a row); it
+        shrinks the active set every recall filters, scores and ranks.
+
+        Args:
+            similarity: Cosine threshold in (0, 1) (default 0.95).
+            never_retrieved_older_than_days: Age in days (> 0) from which a never-retrieved
+                episode is archived as stale; ``None`` (default) = no stale archiving.
+            dry_run: Only report what would change; change nothing.
+            now: Reference time (timezone-aware); default the clock.
+
+        Returns:
+            A :class:`memlane.lifecycle.compaction.CompactionReport`.
+
+        Raises:
+            ValidationError: ``similarity`` or ``never_retrieved_older_than_days`` out of
+                range, or a naive ``now``.
+            EpisodeNotFoundError: an episode was archived or superseded concurrently (that
+                cluster is left as it was; clusters merged before stay merged).
+            StoreError: the store failed (clusters merged before the failure stay merged).
+        """
+        return lifecycle.compact(
+            self._ctx,
+            similarity=similarity,
+            never_retrieved_older_than_days=never_retrieved_older_than_days,
+            dry_run=dry_run,
+            now=now,
         )
 
-    def _in_scope(self, episode: Episode) -> bool:
-        scope = Scope(self.config.scope)
-        if scope is Scope.GLOBAL:
-            return True
-        if episode.tenant_id != self.tenant_id:
-            return False
-        return scope is Scope.TENANT or episode.session_id == self.session_id
+    def end_session(self) -> int:
+        """End this memory's session: delete its ``session_scoped`` episodes.
+
+        Other episodes of the session stay. Returns how many were deleted.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        return lifecycle.end_session(self._ctx)
 
     # -- open / close ------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError("this EpisodicMemory is closed")
 
     def flush(self) -> None:
         """Write deferred retrieval bookkeeping (``retrieve_count``/``last_retrieved_at``) now.
@@ -502,13 +728,13 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         Raises:
             StoreError: the database failed (the counts stay buffered).
         """
-        self._check_open()
+        self._ctx.check_open()
         self.store.flush()
 
     def close(self) -> None:
         """Close the memory (and its store, if it owns it; else write its deferred counts). Idempotent."""
-        if not self._closed:
-            self._closed = True
+        if not self._ctx.closed:
+            self._ctx.close()
             if self._owns_store:
                 self.store.close()
             else:

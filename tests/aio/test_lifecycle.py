@@ -53,7 +53,7 @@ def test_open_by_await_and_by_async_with(tmp_path: Path, local_embedder: LocalEm
         assert [h.episode.content for h in await again.recall_episodes()] == ["first"]
         await again.close()
         await again.close()  # idempotent
-        assert again.sync._closed
+        assert again.sync.context.closed
 
     asyncio.run(main())
 

@@ -50,7 +50,6 @@ LAYERS: dict[str, int] = {
     # the memory itself
     "memlane": ENGINE,  # the public API: memlane/__init__.py only (the root is not a folder)
     "memlane.context": ENGINE,
-    "memlane.core": ENGINE,
     "memlane.memory": ENGINE,
     "memlane.aio": ENGINE,
     "memlane.episode_input": ENGINE,
@@ -73,13 +72,11 @@ LAYERS: dict[str, int] = {
 """Layer of each module, by the module or its nearest listed folder; a module imports only its
 own layer and the ones below (a lower number)."""
 
-ARRIVING = {"memlane.context"}
+ARRIVING: set[str] = set()
 """Listed above but built on other branches of issue #19 (ranking: bm25; engine: context); the
 lead empties this after merging them."""
 
 PENDING: set[tuple[str, str]] = {
-    # engine branch: core.py (MemoryCore) gives way to memlane.context
-    ("memlane.recall.methods", "memlane.core"),
     # ops branch (arguments.py and tool_specs.py become memlane/operations/): an interface reads
     # the presets from the public API (memlane.recall, or memlane.config.profile once it exists)
     ("memlane.arguments", "memlane.recall.ranking"),

@@ -14,38 +14,19 @@ whole store (every tenant), in one statement. Never-forget episodes (importance 
 never-forget band of the forgetting policy: >= 9 by default) are kept whatever their age.
 :class:`memlane.EpisodicMemory` prunes opportunistically after a write with probability
 ``prune_probability``, and on demand (:meth:`memlane.EpisodicMemory.prune`).
+
+The rule itself (:func:`retained_after`, :func:`is_retained`) lives in :mod:`memlane.context`,
+with the scope every read applies, and is re-exported here.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from memlane.models import Episode
+from memlane.context import is_retained, retained_after
 from memlane.stores.base import EpisodeFilter, Store
 
 __all__ = ["is_retained", "prune", "retained_after"]
-
-
-def retained_after(now: datetime, retention_days: float | None) -> datetime | None:
-    """Oldest ``created_at`` still retained at ``now``, or ``None`` when everything is kept."""
-    return None if retention_days is None else now - timedelta(days=retention_days)
-
-
-def is_retained(episode: Episode, cutoff: datetime | None, never_forget_from: float | None) -> bool:
-    """Whether ``episode`` is still retained: the Python twin of ``EpisodeFilter.retained_after``.
-
-    Args:
-        episode: A stored episode.
-        cutoff: Oldest ``created_at`` still retained (:func:`retained_after`), or ``None`` = no retention.
-        never_forget_from: Importance from which an episode is kept whatever its age, or ``None``.
-    """
-    if cutoff is None or episode.created_at >= cutoff:
-        return True
-    return (
-        never_forget_from is not None
-        and episode.importance is not None
-        and (episode.importance >= never_forget_from)
-    )
 
 
 def prune(

@@ -1,8 +1,9 @@
 """Merging a store's dense and keyword candidates into one set of parallel arrays (pure).
 
-:class:`memlane.EpisodicMemory` asks the store for vector candidates, keyword candidates or
-both, then hands the merged arrays to :func:`memlane.recall.ranking.rank`. An episode found by both
-searches appears once, with both scores; one found by a single search has NaN for the other.
+The recall pipeline (:mod:`memlane.recall.pipeline`) asks a candidate source (episodes, session
+windows) for vector candidates, keyword candidates or both, then hands the merged arrays to
+:func:`memlane.recall.ranking.rank`. An item found by both searches appears once, with both
+scores; one found by a single search has NaN for the other.
 """
 
 from __future__ import annotations

@@ -1,132 +1,123 @@
-"""The facade's recall method, :meth:`memlane.EpisodicMemory.recall_episodes`.
+"""Reading a memory: the recall and the plain lookups behind :class:`memlane.EpisodicMemory`.
 
-:class:`RecallMethods` is mixed into :class:`memlane.EpisodicMemory`; it validates a recall,
-builds its scoped filter and runs :mod:`memlane.recall.pipeline`. It uses the memory only
-through :class:`memlane.core.MemoryCore`.
+Free functions over a :class:`memlane.context.MemoryContext`: :func:`recall_episodes` checks a
+recall, builds its scoped filter and runs :mod:`memlane.recall.pipeline`; :func:`iter_episodes`,
+:func:`count` and :func:`stats` read the episodes in scope. Their documentation is the
+facade's (:meth:`memlane.EpisodicMemory.recall_episodes` and the others).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from memlane.core import MemoryCore
+from memlane.context import MemoryContext
 from memlane.errors import ValidationError
-from memlane.models import RecallHit
-from memlane.recall.pipeline import ranked_recall, scoped_recall_filter
+from memlane.models import Episode, RecallHit
+from memlane.recall.pipeline import RecallQuery, ranked_recall, scoped_recall_filter
 from memlane.recall.ranking import RETRIEVAL_MODES, RankingWeights, resolve_weights
+from memlane.stores.base import StoreStats
 from memlane.validation import check_identifier, check_limit, check_text, normalize_tags
 
-__all__ = ["RecallMethods"]
+__all__ = ["RecallOptions", "count", "iter_episodes", "recall_episodes", "stats"]
 
 
-class RecallMethods:
-    """Recall, for :class:`memlane.EpisodicMemory` (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class RecallOptions:
+    """The keyword options of :meth:`memlane.EpisodicMemory.recall_episodes` (unchecked; see there)."""
 
-    def recall_episodes(  # noqa: PLR0913  (limit debt, #19)
-        self: MemoryCore,
-        query: str | None = None,
-        event_type: str | None = None,
-        tags: Sequence[str] | str | None = None,
-        limit: int | None = None,
-        *,
-        now: datetime | None = None,
-        weights: RankingWeights | str | Mapping[str, float] | None = None,
-        retrieval: str | None = None,
-        min_relevance: float | None = None,
-        as_of: datetime | None = None,
-        known_at: datetime | None = None,
-        include_archived: bool = False,
-    ) -> list[RecallHit]:
-        """Recall episodes in this memory's scope.
+    now: datetime | None = None
+    weights: RankingWeights | str | Mapping[str, float] | None = None
+    retrieval: str | None = None
+    min_relevance: float | None = None
+    as_of: datetime | None = None
+    known_at: datetime | None = None
+    include_archived: bool = False
 
-        Time model (bi-temporal, after Snodgrass 1999): by default only episodes still true at
-        ``now`` (``valid_until`` null or after ``now``) and not retired by then (``invalidated_at``
-        null or after ``now``) are returned; episodes that only become true later (a
-        future-dated ``valid_from``, or ``now`` in the past) are not hidden, so plain recalls
-        behave as before for every episode that was never superseded. ``as_of=T`` asks what
-        was true at ``T``: ``valid_from <= T < valid_until`` (valid time only, so superseded
-        episodes whose validity covers ``T`` are found). ``known_at=K`` asks what memlane held
-        as current at ``K``: ``recorded_at <= K`` and not retired by ``K`` (no valid-time
-        condition unless ``as_of`` is given too).
 
-        Without ``query``: a structured lookup by the filters, newest ``created_at`` first,
-        with no embedder call at all; hits have ``breakdown=None``.
+def check_retrieval(ctx: MemoryContext, retrieval: str | None) -> str:
+    """``retrieval`` (default ``config.retrieval``) checked to be a retrieval mode.
 
-        With ``query``: candidates passing every filter are found by the embeddings, by the
-        store's keyword index, or both (``retrieval``), and ranked relevance-first: recency and
-        importance (the three factors of Park et al. 2023) only reorder hits inside the tie band
-        (:func:`memlane.recall.ranking.rank`); each hit carries its :class:`ScoreBreakdown`.
-        If the query names a time ("last May", "in 2023") and ``config.temporal`` is on,
-        episodes created in that window get a relevance boost (:mod:`memlane.recall.temporal`).
-        If the embedder fails and ``config.embedding_fallback`` is on (the default), recall uses
-        keywords only, logs a warning and marks every breakdown ``fallback=True``.
+    Raises:
+        ValidationError: not one of :data:`memlane.recall.ranking.RETRIEVAL_MODES`.
+    """
+    mode = ctx.config.retrieval if retrieval is None else retrieval
+    if mode not in RETRIEVAL_MODES:
+        raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {mode!r}")
+    return mode
 
-        Args:
-            query: Natural-language query, or ``None`` for a structured lookup.
-            event_type: Exact event type to match, or ``None``.
-            tags: Tags that must all be present (AND), normalised like on write.
-            limit: Maximum hits, >= 1; default ``config.default_limit``.
-            now: Reference time for recency, retention and time expressions (timezone-aware);
-                default the clock.
-            weights: Ranking weights for this call: :class:`RankingWeights`, a preset name
-                (see :data:`memlane.recall.ranking.PRESETS`) or a mapping; default ``config.weights``.
-            retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"`` for this call; default
-                ``config.retrieval``. ``"keyword"`` never calls the embedder; ``"dense"``
-                cannot see episodes stored without a vector.
-            min_relevance: Drop ranked hits whose relevance is below this, in [0, 1]; default
-                ``config.min_relevance``.
-            as_of: Valid-time instant (timezone-aware): what was true then.
-            known_at: Transaction-time instant (timezone-aware): what memlane knew then.
-            include_archived: Also return episodes :meth:`forget` archived (default ``False``).
 
-        Retrieval bookkeeping: when ``config.track_retrievals`` is on (the default), a ranked
-        recall then adds 1 to ``retrieve_count`` and sets ``last_retrieved_at = now`` on every
-        episode it returns, in one batched store update (no vector index is invalidated). The
-        returned episodes show the counts from before this recall. Structured lookups are not
-        counted. A failed update is logged and never fails the recall.
+def check_min_relevance(ctx: MemoryContext, min_relevance: float | None) -> float:
+    """``min_relevance`` (default ``config.min_relevance``) checked to be a number in [0, 1].
 
-        Returns:
-            Up to ``limit`` :class:`RecallHit`; never an episode outside the scope or filters.
+    Raises:
+        ValidationError: not a number in [0, 1].
+    """
+    threshold = ctx.config.min_relevance if min_relevance is None else min_relevance
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
+        raise ValidationError(f"min_relevance must be a number in [0, 1], got {threshold!r}")
+    return float(threshold)
 
-        Raises:
-            ValidationError: invalid argument. EmbeddingError: the query could not be
-            embedded and ``config.embedding_fallback`` is off. StoreError: the store failed.
-        """
-        self._check_open()
-        limit = self.config.default_limit if limit is None else check_limit(limit)
-        at = self._now(now)
-        resolved = resolve_weights(weights, self.config.ranking_weights)
-        mode = self.config.retrieval if retrieval is None else retrieval
-        if mode not in RETRIEVAL_MODES:
-            raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {mode!r}")
-        threshold = self.config.min_relevance if min_relevance is None else min_relevance
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not 0.0 <= threshold <= 1.0
-        ):
-            raise ValidationError(f"min_relevance must be a number in [0, 1], got {threshold!r}")
-        flt = self._filter(
-            event_type=None if event_type is None else check_identifier(event_type, "event_type"),
-            tags=normalize_tags(tags),
-            now=at,
-        )
-        flt = scoped_recall_filter(
-            flt, at=at, as_of=as_of, known_at=known_at, include_archived=include_archived
-        )
-        if query is None:
-            return [RecallHit(episode=ep) for ep in self.store.list_recent(flt, limit)]
-        return ranked_recall(
-            self.store,
-            self.config,
-            self._embed_query,
-            check_text(query, "query"),
-            flt,
-            limit=limit,
-            at=at,
-            weights=resolved,
-            retrieval=mode,
-            min_relevance=float(threshold),
-            local_now=now,
-        )
+
+def recall_episodes(
+    ctx: MemoryContext,
+    query: str | None,
+    event_type: str | None,
+    tags: Sequence[str] | str | None,
+    limit: int | None,
+    options: RecallOptions,
+) -> list[RecallHit]:
+    """:meth:`memlane.EpisodicMemory.recall_episodes` (arguments, result and errors as there)."""
+    ctx.check_open()
+    limit = ctx.config.default_limit if limit is None else check_limit(limit)
+    at = ctx.now(options.now)
+    weights = resolve_weights(options.weights, ctx.config.ranking_weights)
+    mode = check_retrieval(ctx, options.retrieval)
+    threshold = check_min_relevance(ctx, options.min_relevance)
+    flt = ctx.filter(
+        event_type=None if event_type is None else check_identifier(event_type, "event_type"),
+        tags=normalize_tags(tags),
+        now=at,
+    )
+    flt = scoped_recall_filter(
+        flt, at=at, as_of=options.as_of, known_at=options.known_at, include_archived=options.include_archived
+    )
+    if query is None:
+        return [RecallHit(episode=ep) for ep in ctx.store.list_recent(flt, limit)]
+    recall = RecallQuery(
+        text=check_text(query, "query"),
+        limit=limit,
+        at=at,
+        weights=weights,
+        retrieval=mode,
+        min_relevance=threshold,
+        local_now=options.now,
+    )
+    return ranked_recall(ctx.store, ctx.config, ctx.embed_query, recall, flt)
+
+
+def iter_episodes(
+    ctx: MemoryContext, event_type: str | None, tags: Sequence[str] | str | None
+) -> Iterator[Episode]:
+    """:meth:`memlane.EpisodicMemory.iter_episodes` (every visible episode, oldest first)."""
+    ctx.check_open()
+    ctx.store.flush()
+    flt = ctx.filter(
+        event_type=None if event_type is None else check_identifier(event_type, "event_type"),
+        tags=normalize_tags(tags),
+        now=ctx.clock.now(),
+    )
+    return ctx.store.iter_episodes(flt)
+
+
+def count(ctx: MemoryContext) -> int:
+    """:meth:`memlane.EpisodicMemory.count` (episodes in scope and not expired)."""
+    ctx.check_open()
+    return ctx.store.count(ctx.scope_filter(ctx.clock.now()))
+
+
+def stats(ctx: MemoryContext) -> StoreStats:
+    """:meth:`memlane.EpisodicMemory.stats` (summary of the episodes in scope and not expired)."""
+    ctx.check_open()
+    return ctx.store.stats(ctx.scope_filter(ctx.clock.now()))

@@ -1,31 +1,40 @@
-"""Ranked recall, stage by stage: what :meth:`memlane.EpisodicMemory.recall_episodes` runs for a query.
+"""The one recall pipeline, stage by stage, over a candidate source.
 
-The facade validates the arguments and builds the scoped :class:`~memlane.stores.base.EpisodeFilter`
-(:func:`time_slice` gives its bi-temporal fields); then :func:`ranked_recall`:
+Every ranked read runs :func:`rank_candidates` over a :class:`CandidateSource`: episodes
+(:class:`EpisodeSource`, for :meth:`memlane.EpisodicMemory.recall_episodes` through
+:func:`ranked_recall`), session turn windows (:class:`memlane.sessions.search.WindowSource`, for
+``search_sessions`` and the context block), and next the knowledge graph's facts. The caller
+validates the arguments (for episodes, the scoped :class:`~memlane.stores.base.EpisodeFilter`;
+:func:`time_slice` gives its bi-temporal fields); then:
 
-1. embeds the query (unless ``retrieval="keyword"``); if the embedder fails and the fallback
-   is on, the recall continues with keywords only and every breakdown says ``fallback=True``;
-2. asks the store for vector candidates and/or keyword candidates
-   (:func:`memlane.analysis.query_terms`): exactly the ``top_n = max(20 * limit, 500)``
-   best of each (the pool; the cost of everything after this grows with ``top_n``, never with
-   the scope, and an approximate index that finds the same dense top-N changes nothing);
-3. merges them (:func:`memlane.recall.candidates.merge_candidates`) and reads the candidates'
-   stored neighbours (:func:`conversation_context`);
-4. marks the candidates inside a time window the query names
+1. the query is analysed (:func:`memlane.analysis.query_terms`) and embedded (unless
+   ``retrieval="keyword"``); if the embedder fails and the fallback is on, the read continues
+   with keywords only and every breakdown says ``fallback=True`` (:func:`find_candidates`);
+2. the source gives vector candidates and/or keyword candidates from its store's index:
+   the ``top_n`` best of each (the pool, :attr:`~memlane.config.profile.RankingProfile.pools`:
+   for episodes ``max(20 * limit, 500)``, for windows ``max(20 * top_k, 200)``; the cost of
+   everything after this grows with ``top_n``, never with the scope, and an approximate index
+   that finds the same dense top-N changes nothing);
+3. they are merged (:func:`memlane.recall.candidates.merge_candidates`) and the source adds
+   its context signals (episodes: stored neighbours, :func:`conversation_context`; windows:
+   none, :data:`NO_CONTEXT`);
+4. the candidates inside a time window the query names are marked
    (:func:`memlane.recall.temporal.parse_time_window`, when ``config.temporal`` is on);
-5. ranks them (:func:`memlane.recall.ranking.rank`), with forgetting half-lives as recency
-   when ``config.forgetting`` is on;
-6. fetches the winners' episodes and, when ``config.track_retrievals`` is on, counts the
-   retrieval (one batched store update; a failure is logged and never fails the recall).
+5. they are ranked (:func:`memlane.recall.ranking.rank`: the configured fusion, with
+   forgetting half-lives as recency when ``config.forgetting`` is on);
+6. for episodes, :func:`ranked_recall` fetches the winners and, when ``config.track_retrievals``
+   is on, counts the retrieval (one batched store update; a failure is logged and never fails
+   the recall). Session search cuts the ranked windows into snippets
+   (:mod:`memlane.sessions.search`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,19 +42,25 @@ from numpy.typing import NDArray
 from memlane.analysis import query_terms
 from memlane.clock import ensure_utc
 from memlane.config import MemoryConfig
-from memlane.config.profile import RankingWeights
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
-from memlane.recall.candidates import merge_candidates
-from memlane.recall.ranking import CandidateSignals, RankOptions, rank
+from memlane.recall.candidates import MergedCandidates, merge_candidates
+from memlane.recall.ranking import CandidateSignals, RankedCandidate, RankingWeights, RankOptions, rank
 from memlane.recall.relevance import entity_signal, groups_by_gap, named_tag
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
 
 __all__ = [
+    "NO_CONTEXT",
+    "CandidateSource",
     "Context",
+    "EpisodeSource",
     "QueryEmbedder",
+    "Ranking",
+    "RecallQuery",
     "conversation_context",
+    "find_candidates",
+    "rank_candidates",
     "ranked_recall",
     "record_retrievals",
     "scoped_recall_filter",
@@ -97,68 +112,162 @@ def scoped_recall_filter(
     return replace(flt, exclude_archived=not include_archived, **time_slice(at, as_of, known_at))
 
 
-def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
-    store: Store,
-    config: MemoryConfig,
-    embed_query: QueryEmbedder,
-    query: str,
-    flt: EpisodeFilter,
-    *,
-    limit: int,
-    at: datetime,
-    weights: RankingWeights,
-    retrieval: str,
-    min_relevance: float,
-    local_now: datetime | None = None,
-) -> list[RecallHit]:
-    """Run the stages listed in the module docstring for one validated query.
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """One checked ranked recall.
 
-    Args:
-        store: Where the candidates come from.
-        config: Supplies ``temporal``, ``profile`` (every ranking knob), ``forgetting``
-            and ``policy``, and ``track_retrievals``.
-        embed_query: See :data:`QueryEmbedder`.
-        query: The checked query text.
-        flt: The scoped filter every candidate must pass.
+    Attributes:
+        text: The checked query text.
         limit: Maximum hits, >= 1.
         at: The recall's ``now`` (UTC).
         weights: Resolved ranking weights.
         retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
         min_relevance: In [0, 1].
         local_now: The caller's ``now`` in its own zone: time expressions ("yesterday") are
-            resolved in that zone; default ``at`` (UTC).
+            resolved in that zone; ``None`` = ``at`` (UTC).
+    """
+
+    text: str
+    limit: int
+    at: datetime
+    weights: RankingWeights
+    retrieval: str
+    min_relevance: float
+    local_now: datetime | None = None
+
+
+class CandidateSource(Protocol):
+    """Where one kind of ranked item comes from: episodes, session windows (next: facts).
+
+    The pipeline asks it for the candidates of a query, dense and keyword, each from the
+    store's own search, and for the context signals it knows; everything else (query analysis,
+    the embedding fallback, fusion, the time window, ranking) is the pipeline's, the same for
+    every source.
+    """
+
+    def dense(self, vector: NDArray[np.float32], top_n: int) -> VectorCandidates:
+        """The items most similar to the query vector (at least the ``top_n`` best)."""
+        ...
+
+    def keyword(self, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The ``top_n`` items best matching the query terms by per-scope BM25."""
+        ...
+
+    def context(self, query: str, candidates: MergedCandidates) -> Context:
+        """Context signals of the candidates (:data:`NO_CONTEXT` when the source has none)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeSource:
+    """Episodes in a store that pass a scoped filter (the :class:`CandidateSource` of recall).
+
+    Attributes:
+        store: Where the episodes live.
+        flt: The scoped filter every candidate must pass.
+        group_gap_s: The profile's :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
+    """
+
+    store: Store
+    flt: EpisodeFilter
+    group_gap_s: float
+
+    def dense(self, vector: NDArray[np.float32], top_n: int) -> VectorCandidates:
+        """The store's vector candidates under the filter."""
+        return self.store.vector_candidates(self.flt, vector, top_n=top_n)
+
+    def keyword(self, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The store's keyword candidates under the filter."""
+        return self.store.keyword_candidates(self.flt, terms, top_n)
+
+    def context(self, query: str, candidates: MergedCandidates) -> Context:
+        """The candidates' stored neighbours, groups and entity signal (:func:`conversation_context`)."""
+        return conversation_context(
+            self.store, self.flt, query, candidates.keys, candidates.created_at_seconds, self.group_gap_s
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What :func:`rank_candidates` returns: each ranked candidate's key, best first.
+
+    Attributes:
+        keys: Store row keys of the ranked candidates, best first.
+        ranked: Their :class:`~memlane.recall.ranking.RankedCandidate` (breakdowns), parallel.
+    """
+
+    keys: list[int]
+    ranked: list[RankedCandidate]
+
+
+def find_candidates(
+    source: CandidateSource, embed_query: QueryEmbedder, recall: RecallQuery, top_n: int
+) -> tuple[MergedCandidates, str, bool]:
+    """Stages 1-2: embed the query (with the fallback) and ask ``source`` for its candidates.
 
     Returns:
-        Up to ``limit`` hits, best first, each with its score breakdown.
+        ``(candidates, mode, fallback)``: the merged candidates, the retrieval mode that ran
+        (``"keyword"`` after a fallback) and whether the embedder failed.
+
+    Raises:
+        EmbeddingError: the embedder failed and the fallback is off.
+    """
+    mode, fallback = recall.retrieval, False
+    dense: VectorCandidates | None = None
+    if mode != "keyword":
+        vector = embed_query(recall.text)
+        if vector is None:
+            mode, fallback = "keyword", True
+        else:
+            dense = source.dense(vector, top_n)
+    keyword: KeywordCandidates | None = None
+    if mode != "dense":
+        keyword = source.keyword(query_terms(recall.text), top_n)
+    return merge_candidates(dense, keyword), mode, fallback
+
+
+def time_window_mask(
+    config: MemoryConfig, recall: RecallQuery, created_at_seconds: NDArray[np.float64]
+) -> NDArray[np.bool_] | None:
+    """Stage 4: which candidates lie in the time window the query names (``None``: it names none)."""
+    window = parse_time_window(recall.text, recall.local_now or recall.at) if config.temporal else None
+    if window is None:
+        return None
+    created = created_at_seconds
+    inside: NDArray[np.bool_] = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+    return inside
+
+
+def rank_candidates(
+    source: CandidateSource,
+    config: MemoryConfig,
+    embed_query: QueryEmbedder,
+    recall: RecallQuery,
+    top_n: int,
+) -> Ranking:
+    """Run stages 1-5 of the module docstring over ``source``: the one ranking of every recall.
+
+    Args:
+        source: Where the candidates come from (:class:`EpisodeSource`, session windows).
+        config: Supplies ``temporal``, ``profile`` (every ranking knob), ``forgetting``
+            and ``policy``.
+        embed_query: See :data:`QueryEmbedder`.
+        recall: The checked query and its options (``recall.limit`` = results ranked).
+        top_n: The pool: dense and keyword candidates asked for, and the candidates hits come from.
+
+    Returns:
+        Up to ``recall.limit`` ranked candidates, best first, each with its breakdown.
 
     Raises:
         EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
     """
-    mode = retrieval
-    profile = config.profile
-    top_n = profile.pools.recall(limit)
-    fallback = False
-    dense: VectorCandidates | None = None
-    if mode != "keyword":
-        vector = embed_query(query)
-        if vector is None:
-            mode, fallback = "keyword", True
-        else:
-            dense = store.vector_candidates(flt, vector, top_n=top_n)
-    keyword: KeywordCandidates | None = None
-    if mode != "dense":
-        keyword = store.keyword_candidates(flt, query_terms(query), top_n)
-    candidates = merge_candidates(dense, keyword)
+    query, limit, at, weights = recall.text, recall.limit, recall.at, recall.weights
+    min_relevance = recall.min_relevance
+    candidates, mode, fallback = find_candidates(source, embed_query, recall, top_n)
     if len(candidates) == 0:
-        return []
-    context = conversation_context(
-        store, flt, query, candidates.keys, candidates.created_at_seconds, profile.context.group_gap_s
-    )
-    in_window = None
-    window = parse_time_window(query, at if local_now is None else local_now) if config.temporal else None
-    if window is not None:
-        created = candidates.created_at_seconds
-        in_window = (created >= window.start.timestamp()) & (created < window.end.timestamp())
+        return Ranking([], [])
+    context = source.context(query, candidates)
+    in_window = time_window_mask(config, recall, candidates.created_at_seconds)
     signals = CandidateSignals(
         cosine=candidates.cosine,
         keyword=candidates.keyword,
@@ -179,26 +288,61 @@ def ranked_recall(  # noqa: PLR0913  (limit debt, #19)
         fallback=fallback,
         pool_size=top_n,
     )
-    ranked = rank(signals, profile, options)
-    keys = [int(candidates.keys[r.index]) for r in ranked]
+    ranked = rank(signals, config.profile, options)
+    return Ranking([int(candidates.keys[r.index]) for r in ranked], ranked)
+
+
+def ranked_recall(
+    store: Store,
+    config: MemoryConfig,
+    embed_query: QueryEmbedder,
+    recall: RecallQuery,
+    flt: EpisodeFilter,
+) -> list[RecallHit]:
+    """Rank the episodes under ``flt`` for one validated query (all stages of the module docstring).
+
+    Args:
+        store: Where the candidates come from.
+        config: As for :func:`rank_candidates`, and ``track_retrievals``.
+        embed_query: See :data:`QueryEmbedder`.
+        recall: The checked query and its options.
+        flt: The scoped filter every candidate must pass.
+
+    Returns:
+        Up to ``recall.limit`` hits, best first, each with its score breakdown.
+
+    Raises:
+        EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
+    """
+    top_n = config.profile.pools.recall(recall.limit)
+    source = EpisodeSource(store, flt, config.profile.context.group_gap_s)
+    ranking = rank_candidates(source, config, embed_query, recall, top_n)
+    keys = ranking.keys
     episodes = store.fetch(keys)
     hits = [
         RecallHit(episode=episodes[key], breakdown=r.breakdown)
-        for key, r in zip(keys, ranked, strict=True)
+        for key, r in zip(keys, ranking.ranked, strict=True)
         if key in episodes
     ]
     if config.track_retrievals and hits:
-        record_retrievals(store, [key for key in keys if key in episodes], at)
+        record_retrievals(store, [key for key in keys if key in episodes], recall.at)
     return hits
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """Context signals of the candidates (parallel to them): see :mod:`memlane.recall.relevance`."""
+    """Context signals of the candidates (parallel to them): see :mod:`memlane.recall.relevance`.
 
-    adjacent: NDArray[np.int64]
-    groups: NDArray[np.int64]
-    entity: NDArray[np.float64]
+    ``None`` fields: the source has no such signal (session windows have no stored neighbours).
+    """
+
+    adjacent: NDArray[np.int64] | None
+    groups: NDArray[np.int64] | None
+    entity: NDArray[np.float64] | None
+
+
+NO_CONTEXT = Context(None, None, None)
+"""The context of a source without context signals."""
 
 
 def conversation_context(

@@ -12,7 +12,9 @@ Use them through ``memory.sessions`` (:class:`SessionMemory`) on an
 Modules: :mod:`~memlane.sessions.models` (value types), :mod:`~memlane.sessions.messages`
 (OpenAI-format validation and rendering), :mod:`~memlane.sessions.windows` (turns that are
 embedded), :mod:`~memlane.sessions.tokens` (offline token counting),
-:mod:`~memlane.sessions.context` (the context block and its injection),
+:mod:`~memlane.sessions.search` (session search: turn windows through the one recall
+pipeline, cut into snippets), :mod:`~memlane.sessions.context` (the context block and its
+injection),
 :mod:`~memlane.sessions.importing` (OpenAI-format and LoCoMo import),
 :mod:`~memlane.sessions.locomo_format` (the LoCoMo file format) and
 :mod:`~memlane.sessions.memory` (the facade).

@@ -227,8 +227,9 @@ class ContextBlock:
 def match_strength(breakdown: ScoreBreakdown) -> float:
     """How well an item matches the query, for ``min_relevance``: the dense cosine signal.
 
-    ``breakdown.dense`` (``max(0, cosine)``, an absolute similarity comparable across
-    queries) when it was computed, else ``breakdown.relevance`` (keyword-only recall). A
+    ``breakdown.dense`` (the calibrated cosine ``clip((cosine - 0.1) / 0.6, 0, 1)``, an
+    absolute similarity comparable across queries) when it was computed, else
+    ``breakdown.relevance`` (keyword-only recall, e.g. after an embedding fallback). A
     fused hybrid ``relevance`` is rank-based (the best hit of any query scores high), so it
     would not tell "nothing relevant" apart.
     """
@@ -260,7 +261,7 @@ def assemble_context(
             first, then conversations before events, then label).
         token_budget: Maximum tokens of the block, an int >= 0 (0 always gives ``""``).
         counter: Counts the tokens of the rendered block.
-        min_relevance: Drop candidates whose :func:`match_strength` (dense cosine relevance)
+        min_relevance: Drop candidates whose :func:`match_strength` (calibrated dense cosine)
             is below this value in [0, 1]; ``None`` keeps all.
 
     Returns:

@@ -12,19 +12,17 @@ agent and user, so one tenant never sees another's sessions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from memlane.clock import ensure_utc
-from memlane.config.profile import DEFAULT_PROFILE, RankingWeights, resolve_weights
-from memlane.core import MemoryCore
-from memlane.embeddings.base import check_vectors
+from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
 from memlane.models import RecallHit
-from memlane.recall.ranking import CandidateSignals, RankOptions, rank
+from memlane.recall.methods import RecallOptions, recall_episodes
+from memlane.recall.pipeline import RecallQuery
+from memlane.recall.ranking import RankingWeights, resolve_weights
 from memlane.sessions.context import (
     DEFAULT_MAX_ITEM_CHARS,
     ContextBlock,
@@ -37,9 +35,9 @@ from memlane.sessions.context import (
     latest_user_index,
     snippet_item,
 )
-from memlane.sessions.keywords import window_keyword_scores
-from memlane.sessions.messages import message_text, validate_message, validate_messages
-from memlane.sessions.models import SYSTEM_ROLES, Message, SessionEpisode, SessionSnippet
+from memlane.sessions.messages import message_text, validate_messages
+from memlane.sessions.models import Message, SessionEpisode, SessionSnippet
+from memlane.sessions.search import SnippetOptions, WindowSource, read_messages, search_windows
 from memlane.sessions.tokens import TokenCounter, resolve_token_counter
 from memlane.sessions.windows import split_turns
 from memlane.stores.sessions_base import (
@@ -57,8 +55,8 @@ __all__ = ["SessionMemory"]
 TokenizerSpec = TokenCounter | Callable[[str], int] | str | None
 
 
-def _session_store(memory: MemoryCore) -> SessionStore:
-    store = memory.store
+def _session_store(ctx: MemoryContext) -> SessionStore:
+    store = ctx.store
     if not isinstance(store, SupportsSessions):
         raise StoreError(f"{type(store).__name__} does not store session episodes (no session_store)")
     return store.session_store
@@ -70,29 +68,38 @@ def _check_count(value: object, name: str, *, minimum: int) -> int:
     return value
 
 
+class HasContext(Protocol):
+    """Anything that works over a :class:`memlane.context.MemoryContext` (an ``EpisodicMemory``)."""
+
+    @property
+    def context(self) -> MemoryContext:
+        """The memory's context."""
+        ...
+
+
 class SessionMemory:
     """Session episodes over an :class:`~memlane.memory.EpisodicMemory`'s store (see the module docstring).
 
     Args:
-        memory: Supplies the store, embedder, clock, tenant and configuration: an
-            :class:`~memlane.memory.EpisodicMemory` (typed as :class:`memlane.core.MemoryCore`,
-            so this module never imports the facade).
+        memory: The memory's :class:`memlane.context.MemoryContext` (its store, embedder,
+            clock, tenant and configuration), or an :class:`~memlane.memory.EpisodicMemory`,
+            whose ``context`` is taken (so this module never imports the facade).
 
     Raises:
         StoreError: the memory's store does not support session episodes.
     """
 
-    def __init__(self, memory: MemoryCore) -> None:
-        self.memory = memory
-        self.store: SessionStore = _session_store(memory)
+    def __init__(self, memory: MemoryContext | HasContext) -> None:
+        self._ctx = memory if isinstance(memory, MemoryContext) else memory.context
+        self.store: SessionStore = _session_store(self._ctx)
 
     @property
     def tenant_id(self) -> str:
         """The tenant every session is stored and read under."""
-        return self.memory.tenant_id
+        return self._ctx.tenant_id
 
     def _check_open(self) -> None:
-        self.memory._check_open()
+        self._ctx.check_open()
 
     def _owner(self, agent_id: object, user_id: object) -> SessionOwner:
         return SessionOwner(
@@ -100,8 +107,7 @@ class SessionMemory:
         )
 
     def _retention_cutoff(self, at: datetime) -> datetime | None:
-        days = self.memory.config.retention_days
-        return None if days is None else at - timedelta(days=days)
+        return self._ctx.retained_after(at)
 
     # -- writing -----------------------------------------------------------------------
 
@@ -121,7 +127,9 @@ class SessionMemory:
 
         The messages are validated, cut into turns (:mod:`memlane.sessions.windows`), each
         turn embedded with the memory's embedder (one batch call), and everything written
-        in one transaction: either all of it is stored or nothing is.
+        in one transaction: either all of it is stored or nothing is. If the embedder fails
+        and ``config.embedding_fallback`` is on (the default), the turns are stored without
+        vectors (a warning is logged): search finds them by keywords only, until re-embedded.
 
         Args:
             session_id: The conversation's id, unique within the tenant (1-200 chars).
@@ -144,13 +152,14 @@ class SessionMemory:
             ValidationError: a malformed message (the error names its index and field), a bad
                 argument, or an append to another agent's or user's session. Nothing is stored.
             DuplicateSessionError: the session exists and ``append`` is false. Nothing is stored.
-            EmbeddingError: the embedder failed. StoreError: the store failed.
+            EmbeddingError: the embedder failed and ``config.embedding_fallback`` is off.
+            StoreError: the store failed.
         """
         self._check_open()
         session_id = check_identifier(session_id, "session_id")
         owner = self._owner(agent_id, user_id)
         parsed = validate_messages(messages)
-        now = self.memory.clock.now()
+        now = self._ctx.clock.now()
         start = None if started_at is None else ensure_utc(started_at, "started_at")
         end = None if ended_at is None else ensure_utc(ended_at, "ended_at")
         if start is None and end is None:
@@ -162,12 +171,7 @@ class SessionMemory:
             raise ValidationError(f"ended_at ({end.isoformat()}) is before started_at ({start.isoformat()})")
         meta = normalize_metadata(metadata)
         turns = split_turns(parsed)
-        embedder = self.memory.embedder
-        vectors = None
-        if turns:
-            vectors = check_vectors(
-                embedder.embed([t.text for t in turns]), len(turns), embedder.dims, embedder.model_id
-            )
+        vectors = self._ctx.embed([t.text for t in turns], "remember") if turns else None
         write = SessionWrite(
             owner=owner,
             session_id=session_id,
@@ -179,7 +183,7 @@ class SessionMemory:
                 WindowInput(turn=t.index, first=t.first, last=t.last, text=t.text, created_at=start)
                 for t in turns
             ],
-            embedding_model=embedder.model_id,
+            embedding_model=None if turns and vectors is None else self._ctx.embedder.model_id,
         )
         header = self.store.insert_session(write, vectors, append=append)
         if header.message_count == len(parsed):
@@ -191,10 +195,7 @@ class SessionMemory:
     def _messages(
         self, header: SessionHeader, first: int = 0, last: int | None = None
     ) -> tuple[Message, ...]:
-        texts = self.store.session_messages(header.key, first, last)
-        return tuple(
-            validate_message(json.loads(t), f"stored message of {header.session_id!r}") for t in texts
-        )
+        return read_messages(self.store, header, first, last)
 
     @staticmethod
     def _episode(header: SessionHeader, messages: Sequence[Message]) -> SessionEpisode:
@@ -232,7 +233,7 @@ class SessionMemory:
         header = self.store.get_session(self.tenant_id, check_identifier(session_id, "session_id"))
         if header is None:
             return None
-        cutoff = self._retention_cutoff(self.memory.clock.now())
+        cutoff = self._retention_cutoff(self._ctx.clock.now())
         if cutoff is not None and header.ended_at < cutoff:
             return None
         if agent_id is not None and header.agent_id != check_identifier(agent_id, "agent_id"):
@@ -262,11 +263,11 @@ class SessionMemory:
         self._check_open()
         owner = self._owner(agent_id, user_id)
         limit = check_limit(limit)
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
+        at = self._ctx.now(now)
         headers = self.store.list_recent_sessions(owner, limit, self._retention_cutoff(at))
         return [self._episode(h, self._messages(h)) for h in headers]
 
-    def search_sessions(  # noqa: C901, PLR0913, PLR0915  (limit debt, #19)
+    def search_sessions(  # noqa: PLR0913  (public signature: the search's query and snippet options)
         self,
         agent_id: str,
         user_id: str,
@@ -281,21 +282,27 @@ class SessionMemory:
     ) -> list[SessionSnippet]:
         """The passages of this agent's and user's past sessions that best match ``query``.
 
-        Every stored turn was embedded at store time; the query is embedded, the owner's
-        turns are scored by cosine similarity and keyword evidence and ranked relevance-first like
-        event episodes (:func:`memlane.recall.ranking.rank`: relevance from the calibrated cosine
-        and BM25, recency ``decay ** age_days`` from the turn's time, importance 0.5 for every
-        turn, as turns are unrated; recency and importance only break near-ties). Each snippet is the
-        matched turn with ``context_turns`` turns on each side. A lower-ranked match whose
-        turn is already shown inside a better snippet of the same session is skipped, so
-        snippets never repeat a turn's match.
+        The owner's turn windows (each embedded and analysed for keywords at store time) are
+        ranked by the same recall pipeline as event episodes
+        (:func:`memlane.recall.pipeline.rank_candidates`; see :mod:`memlane.sessions.search`):
+        dense candidates by cosine similarity (exact search), keyword candidates from every
+        window of the owner by BM25 (the owner's windows are the statistics), fused as
+        ``config.retrieval`` and the ranking profile (``config.profile``) say, with the time-window boost of
+        ``config.temporal``; recency ``decay ** age_days`` from the turn's time, importance
+        0.5 for every turn, as turns are unrated. If the embedder fails and
+        ``config.embedding_fallback`` is on (the default), the search uses keywords only, logs
+        a warning and marks every breakdown ``fallback=True``. Each snippet is the matched
+        turn with ``context_turns`` turns on each side. A lower-ranked match whose turn is
+        already shown inside a better snippet of the same session is skipped, so snippets
+        never repeat a turn's match.
 
         Args:
             agent_id: The agent.
             user_id: The user.
             query: Natural-language query (non-empty).
             top_k: Maximum snippets, >= 1 (default 3).
-            now: Reference time for recency and retention (timezone-aware); default the clock.
+            now: Reference time for recency, retention and time expressions (timezone-aware);
+                default the clock.
             weights: Ranking weights: :class:`RankingWeights`, a preset name or a mapping;
                 default the memory's ``config.weights``.
             context_turns: Turns of context on each side of the match, >= 0 (default 1).
@@ -306,100 +313,33 @@ class SessionMemory:
             Up to ``top_k`` :class:`SessionSnippet`, best score first.
 
         Raises:
-            ValidationError: a bad argument. EmbeddingError: the query could not be embedded.
-            StoreError: the store failed.
+            ValidationError: a bad argument. EmbeddingError: the query could not be embedded
+            and ``config.embedding_fallback`` is off. StoreError: the store failed.
         """
         self._check_open()
         owner = self._owner(agent_id, user_id)
-        query = check_text(query, "query")
-        top_k = check_limit(top_k, "top_k")
-        context_turns = _check_count(context_turns, "context_turns", minimum=0)
-        if max_per_session is not None:
-            max_per_session = _check_count(max_per_session, "max_per_session", minimum=1)
-        excluded = (
-            None if exclude_session_id is None else check_identifier(exclude_session_id, "exclude_session_id")
+        options = SnippetOptions(
+            top_k=check_limit(top_k, "top_k"),
+            context_turns=_check_count(context_turns, "context_turns", minimum=0),
+            max_per_session=None
+            if max_per_session is None
+            else _check_count(max_per_session, "max_per_session", minimum=1),
+            excluded=None
+            if exclude_session_id is None
+            else check_identifier(exclude_session_id, "exclude_session_id"),
         )
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
-        resolved = resolve_weights(weights, self.memory.config.ranking_weights)
-        embedder = self.memory.embedder
-        vector = check_vectors(embedder.embed([query]), 1, embedder.dims, embedder.model_id)[0]
-        # Session search keeps the default fusion whatever config.fusion says (as before #19).
-        profile = replace(self.memory.config.profile, fusion=DEFAULT_PROFILE.fusion)
-        pool = profile.pools.sessions(top_k)
-        candidates = self.store.window_candidates(
-            owner, vector, top_n=pool, created_after=self._retention_cutoff(at)
+        at = self._ctx.now(now)
+        recall = RecallQuery(
+            text=check_text(query, "query"),
+            limit=options.top_k,
+            at=at,
+            weights=resolve_weights(weights, self._ctx.config.ranking_weights),
+            retrieval=self._ctx.config.retrieval,
+            min_relevance=0.0,
+            local_now=now,
         )
-        keyword = window_keyword_scores(
-            query,
-            candidates.keys,
-            candidates.cosine,
-            pool,
-            lambda keys: {k: w.text for k, w in self.store.fetch_windows(keys).items()},
-        )
-        signals = CandidateSignals(
-            cosine=candidates.cosine,
-            keyword=keyword,
-            created_at_seconds=candidates.created_at_seconds,
-            importance=candidates.importance,
-        )
-        options = RankOptions(now_seconds=at.timestamp(), limit=len(candidates) or 1, weights=resolved)
-        ranked = rank(signals, profile, options)
-        snippets: list[SessionSnippet] = []
-        shown: dict[int, list[tuple[int, int]]] = {}  # session key -> turn ranges already shown
-        per_session: dict[int, int] = {}
-        for start in range(0, len(ranked), max(top_k * 4, 50)):
-            chunk = ranked[start : start + max(top_k * 4, 50)]
-            windows = self.store.fetch_windows([int(candidates.keys[r.index]) for r in chunk])
-            for r in chunk:
-                window = windows.get(int(candidates.keys[r.index]))
-                if window is None or window.session.session_id == excluded:
-                    continue
-                session_key = window.session.key
-                if any(lo <= window.turn <= hi for lo, hi in shown.get(session_key, [])):
-                    continue
-                if max_per_session is not None and per_session.get(session_key, 0) >= max_per_session:
-                    continue
-                first_turn, last_turn = window.turn - context_turns, window.turn + context_turns
-                spans = (
-                    self.store.turn_spans(session_key, first_turn, last_turn)
-                    if context_turns
-                    else {window.turn: (window.first, window.last)}
-                )
-                spans.setdefault(window.turn, (window.first, window.last))
-                first = min(lo for lo, _ in spans.values())
-                last = max(hi for _, hi in spans.values())
-                stored = self._messages(window.session, first, last)
-                messages: list[Message] = []
-                positions: list[int] = []
-                match_start = match_end = -1
-                for offset, message in enumerate(stored):
-                    position = first + offset
-                    if message.role in SYSTEM_ROLES:
-                        continue
-                    if window.first <= position <= window.last:
-                        if match_start < 0:
-                            match_start = len(messages)
-                        match_end = len(messages) + 1
-                    messages.append(message)
-                    positions.append(position)
-                snippets.append(
-                    SessionSnippet(
-                        session_id=window.session.session_id,
-                        agent_id=window.session.agent_id,
-                        user_id=window.session.user_id,
-                        created_at=window.created_at,
-                        messages=tuple(messages),
-                        positions=tuple(positions),
-                        match_start=max(match_start, 0),
-                        match_end=max(match_end, 0),
-                        breakdown=r.breakdown,
-                    )
-                )
-                shown.setdefault(session_key, []).append((min(spans), max(spans)))
-                per_session[session_key] = per_session.get(session_key, 0) + 1
-                if len(snippets) == top_k:
-                    return snippets
-        return snippets
+        source = WindowSource(self.store, owner, self._retention_cutoff(at))
+        return search_windows(source, self._ctx.config, self._ctx.embed_query, recall, options)
 
     # -- removal -----------------------------------------------------------------------
 
@@ -425,13 +365,13 @@ class SessionMemory:
             Sessions deleted (0 when the memory's ``retention_days`` is ``None``).
         """
         self._check_open()
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
+        at = self._ctx.now(now)
         cutoff = self._retention_cutoff(at)
         return 0 if cutoff is None else self.store.delete_sessions_ended_before(cutoff)
 
     # -- context -----------------------------------------------------------------------
 
-    def build_context_block(  # noqa: PLR0913  (limit debt, #19)
+    def build_context_block(  # noqa: PLR0913  (public signature: the context block's options)
         self,
         query: str,
         *,
@@ -467,9 +407,12 @@ class SessionMemory:
             include_sessions: Consider session snippets (default ``True``).
             session_top_k: Session snippets considered, >= 1.
             event_limit: Event episodes considered, >= 1.
-            min_relevance: Leave out candidates whose dense relevance (``max(0, cosine)``, see
-                :func:`~memlane.sessions.context.match_strength`) is below this value in
-                [0, 1]; if none is left the block is ``""``. ``None`` keeps all.
+            min_relevance: Leave out candidates whose match strength is below this value in
+                [0, 1]: their breakdown's ``dense`` signal (the calibrated cosine
+                ``clip((cosine - 0.1) / 0.6, 0, 1)``), or its ``relevance`` when no dense signal
+                was computed (keyword-only, e.g. after an embedding fallback); see
+                :func:`~memlane.sessions.context.match_strength`. If none is left the block is
+                ``""``. ``None`` keeps all.
             now: Reference time (timezone-aware); default the clock.
             weights: Ranking weights for both kinds; default the memory's.
             context_turns: Context turns around each session match, >= 0.
@@ -483,14 +426,15 @@ class SessionMemory:
             nothing was selected); ``tokens <= token_budget`` always.
 
         Raises:
-            ValidationError: a bad argument. EmbeddingError, StoreError: as for the searches.
+            ValidationError: a bad argument. EmbeddingError, StoreError: as for the searches
+            (with ``config.embedding_fallback`` on, both searches degrade to keywords instead).
         """
         self._check_open()
         query = check_text(query, "query")
         budget = check_budget(token_budget)
         counter = resolve_token_counter(tokenizer)
         max_item_chars = _check_count(max_item_chars, "max_item_chars", minimum=1)
-        at = self.memory.clock.now() if now is None else ensure_utc(now, "now")
+        at = self._ctx.now(now)
         candidates: list[ContextItem] = []
         owner = self._owner(agent_id, user_id)
         if budget > 0 and include_sessions:
@@ -506,8 +450,13 @@ class SessionMemory:
             ):
                 candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
         if budget > 0 and include_events:
-            hits: list[RecallHit] = self.memory.recall_episodes(
-                query, limit=check_limit(event_limit, "event_limit"), now=at, weights=weights
+            hits: list[RecallHit] = recall_episodes(
+                self._ctx,
+                query,
+                None,
+                None,
+                check_limit(event_limit, "event_limit"),
+                RecallOptions(now=at, weights=weights),
             )
             candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
         return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=min_relevance)

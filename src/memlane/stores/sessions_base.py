@@ -11,10 +11,18 @@ What a backend stores, per session (unique per ``(tenant_id, session_id)``):
   message and turn counts, metadata);
 * its messages, one row per position, each the message's JSON text exactly as memlane
   serialised it (so it reads back byte for byte);
-* one window row per turn (its position range, time, embedded text and vector).
+* one window row per turn (its position range, time, embedded text and vector). A window
+  stored while the embedder failed (``SessionWrite.embedding_model`` ``None``) holds a zero
+  vector and the model id ``""`` (:data:`NO_VECTOR_MODEL`): vector search skips it, keyword
+  search finds it, and re-embedding gives it a vector.
 
-Like the episode stores, session stores filter and fetch; ranking happens in
-:mod:`memlane.recall.ranking`, in the :class:`memlane.sessions.SessionMemory` facade. Every
+Keyword search (:meth:`SessionStore.window_keyword_candidates`) scores every window of the owner
+(within retention) that contains a query term with BM25 whose statistics (``N``, ``df``,
+``avgdl``) are the owner's windows only (:func:`memlane.stores.common_terms.score_matches`, the
+episodes' scoring and common-term rule): another owner's sessions never change a score.
+
+Like the episode stores, session stores filter and fetch; ranking happens in the recall
+pipeline (:mod:`memlane.recall.pipeline`, run by :mod:`memlane.sessions.search`). Every
 method raises :class:`memlane.errors.StoreError` (or a subclass) for backend failures,
 never a driver exception, and binds every untrusted string as a parameter.
 """
@@ -29,11 +37,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import index_terms_batch
+from memlane.bm25 import score_matches
 from memlane.errors import DuplicateSessionError, ValidationError
-from memlane.stores.base import VectorCandidates
+from memlane.stores.base import KeywordCandidates, VectorCandidates
 from memlane.stores.common import RowCodec, check_dims
+from memlane.stores.common_terms import CommonTermFilter
 
 __all__ = [
+    "NO_VECTOR_MODEL",
     "SessionAppend",
     "SessionHeader",
     "SessionOwner",
@@ -47,7 +59,11 @@ __all__ = [
     "header_from_row",
     "refuse_duplicate",
     "window_from_row",
+    "window_keyword_scores",
 ]
+
+NO_VECTOR_MODEL = ""
+"""``embedding_model`` of a window stored without a vector (the embedder failed; a zero vector)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +146,8 @@ class SessionWrite:
         metadata: New session's metadata, or keys to merge into an existing one's.
         messages: Each message's JSON text, in order.
         windows: The batch's turns (may be empty: a batch of system messages only).
-        embedding_model: Model that embedded the windows.
+        embedding_model: Model that embedded the windows, or ``None`` when they are stored
+            without vectors (the embedder failed and the fallback is on).
     """
 
     owner: SessionOwner
@@ -140,7 +157,7 @@ class SessionWrite:
     metadata: Mapping[str, Any]
     messages: Sequence[str]
     windows: Sequence[WindowInput]
-    embedding_model: str
+    embedding_model: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +246,29 @@ class SessionStore(Protocol):
             created_after: Only windows with ``created_at >= created_after``, or ``None``.
 
         Returns:
-            Candidates keyed by window row key; ``importance`` is NaN (unrated).
+            Candidates keyed by window row key; ``importance`` is NaN (unrated). Windows stored
+            without a vector are never candidates.
+        """
+        ...
+
+    def window_keyword_candidates(
+        self,
+        owner: SessionOwner,
+        terms: Sequence[str],
+        top_n: int,
+        created_after: datetime | None = None,
+    ) -> KeywordCandidates:
+        """``owner``'s windows that contain a query term, with their BM25 (see the module docstring).
+
+        Args:
+            owner: Only this owner's windows are searched; its windows are the statistics.
+            terms: Distinct query terms (:func:`memlane.analysis.query_terms`); empty -> none.
+            top_n: Maximum windows, >= 1.
+            created_after: Only windows with ``created_at >= created_after``, or ``None``.
+
+        Returns:
+            Up to ``top_n`` candidates keyed by window row key, best BM25 first; ``importance``
+            is NaN (unrated).
         """
         ...
 
@@ -302,11 +341,13 @@ def checked_window_vectors(
 
     Args:
         write: The session or batch.
-        vectors: ``[len(write.windows), dims]``, or ``None`` when there are no windows.
+        vectors: ``[len(write.windows), dims]``, or ``None`` when there are no windows or
+            ``write.embedding_model`` is ``None`` (stored without vectors).
         bound_model: Reads the store's ``(model_id, dims)``; called only when there are windows.
 
     Returns:
-        float32 ``[len(write.windows), dims]`` (``[0, 0]`` without windows).
+        float32 ``[len(write.windows), dims]`` (``[0, 0]`` without windows; zeros for windows
+        stored without vectors).
 
     Raises:
         ValidationError: not one vector per window.
@@ -314,6 +355,9 @@ def checked_window_vectors(
     """
     if not write.windows:
         return np.zeros((0, 0), dtype=np.float32)
+    if write.embedding_model is None:
+        bound = bound_model()
+        return np.zeros((len(write.windows), 1 if bound is None else bound[1]), dtype=np.float32)
     if vectors is None or vectors.ndim != 2 or vectors.shape[0] != len(write.windows):
         shape = None if vectors is None else vectors.shape
         raise ValidationError(f"need one vector per window ({len(write.windows)}), got {shape}")
@@ -390,14 +434,64 @@ class SessionAppend:
                 codec.time_in(w.created_at),
                 w.text,
                 vector,
-                write.embedding_model,
+                NO_VECTOR_MODEL if write.embedding_model is None else write.embedding_model,
             )
             for w, vector in zip(write.windows, vectors, strict=True)
         ]
 
 
+def window_keyword_scores(
+    rows: Sequence[tuple[int, str, float]], terms: Sequence[str], top_n: int
+) -> KeywordCandidates:
+    """BM25 of ``terms`` over an owner's windows, the windows themselves the statistics.
+
+    Args:
+        rows: ``(key, text, created_at_seconds)`` of every window of the owner (within retention).
+        terms: Distinct query terms.
+        top_n: Maximum windows, >= 1.
+
+    Returns:
+        Up to ``top_n`` candidates, best BM25 first (ties: lower key first); terms in no window,
+        or (from :attr:`CommonTermFilter.MIN_ROWS` windows) in over half of them, are not scored.
+    """
+    wanted = frozenset(t for t in terms if t)
+    if not rows or not wanted:
+        return KeywordCandidates.empty()
+    analysed: list[tuple[int, str, int, float, None]] = []
+    df: dict[str, int] = dict.fromkeys(wanted, 0)
+    total = 0
+    for (key, _, created), (column, length) in zip(
+        rows, index_terms_batch([r[1] for r in rows]), strict=True
+    ):
+        total += length
+        for term in wanted.intersection(column.split()):
+            df[term] += 1
+        analysed.append((key, column, length, created, None))
+    kept = CommonTermFilter().kept(df, len(rows))
+    if not kept:
+        return KeywordCandidates.empty()
+    return KeywordCandidates.from_rows(score_matches(analysed, kept, len(rows), total / len(rows), top_n))
+
+
 class SessionStoreBase:
-    """The backend-neutral half of :meth:`SessionStore.window_candidates`."""
+    """The backend-neutral half of :meth:`SessionStore.window_candidates` and keyword search."""
+
+    def _owner_windows(
+        self, owner: SessionOwner, created_after: datetime | None
+    ) -> list[tuple[int, str, float]]:
+        raise NotImplementedError  # pragma: no cover - every backend overrides it
+
+    def window_keyword_candidates(
+        self,
+        owner: SessionOwner,
+        terms: Sequence[str],
+        top_n: int,
+        created_after: datetime | None = None,
+    ) -> KeywordCandidates:
+        """``owner``'s windows matching ``terms`` (:meth:`SessionStore.window_keyword_candidates`)."""
+        if not any(terms):
+            return KeywordCandidates.empty()
+        return window_keyword_scores(self._owner_windows(owner, created_after), terms, max(1, int(top_n)))
 
     def _search_windows(
         self, owner: SessionOwner, query: NDArray[np.float32], top_n: int, created_after: datetime | None

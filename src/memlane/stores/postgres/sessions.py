@@ -39,6 +39,7 @@ from memlane.stores.base import VectorCandidates
 from memlane.stores.common import check_dims
 from memlane.stores.postgres.base import CODEC, PostgresHost
 from memlane.stores.sessions_base import (
+    NO_VECTOR_MODEL,
     SessionAppend,
     SessionHeader,
     SessionOwner,
@@ -243,6 +244,23 @@ class PostgresSessionStore(SessionStoreBase):
             ).fetchall()
         return {int(r[0]): window_from_row(r, CODEC) for r in rows}
 
+    def _owner_windows(
+        self, owner: SessionOwner, created_after: datetime | None
+    ) -> list[tuple[int, str, float]]:
+        """``(key, text, created_at_seconds)`` of every window of ``owner`` created from ``created_after``."""
+        time_clause = sql.SQL("") if created_after is None else sql.SQL(" AND w.created_at >= %s")
+        params: list[Any] = [owner.tenant_id, owner.agent_id, owner.user_id]
+        if created_after is not None:
+            params.append(created_after)
+        statement = sql.SQL(
+            "SELECT w.seq, w.text, extract(epoch FROM w.created_at)::float8 "
+            "FROM {s} s JOIN {w} w ON w.tenant_id = s.tenant_id AND w.session_seq = s.seq "
+            "WHERE s.tenant_id = %s AND s.agent_id = %s AND s.user_id = %s{time} ORDER BY w.seq"
+        ).format(w=self._windows, s=self._sessions, time=time_clause)
+        with self._store.transaction("window_keyword_candidates") as cur:
+            rows = cur.execute(statement, params, prepare=False).fetchall()
+        return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
+
     # -- vector search -----------------------------------------------------------------
 
     def _search_windows(
@@ -252,13 +270,19 @@ class PostgresSessionStore(SessionStoreBase):
         check_dims(self._store.embedding_model, len(q))
         top_n = max(1, int(top_n))
         time_clause = sql.SQL("") if created_after is None else sql.SQL(" AND w.created_at >= %s")
-        params: list[Any] = [self._store.vector_param(q), owner.tenant_id, owner.agent_id, owner.user_id]
+        params: list[Any] = [
+            self._store.vector_param(q),
+            owner.tenant_id,
+            owner.agent_id,
+            owner.user_id,
+            NO_VECTOR_MODEL,
+        ]
         if created_after is not None:
             params.append(created_after)
         statement = sql.SQL(
             "SELECT w.seq, -(w.embedding {ip} {vec}) AS cosine, extract(epoch FROM w.created_at)::float8 "
             "FROM {w} w JOIN {s} s ON s.tenant_id = w.tenant_id AND s.seq = w.session_seq "
-            "WHERE s.tenant_id = %s AND s.agent_id = %s AND s.user_id = %s{time} "
+            "WHERE s.tenant_id = %s AND s.agent_id = %s AND s.user_id = %s AND w.embedding_model <> %s{time} "
             "ORDER BY cosine DESC, w.seq LIMIT %s"
         ).format(ip=self._ip, vec=self._vec, w=self._windows, s=self._sessions, time=time_clause)
         with self._store.transaction("window_candidates") as cur:

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from memlane.stores.base import VectorCandidates
 from memlane.stores.sessions_base import (
+    NO_VECTOR_MODEL,
     SessionAppend,
     SessionHeader,
     SessionOwner,
@@ -260,6 +261,29 @@ class SQLiteSessionStore(SessionStoreBase):
             )
             return self._refresh_index(len(query)).search(query, rows)
 
+    def _owner_windows(
+        self, owner: SessionOwner, created_after: datetime | None
+    ) -> list[tuple[int, str, float]]:
+        """``(key, text, created_at_seconds)`` of every window of ``owner`` created from ``created_after``."""
+        with self._store.translate_errors("window_keyword_candidates"):
+            rows = (
+                self._store.connection()
+                .execute(
+                    "SELECT w.seq, w.text, w.created_at_us FROM sessions s "
+                    "JOIN session_windows w ON w.session_seq = s.seq "
+                    "WHERE s.tenant_id = ? AND s.agent_id = ? AND s.user_id = ? AND w.created_at_us >= ? "
+                    "ORDER BY w.seq",
+                    (
+                        owner.tenant_id,
+                        owner.agent_id,
+                        owner.user_id,
+                        -(2**62) if created_after is None else to_us(created_after),
+                    ),
+                )
+                .fetchall()
+            )
+        return [(int(r[0]), str(r[1]), int(r[2]) / 1e6) for r in rows]
+
     def _refresh_index(self, dims: int) -> VectorIndex:
         """Bring the in-memory window index up to date with the file (caller holds ``_vectors.lock``)."""
         conn = self._store.connection()
@@ -275,8 +299,9 @@ def _index_rows(conn: sqlite3.Connection, after: int) -> Iterator[IndexRows]:
     """The window index's rows after window key ``after``, in batches."""
     cursor = conn.execute(
         "SELECT w.seq, s.tenant_id, s.agent_id, s.user_id, s.session_id, w.created_at_us, w.embedding "
-        "FROM session_windows w JOIN sessions s ON s.seq = w.session_seq WHERE w.seq > ? ORDER BY w.seq",
-        (after,),
+        "FROM session_windows w JOIN sessions s ON s.seq = w.session_seq "
+        "WHERE w.seq > ? AND w.embedding_model <> ? ORDER BY w.seq",
+        (after, NO_VECTOR_MODEL),
     )
     for batch, vectors in vector_batches(cursor, 6):
         yield IndexRows(
