@@ -232,7 +232,7 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
         event_type: str,
         content: str,
         tags: Sequence[str] | str | None = None,
-        importance: float | None = None,
+        importance: float | str | None = None,
         *,
         created_at: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -252,7 +252,9 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             content: The text to remember (non-empty); it is embedded for semantic recall.
             tags: Labels for AND filtering, normalised by :func:`memlane.validation.normalize_tags`
                 (strip, collapse whitespace, lower-case, drop empties, dedupe).
-            importance: Rating 1-10, clamped to that range; ``None`` = unrated (scored 0.5).
+            importance: Rating 1-10, clamped to that range; ``"auto"`` = estimated from the
+                content (:mod:`memlane.importance`); ``None`` = ``config.importance``
+                (unrated, scored 0.5, unless that is ``"auto"``).
             created_at: When the event happened (timezone-aware); default: the clock's now.
                 Use it for backfills and imports.
             metadata: JSON-serialisable mapping stored alongside.
@@ -319,6 +321,7 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             tenant_id=self.tenant_id,
             session_id=self.session_id,
             embedding_model=self.embedder.model_id,
+            default_importance=self.config.importance,
         )
         if not episodes:
             return []
@@ -451,6 +454,7 @@ class EpisodicMemory(RecallMethods, LifecycleMethods):
             tenant_id=self.tenant_id,
             session_id=self.session_id,
             embedding_model=self.embedder.model_id,
+            default_importance=self.config.importance,
         )
 
     def _scope_filter(self, now: datetime | None) -> EpisodeFilter:
