@@ -19,7 +19,7 @@ class           level  cues (examples)
 health          9      allergy, diagnosed, diabetes, asthma, seizures, medication,
                        surgery, pregnant, wheelchair, deaf, penicillin, insulin, hospital
 identity        8      name, "is called", born, birthday, "lives in", native, vegan,
-                       "works as", "new job", married, "passed away", "moved to <Place>"
+                       "works as", "new job", married, "passed away", "moved to Lisbon", "speaks Tamil"
 failure         7      fail, error, crash, broke, bug, outage, roll back, revert,
                        corrupt, lost, stolen, fraud, breach, leak, declined, rejected,
                        bounced, cancelled, denied, locked, unpaid, owes, "ran out"
@@ -43,11 +43,11 @@ at most +2), clamped to 1-10. Money next to a negation (``didn't``, ``not``, ``n
 also counts as a failure (a payment that did not arrive). Otherwise negation does not lower a
 score: "User has no food allergies" is as worth keeping as "User has a food allergy".
 
-Without any cue: 2 when every word is small talk (greetings, thanks, acknowledgements,
+Without any cue: 2 when at least two thirds of the words are small talk (greetings, thanks, acknowledgements,
 "ok", "lol", "see you tomorrow", the weather), 3 for at most two other words, 5 for a long
 text (30 words or more), 4 otherwise. Text that is mostly in a script without an English
 vocabulary here (non-Latin letters, Han/Kana/Thai, ...) or Latin-script text with no English
-function word at all (three words or more) gets the neutral :data:`NEUTRAL_IMPORTANCE` (5):
+function word at all (four words or more) gets the neutral :data:`NEUTRAL_IMPORTANCE` (5):
 the cues are English, and an unknown language must not be scored as small talk. Text with no
 letters or digits (``"👍"``) is neutral too.
 
@@ -81,7 +81,7 @@ NEUTRAL_IMPORTANCE = 5.0
 _MAX_SEVERITY = 2
 _LONG_WORDS = 30
 _FEW_WORDS = 2
-_MIN_WORDS_FOR_LANGUAGE = 3
+_MIN_WORDS_FOR_LANGUAGE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +136,9 @@ _IDENTITY_PAIRS = _pairs(
     "new job",
     "passed away",
 )
-_MOVED = re.compile(r"\b(?:moved|moving|moves|relocated|relocating)\s+(?:to|from)\s+[A-Z]")
-_SPEAKS = re.compile(r"\bspeaks?\s+[A-Z]")
+_MOVED = _stems("moved moving moves relocated relocating")
+_MOVED_LINKS = _stems("to from")
+_SPEAKS = _stems("speak speaks")
 _FAILURE = _stems(
     """fail fails failed failing failure error errors crash crashed crashes broke broken bug bugs outage
     outages rollback reverted revert corrupt corrupted corruption lost lose losing stolen theft fraud
@@ -151,6 +152,10 @@ _IMPERATIVES = _stems(
     """use add write format keep answer prefer avoid include put make run ask reply respond follow stick
     store push commit send check call remind remember renew document test show explain list sort"""
 )
+_LEAD_INS = _stems(
+    "please kindly really also just actually btw ok okay so and then note fyi reminder today tonight now"
+)
+_CLAUSE = re.compile(r"[.:;!?\n]")
 _COMMITMENT = _stems(
     """deadline due promise promised promises agreed agree committed commit scheduled schedule appointment
     meeting meet remind reminder remember must before expire expires expired expiry renew renewal submit
@@ -193,7 +198,7 @@ _SMALL_TALK = _stems(
     haha hah yeah yes yep yup nope bye goodbye later talk morning afternoon evening night welcome worries
     ask asking asked weekend tomorrow today see weather sunny rainy cold warm interesting funny hmm think
     let work works sound sounds got get say says said user appreciate much lot well right alright day
-    have nice wow oh ah hmm please"""
+    have nice wow oh ah hmm please mate"""
 )
 
 _LEVELS: tuple[tuple[str, int], ...] = (
@@ -240,7 +245,7 @@ def explain_importance(text: str) -> ImportanceEstimate:
     date = "commitment" in fired and _has_date(text, terms)
     if date:
         score = max(score, levels["commitment"] + 1)
-    if len(fired) > 1:
+    if len(fired - {"preference"} if "instruction" in fired else fired) > 1:
         score += 1
     severity = min(_MAX_SEVERITY, sum(1 for term in terms if term in _SEVERITY))
     signals = tuple(name for name, _ in _LEVELS if name in fired)
@@ -258,7 +263,7 @@ def _readable(text: str) -> bool:
 
 
 def _english(text: str) -> bool:
-    """Fewer than three words, or at least one English function word among them."""
+    """Fewer than four words, or at least one English function word among them."""
     words = [run for _, run in runs(text)]
     return len(words) < _MIN_WORDS_FOR_LANGUAGE or any(word in STOPWORDS for word in words)
 
@@ -272,10 +277,10 @@ def _classes(text: str, terms: list[str]) -> set[str]:
         ("health", words & _HEALTH),
         (
             "identity",
-            words & _IDENTITY or pairs & _IDENTITY_PAIRS or _MOVED.search(text) or _SPEAKS.search(text),
+            words & _IDENTITY or pairs & _IDENTITY_PAIRS or _moved_or_speaks(terms),
         ),
         ("failure", words & _FAILURE or pairs & _FAILURE_PAIRS),
-        ("instruction", words & _INSTRUCTION or pairs & _INSTRUCTION_PAIRS or terms[0] in _IMPERATIVES),
+        ("instruction", words & _INSTRUCTION or pairs & _INSTRUCTION_PAIRS or _imperative(text)),
         ("commitment", words & _COMMITMENT or pairs & _COMMITMENT_PAIRS),
         ("preference", words & _PREFERENCE),
         ("money", words & _MONEY or _CURRENCY.search(text)),
@@ -289,14 +294,45 @@ def _classes(text: str, terms: list[str]) -> set[str]:
     return fired
 
 
+def _imperative(text: str) -> bool:
+    """A clause (at the start or after ``.:;!?`` or a line break) opens with a command verb.
+
+    Lead-in words (``please``, ``really``, ``also``, ``note``, ...) before the verb are skipped.
+    """
+    for clause in _CLAUSE.split(text):
+        terms = [term for term in analyze(clause, keep_stopwords=True) if term not in _LEAD_INS]
+        if terms and terms[0] in _IMPERATIVES:
+            return True
+    return False
+
+
+def _moved_or_speaks(terms: list[str]) -> bool:
+    """``moved to Lisbon``, ``relocated from Toronto``, ``speaks Portuguese``: a place or a language.
+
+    The word after ``moved to``/``moved from``/``speaks`` must not be a stop word, so ``moved to
+    the third floor`` and ``speak to them`` do not count.
+    """
+    for i, term in enumerate(terms[:-1]):
+        if term in _SPEAKS and terms[i + 1] not in STOPWORDS:
+            return True
+        if (
+            term in _MOVED
+            and i + 2 < len(terms)
+            and terms[i + 1] in _MOVED_LINKS
+            and terms[i + 2] not in STOPWORDS
+        ):
+            return True
+    return False
+
+
 def _has_date(text: str, terms: list[str]) -> bool:
     return bool(set(terms) & _DATE_WORDS) or bool(_DATE.search(text))
 
 
 def _without_cues(text: str) -> ImportanceEstimate:
     """The score of readable text in which no cue class fired."""
-    content = [term for term in analyze(text) if len(term) > 1]
-    if all(term in _SMALL_TALK for term in content):
+    content = [term for term in analyze(text) if len(term) > 1 and term not in _LEAD_INS]
+    if 3 * sum(1 for term in content if term in _SMALL_TALK) >= 2 * len(content):
         return ImportanceEstimate(2.0, ("small_talk",))
     if not _english(text):
         return ImportanceEstimate(NEUTRAL_IMPORTANCE, ("unreadable",))
