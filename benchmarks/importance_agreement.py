@@ -1,16 +1,20 @@
 """Agreement of ``importance="auto"`` (:mod:`memlane.importance`) with hand-labelled statements.
 
-Data: ``tests/unit/importance_labels.jsonl``, 257 statements written for memlane (none taken
+Data: ``tests/unit/importance_labels.jsonl``, 323 statements written for memlane (none taken
 from a benchmark dataset), each with a category (identity/health, preference/standing
 instruction, commitment/deadline, failure/error/money, small talk, routine), the band of
 ratings a careful person would give it (e.g. ``[9, 10]`` for a child's peanut allergy,
-``[1, 3]`` for "Thanks!") and, for paraphrases, a group. Three splits:
+``[1, 3]`` for "Thanks!") and, for paraphrases, a group. Four splits, all written by the
+same person who wrote the rules (so none is free of that author's habits):
 
 * ``tune`` (121) — the statements the rules were written against;
 * ``holdout`` (60) — every third statement of the first file, meant to be held out; the rules
   were written by someone who had read them, so they are *not* an independent test;
-* ``fresh`` (76) — written and committed after the rules were frozen, then scored once: the
-  honest out-of-sample figure.
+* ``fresh`` (76) — written and committed after a first version of the rules was frozen and
+  scored once (exact 0.684, within 1 0.789: the first honest out-of-sample figure); its misses
+  were then used to widen the lexicon, so it is a tuning split now;
+* ``fresh2`` (66) — written and committed before that widening, scored once after it: the
+  out-of-sample figure of the committed rules.
 
 Per split and category: *exact* = the estimate lies in the band, *within 1* = at most one point
 outside it, and the paraphrase groups whose estimates differ by more than 1.
@@ -31,7 +35,7 @@ from memlane.importance import explain_importance
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "tests" / "unit" / "importance_labels.jsonl"
-SPLITS = ("tune", "holdout", "fresh")
+SPLITS = ("tune", "holdout", "fresh", "fresh2")
 
 
 def load_labels(path: Path = LABELS) -> list[dict[str, Any]]:
@@ -108,7 +112,9 @@ def render(result: dict[str, Any]) -> str:
         '`importance="auto"` (`memlane.importance`) against `tests/unit/importance_labels.jsonl`;',
         "written by `benchmarks/importance_agreement.py`. *exact*: the estimate lies in the labelled band;",
         "*within 1*: at most one point outside it. `holdout` was read while the rules were written",
-        "(not independent); `fresh` was written after the rules were frozen and scored once.",
+        "(not independent). `fresh` was written after a first version was frozen (scored once: exact",
+        "0.684, within 1 0.789), then used to widen the lexicon. `fresh2` was written before that",
+        "widening and scored once after it: **the out-of-sample figure of the committed rules**.",
         "",
         "| split | category | n | exact | within 1 |",
         "|---|---|---:|---:|---:|",
