@@ -7,9 +7,11 @@ unrated episode stays unrated unless the memory is configured with ``importance=
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from memlane import EpisodeInput, EpisodicMemory, ValidationError
+from memlane import AsyncEpisodicMemory, EpisodeInput, EpisodicMemory, ValidationError
 from memlane.importance import estimate_importance
 from memlane.stores.base import EpisodeFilter, Store
 from tests.conftest import MemoryFactory
@@ -80,3 +82,14 @@ def test_other_strings_are_refused_and_nothing_is_stored(memory: EpisodicMemory,
             [EpisodeInput("fact", ALLERGY), EpisodeInput("fact", ALLERGY, importance="8")]
         )
     assert store.stats(EpisodeFilter()).episodes == 0
+
+
+def test_the_async_twin_estimates_alike(make_memory: MemoryFactory) -> None:
+    async def run() -> list[float | None]:
+        async with AsyncEpisodicMemory(make_memory(importance="auto")) as memory:
+            by_argument = await memory.remember_episode("fact", ALLERGY, importance="auto")
+            by_default = await memory.remember_episode("chat", GREETING)
+            rated = await memory.remember_episode("chat", GREETING, importance=6)
+            return [by_argument.importance, by_default.importance, rated.importance]
+
+    assert asyncio.run(run()) == [estimate_importance(ALLERGY), estimate_importance(GREETING), 6.0]
