@@ -30,6 +30,8 @@ LABELS = [
 ]
 TEXTS = [row["text"] for row in LABELS]
 ALLERGY = "My daughter is allergic to peanuts."
+TUNING_SPLITS = ("tune", "holdout", "fresh")
+"""The splits the rules were written against or widened from (the others are scored, not tuned on)."""
 
 
 def _agreement(split: str, margin: int) -> float:
@@ -67,7 +69,7 @@ def test_the_seed_examples_are_far_apart() -> None:
 def test_paraphrase_groups_of_the_rule_writing_splits_stay_within_one_point() -> None:
     groups: dict[str, list[float]] = {}
     for row in LABELS:
-        if row["group"] and row["split"] != "fresh":
+        if row["group"] and row["split"] in TUNING_SPLITS:
             groups.setdefault(row["group"], []).append(estimate_importance(row["text"]))
     assert len(groups) >= 15
     wide = {g: scores for g, scores in groups.items() if max(scores) - min(scores) > 1}
