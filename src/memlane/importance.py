@@ -17,15 +17,17 @@ contributes its level:
 class           level  cues (examples)
 ==============  =====  ==================================================================
 health          9      allergy, diagnosed, diabetes, asthma, seizures, medication,
-                       surgery, pregnant, wheelchair, deaf, penicillin, insulin, hospital
+                       surgery, pregnant, wheelchair, deaf, penicillin, insulin, hospital,
+                       pacemaker, "hard of hearing", "blood pressure"
 identity        8      name, "is called", born, birthday, "lives in", native, vegan,
                        "works as", "new job", married, "passed away", "moved to Lisbon", "speaks Tamil",
-                       "grew up", "years old", "goes by", "is a nurse" (an occupation after
-                       *is*/*as*)
+                       "grew up", "originally from", "years old", "goes by", a religion,
+                       "is a nurse" (an occupation after *is*/*as*)
 failure         7      fail, error, crash, broke, bug, outage, roll back, revert,
                        corrupt, lost, stolen, fraud, breach, leak, declined, rejected,
                        bounced, cancelled, denied, locked, unpaid, owes, "ran out",
-                       cracked, accidentally, wrong, unauthorized, hacked, overdrawn
+                       cracked, accidentally, wrong, unauthorized, hacked, overdrawn,
+                       "is down", "late fee"
 instruction     7      always, never, every, only, required, "don't", "from now on",
                        stop, should, or a clause opening with a command verb after
                        optional lead-ins (``Use black ...``, ``Please keep answers short``)
@@ -48,6 +50,7 @@ at most +2), clamped to 1-10. Money next to a negation (``didn't``, ``not``, ``n
 also counts as a failure (a payment that did not arrive), and so does a negated "it works"
 verb (``won't install``, ``doesn't start``, ``can't connect``). Otherwise negation does not
 lower a score: "User has no food allergies" is as worth keeping as "User has a food allergy".
+A word whose stem is a cue it does not mean (``lovely`` -> ``love``) is read as ``nice``.
 
 Without any cue: 2 when at least two thirds of the words are small talk (greetings, thanks,
 acknowledgements, "ok", "lol", "see you tomorrow", the weather), 3 for at most two other
@@ -129,11 +132,13 @@ _HEALTH = _stems(
     oncologist dementia alzheimer autism autistic adhd depression anxiety migraine migraines heart stroke
     warfarin penicillin hospital hospitalised hospitalized illness chronic disease injury injured
     intolerant intolerance celiac coeliac blood antidepressant antidepressants antibiotic antibiotics therapy
-    therapist"""
+    therapist pacemaker implant prosthesis"""
 )
+_HEALTH_PAIRS = _pairs("of hearing", "hearing aid", "hearing loss", "blood pressure", "panic attacks")
 _IDENTITY = _stems(
     """name named born birthday native natively nationality citizen vegan vegetarian halal kosher alcohol
-    religion married marriage divorced widowed engaged died death funeral pronouns retired"""
+    religion married marriage divorced widowed engaged died death funeral pronouns retired muslim christian
+    jewish hindu buddhist sikh catholic atheist"""
 )
 _COPULAS = _stems("is am was as")
 _OCCUPATIONS = _stems(
@@ -156,6 +161,7 @@ _IDENTITY_PAIRS = _pairs(
     "years old",
     "single parent",
     "be called",
+    "originally from",
 )
 _MOVED = _stems("moved moving moves relocated relocating")
 _MOVED_LINKS = _stems("to from")
@@ -177,6 +183,11 @@ _FAILURE_PAIRS = _pairs(
     "segmentation fault",
     "keeps restarting",
     "without authorization",
+    "late fee",
+    "late payment",
+    "is down",
+    "are down",
+    "was down",
 )
 _BREAKABLE = _stems(
     "work works install installs start starts load loads open opens connect compile boot sync arrive"
@@ -216,7 +227,8 @@ _FAMILY = _stems(
 )
 _SEVERITY = _stems(
     """severe critical urgent urgently emergency security password passwords production prod customer
-    customers data database corrupt corrupted fraud fraudulent fraudulently silently breach admin"""
+    customers data database corrupt corrupted fraud fraudulent fraudulently silently breach admin credential
+    credentials secret secrets"""
 )
 _DATE_WORDS = _stems(
     """monday tuesday wednesday thursday friday saturday sunday january february march april june july
@@ -247,7 +259,7 @@ _SMALL_TALK = _stems(
     haha hah yeah yes yep yup nope bye goodbye later talk morning afternoon evening night welcome worries
     ask asking asked weekend tomorrow today see weather sunny rainy cold warm interesting funny hmm think
     let work works sound sounds got get say says said user appreciate much lot well right alright day
-    have nice wow oh ah hmm please mate"""
+    have nice wow oh ah hmm please mate ha make makes sense"""
 )
 
 _LEVELS: tuple[tuple[str, int], ...] = (
@@ -274,6 +286,10 @@ def estimate_importance(text: str) -> float:
     return explain_importance(text).score
 
 
+_FALSE_FRIENDS = re.compile(r"\blovely\b", re.IGNORECASE)
+"""Words whose stem is a cue they do not mean (``lovely`` stems to ``love``): read as ``nice``."""
+
+
 def explain_importance(text: str) -> ImportanceEstimate:
     """:func:`estimate_importance` of ``text`` with the cue classes that produced it.
 
@@ -285,6 +301,7 @@ def explain_importance(text: str) -> ImportanceEstimate:
     """
     if not _readable(text):
         return ImportanceEstimate(NEUTRAL_IMPORTANCE, ("unreadable",))
+    text = _FALSE_FRIENDS.sub("nice", text)
     terms = analyze(text, keep_stopwords=True)
     fired = _classes(text, terms)
     if not fired:
@@ -323,7 +340,7 @@ def _classes(text: str, terms: list[str]) -> set[str]:
     pairs = set(pairwise(terms))
     fired = set()
     checks = (
-        ("health", words & _HEALTH),
+        ("health", words & _HEALTH or pairs & _HEALTH_PAIRS),
         (
             "identity",
             words & _IDENTITY or pairs & _IDENTITY_PAIRS or _moved_or_speaks(terms) or _occupation(terms),
@@ -359,20 +376,20 @@ def _imperative(text: str) -> bool:
 def _moved_or_speaks(terms: list[str]) -> bool:
     """``moved to Lisbon``, ``relocated from Toronto``, ``speaks Portuguese``: a place or a language.
 
-    The word after ``moved to``/``moved from``/``speaks`` must not be a stop word, so ``moved to
-    the third floor`` and ``speak to them`` do not count.
+    The word after ``moved to``/``moved from``/``speaks`` must be letters and not a stop word, so
+    ``moved to the third floor``, ``moves to 9:30`` and ``speak to them`` do not count.
     """
     for i, term in enumerate(terms[:-1]):
-        if term in _SPEAKS and terms[i + 1] not in STOPWORDS:
+        if term in _SPEAKS and _place(terms[i + 1]):
             return True
-        if (
-            term in _MOVED
-            and i + 2 < len(terms)
-            and terms[i + 1] in _MOVED_LINKS
-            and terms[i + 2] not in STOPWORDS
-        ):
+        if term in _MOVED and i + 2 < len(terms) and terms[i + 1] in _MOVED_LINKS and _place(terms[i + 2]):
             return True
     return False
+
+
+def _place(term: str) -> bool:
+    """A word that can name a place or a language: letters only, not a stop word (``9:30`` is not)."""
+    return term.isalpha() and term not in STOPWORDS
 
 
 def _occupation(terms: list[str]) -> bool:
