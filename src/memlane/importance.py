@@ -61,11 +61,11 @@ function word at all (four words or more) gets the neutral :data:`NEUTRAL_IMPORT
 the cues are English, and an unknown language must not be scored as small talk. Text with no
 letters or digits (``"👍"``) is neutral too.
 
-Agreement with hand-labelled statements (``tests/unit/importance_labels.jsonl``: splits
-``tune`` and ``holdout`` read while the rules were written, ``fresh`` written after a first
-version was frozen and then used to widen the lexicon, ``fresh2`` written before that and
-scored once) is reported in ``benchmarks/results/importance.md``
-(``benchmarks/importance_agreement.py``).
+Agreement with hand-labelled statements (``tests/unit/importance_labels.jsonl``) is reported
+in ``benchmarks/results/importance.md`` (``benchmarks/importance_agreement.py``): on the split
+written before the last revision of these rules and scored once after it, 76 % of the estimates
+lie in the labelled band and 87 % within one point. The lexicon is English and finite: a fact
+whose words are not in it (``first language is Polish``, ``on dialysis``) gets 4.
 """
 
 from __future__ import annotations
