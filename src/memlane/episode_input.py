@@ -251,16 +251,13 @@ def resolve_importance(value: object, content: str, default: str | None = None) 
         The rating in [1.0, 10.0], or ``None`` (unrated).
 
     Raises:
-        ValidationError: ``value`` is a string other than ``"auto"``, or not a rating
-            (see :func:`memlane.validation.clamp_importance`).
+        ValidationError: ``value`` is not a rating (see
+            :func:`memlane.validation.clamp_importance`); another string than ``"auto"`` gets
+            the same message as on every interface (``... or null, got string``).
     """
     if value is None:
         value = default
-    if isinstance(value, str):
-        if value != AUTO_IMPORTANCE:
-            raise ValidationError(
-                f"importance must be a number (clamped to 1-10), 'auto' or null, got {value!r}"
-            )
+    if isinstance(value, str) and value == AUTO_IMPORTANCE:
         return estimate_importance(content)
     return clamp_importance(value)
 

@@ -29,6 +29,8 @@ LABELS = [
     if line.strip()
 ]
 TEXTS = [row["text"] for row in LABELS]
+STRING_REFUSED = r"^importance must be a number \(clamped to 1-10\) or null, got string"
+"""The message of every interface for a string rating (another string than "auto" in Python)."""
 ALLERGY = "My daughter is allergic to peanuts."
 TUNING_SPLITS = ("tune", "holdout", "fresh", "fresh2")
 """The splits the rules were written against or widened from (the others are scored, not tuned on)."""
@@ -169,7 +171,7 @@ def test_an_explicit_rating_always_wins_and_unrated_stays_unrated() -> None:
 
 @pytest.mark.parametrize("value", ["Auto", "high", "8", ""])
 def test_a_string_other_than_auto_is_refused(value: str) -> None:
-    with pytest.raises(ValidationError, match=r"^importance must be a number .*'auto' or null"):
+    with pytest.raises(ValidationError, match=STRING_REFUSED):
         resolve_importance(value, "text", None)
 
 
