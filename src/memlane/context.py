@@ -183,6 +183,7 @@ class MemoryContext:
             tenant_id=self.tenant_id,
             session_id=self.session_id,
             embedding_model=self.embedder.model_id,
+            default_importance=self.config.importance,
         )
 
     def filter(self, *, event_type: str | None, tags: tuple[str, ...], now: datetime | None) -> EpisodeFilter:

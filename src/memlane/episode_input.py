@@ -18,6 +18,7 @@ import numpy as np
 
 from memlane.clock import ensure_utc
 from memlane.errors import ValidationError
+from memlane.importance import AUTO_IMPORTANCE, estimate_importance
 from memlane.models import Episode
 from memlane.validation import (
     check_identifier,
@@ -27,7 +28,14 @@ from memlane.validation import (
     normalize_tags,
 )
 
-__all__ = ["EpisodeInput", "build_episode", "build_episodes", "new_episode_id", "new_episode_ids"]
+__all__ = [
+    "EpisodeInput",
+    "build_episode",
+    "build_episodes",
+    "new_episode_id",
+    "new_episode_ids",
+    "resolve_importance",
+]
 
 
 def new_episode_id() -> str:
@@ -73,13 +81,15 @@ class EpisodeInput:
     ``invalidated_at``, ``superseded_by``, ``supersede_reason``, ``retrieve_count`` (>= 0)
     and ``last_retrieved_at`` keep an exported episode's identity and history when it is
     re-imported; left ``None`` they come from the memory (``recorded_at``: the clock's now)
-    or stay empty.
+    or stay empty. ``importance="auto"`` stores the content's estimate
+    (:func:`memlane.importance.estimate_importance`); ``None`` takes the memory's
+    ``config.importance`` (unrated unless that is ``"auto"``).
     """
 
     event_type: str
     content: str
     tags: Sequence[str] | str | None = None
-    importance: float | None = None
+    importance: float | str | None = None
     created_at: datetime | None = None
     metadata: Mapping[str, Any] | None = field(default=None)
     id: str | None = None
@@ -135,7 +145,13 @@ class _Shared:
 
 
 def build_episodes(
-    items: Sequence[EpisodeInput], now: datetime, *, tenant_id: str, session_id: str, embedding_model: str
+    items: Sequence[EpisodeInput],
+    now: datetime,
+    *,
+    tenant_id: str,
+    session_id: str,
+    embedding_model: str,
+    default_importance: str | None = None,
 ) -> list[Episode]:
     """Validate a batch: :func:`build_episode` of each item, with the per-batch work shared.
 
@@ -148,6 +164,7 @@ def build_episodes(
         tenant_id: See :func:`build_episode`.
         session_id: See :func:`build_episode`.
         embedding_model: See :func:`build_episode`.
+        default_importance: See :func:`build_episode`.
 
     Returns:
         The episodes, in input order.
@@ -168,6 +185,7 @@ def build_episodes(
                     session_id=session_id,
                     model=embedding_model,
                     shared=shared,
+                    default_importance=default_importance,
                 )
             )
         except ValidationError as exc:
@@ -178,7 +196,13 @@ def build_episodes(
 
 
 def build_episode(
-    item: EpisodeInput, now: datetime, *, tenant_id: str, session_id: str, embedding_model: str
+    item: EpisodeInput,
+    now: datetime,
+    *,
+    tenant_id: str,
+    session_id: str,
+    embedding_model: str,
+    default_importance: str | None = None,
 ) -> Episode:
     """Validate ``item`` into the :class:`~memlane.models.Episode` to store.
 
@@ -188,19 +212,65 @@ def build_episode(
         tenant_id: The memory's tenant, used unless ``item.tenant_id`` is given.
         session_id: The memory's session, used unless ``item.session_id`` is given.
         embedding_model: The embedder's ``model_id`` recorded on the episode.
+        default_importance: The importance of an item without one: ``None`` (unrated) or
+            ``"auto"`` (estimated from the content); the memory's ``config.importance``.
 
     Returns:
         The episode with a new ``id`` (unless ``item.id`` is given), every field normalised
-        (:mod:`memlane.validation`) and every time timezone-aware UTC.
+        (:mod:`memlane.validation`) and every time timezone-aware UTC. Its importance is the
+        item's number clamped to 1-10 (:func:`memlane.validation.clamp_importance`), the
+        content's estimate (:func:`memlane.importance.estimate_importance`) for
+        ``"auto"``, or ``None``.
 
     Raises:
         ValidationError: any invalid field; the message names it.
     """
-    return _build(item, now, tenant_id=tenant_id, session_id=session_id, model=embedding_model, shared=None)
+    return _build(
+        item,
+        now,
+        tenant_id=tenant_id,
+        session_id=session_id,
+        model=embedding_model,
+        shared=None,
+        default_importance=default_importance,
+    )
+
+
+def resolve_importance(value: object, content: str, default: str | None = None) -> float | None:
+    """The importance to store: ``value`` clamped, estimated from ``content``, or ``None``.
+
+    The one place where ``importance="auto"`` is resolved, for every way in (Python, async,
+    tools, HTTP, MCP, CLI, imports): they all build episodes with :func:`build_episode`.
+
+    Args:
+        value: The caller's rating: a number (clamped to [1, 10]), ``"auto"`` or ``None``.
+        content: The validated content, estimated when the rating is ``"auto"``.
+        default: Used when ``value`` is ``None``: ``None`` (unrated) or ``"auto"``.
+
+    Returns:
+        The rating in [1.0, 10.0], or ``None`` (unrated).
+
+    Raises:
+        ValidationError: ``value`` is not a rating (see
+            :func:`memlane.validation.clamp_importance`); another string than ``"auto"`` gets
+            the same message as on every interface (``... or null, got string``).
+    """
+    if value is None:
+        value = default
+    if isinstance(value, str) and value == AUTO_IMPORTANCE:
+        return estimate_importance(content)
+    return clamp_importance(value)
 
 
 def _build(
-    item: EpisodeInput, now: datetime, *, tenant_id: str, session_id: str, model: str, shared: _Shared | None
+    item: EpisodeInput,
+    now: datetime,
+    *,
+    tenant_id: str,
+    session_id: str,
+    model: str,
+    shared: _Shared | None,
+    default_importance: str | None,
 ) -> Episode:
     created_at = now if item.created_at is None else ensure_utc(item.created_at, "created_at")
     valid_from = created_at if item.valid_from is None else ensure_utc(item.valid_from, "valid_from")
@@ -215,6 +285,7 @@ def _build(
     count = item.retrieve_count
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValidationError(f"retrieve_count must be an integer >= 0, got {count!r}")
+    content = check_text(item.content, "content")
     return Episode(
         id=(new_episode_id() if shared is None else shared.new_id())
         if item.id is None
@@ -224,9 +295,9 @@ def _build(
         event_type=check_identifier(item.event_type, "event_type")
         if shared is None
         else shared.event_type(item.event_type),
-        content=check_text(item.content, "content"),
+        content=content,
         tags=normalize_tags(item.tags) if shared is None else shared.tags(item.tags),
-        importance=clamp_importance(item.importance),
+        importance=resolve_importance(item.importance, content, default_importance),
         created_at=created_at,
         metadata=normalize_metadata(item.metadata),
         embedding_model=model,

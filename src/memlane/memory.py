@@ -269,7 +269,7 @@ class EpisodicMemory:
         event_type: str,
         content: str,
         tags: Sequence[str] | str | None = None,
-        importance: float | None = None,
+        importance: float | str | None = None,
         *,
         created_at: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -289,7 +289,9 @@ class EpisodicMemory:
             content: The text to remember (non-empty); it is embedded for semantic recall.
             tags: Labels for AND filtering, normalised by :func:`memlane.validation.normalize_tags`
                 (strip, collapse whitespace, lower-case, drop empties, dedupe).
-            importance: Rating 1-10, clamped to that range; ``None`` = unrated (scored 0.5).
+            importance: Rating 1-10, clamped to that range; ``"auto"`` = estimated from the
+                content (:mod:`memlane.importance`); ``None`` = ``config.importance``
+                (unrated, scored 0.5, unless that is ``"auto"``).
             created_at: When the event happened (timezone-aware); default: the clock's now.
                 Use it for backfills and imports.
             metadata: JSON-serialisable mapping stored alongside.
@@ -353,7 +355,7 @@ class EpisodicMemory:
         event_type: str,
         content: str,
         tags: Sequence[str] | str | None = None,
-        importance: float | None = None,
+        importance: float | str | None = None,
         *,
         valid_from: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,

@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "memlane.validation": LEAVES,
     "memlane.analysis": LEAVES,
     "memlane.bm25": LEAVES,
+    "memlane.importance": LEAVES,  # importance="auto": pure rules over the text analysis
     "memlane.wire": LEAVES,  # the value types' JSON form; the engine's reports use it
     # what a memory is configured with: MemoryConfig, the ranking profile, the YAML file
     "memlane.config": SETTINGS,

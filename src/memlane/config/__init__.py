@@ -82,6 +82,10 @@ class MemoryConfig:
             the recall's ``now``, in one batched ``UPDATE`` (default ``True``). Structured
             lookups (no query) are not counted. :meth:`memlane.EpisodicMemory.compact` uses the
             counts to archive episodes never retrieved.
+        importance: The importance of an episode written without one: ``None`` (default:
+            unrated, ranked as 5) or ``"auto"`` (estimated 1-10 from its content by
+            :func:`memlane.importance.estimate_importance`; deterministic, no model).
+            An explicit rating always wins.
 
     Raises:
         ConfigError: any value out of range; the message names the key.
@@ -105,6 +109,7 @@ class MemoryConfig:
     forget_action: str = "archive"
     forget_threshold: float = 0.05
     track_retrievals: bool = True
+    importance: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -124,6 +129,8 @@ class MemoryConfig:
             raise ConfigError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
         _check_thresholds(self)
         _check_forgetting(self)
+        if self.importance not in (None, "auto"):
+            raise ConfigError(f"importance must be 'auto' or None (unrated), got {self.importance!r}")
         for name in ("temporal", "embedding_fallback", "auto_supersede", "forgetting", "track_retrievals"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")

@@ -67,6 +67,7 @@ def remember_episodes(ctx: MemoryContext, items: Iterable[EpisodeInput]) -> list
         tenant_id=ctx.tenant_id,
         session_id=ctx.session_id,
         embedding_model=ctx.embedder.model_id,
+        default_importance=ctx.config.importance,
     )
     if not episodes:
         return []
