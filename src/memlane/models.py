@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from memlane import wire
+from memlane.operations import wire
 
 __all__ = ["Contradiction", "Episode", "RecallHit", "Scope", "ScoreBreakdown"]
 
@@ -114,7 +114,7 @@ class Episode:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict (ISO-8601 UTC times); the export format and the wire form.
 
-        Every field but ``embedding_model``, encoded by :func:`memlane.wire.episode` (the one
+        Every field but ``embedding_model``, encoded by :func:`memlane.operations.wire.episode` (the one
         encoder of every interface).
 
         The bi-temporal fields (``valid_from``, ``valid_until``, ``recorded_at``,
@@ -175,7 +175,7 @@ class ScoreBreakdown:
     decided_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return every field as a plain, JSON-serialisable dict (:func:`memlane.wire.breakdown`)."""
+        """Return every field as a plain, JSON-serialisable dict (:func:`memlane.operations.wire.breakdown`)."""
         out = wire.breakdown(self)
         assert out is not None
         return out
@@ -200,7 +200,7 @@ class Contradiction:
     confidence: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"episode": <full episode>, "score", "reason"}`` (:mod:`memlane.wire`)."""
+        """``{"episode": <full episode>, "score", "reason"}`` (:mod:`memlane.operations.wire`)."""
         return {"episode": wire.episode(self.episode), "score": self.score, "reason": self.reason}
 
 
@@ -229,5 +229,5 @@ class RecallHit:
 
     def to_compact_dict(self) -> dict[str, Any]:
         """The compact form a model reads (id, content, event_type, when, tags, importance,
-        score, a one-line why; :func:`memlane.wire.compact_hit`)."""
+        score, a one-line why; :func:`memlane.operations.wire.compact_hit`)."""
         return wire.compact_hit(self)

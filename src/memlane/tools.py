@@ -1,5 +1,5 @@
 """Agent tools: JSON schemas for ``remember_episode`` / ``recall_episodes`` (and the session,
-context and lifecycle tools of :mod:`memlane.tool_specs`) and their dispatch.
+context and lifecycle tools of :mod:`memlane.operations.tool_specs`) and their dispatch.
 
 Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block to read before
 answering), ``search_sessions``, ``supersede_episode``, ``episode_history`` and
@@ -32,7 +32,7 @@ Results are JSON-serialisable dicts. Success: ``{"ok": true, ...}``; failure: ``
 raises for a bad call or a failing store, so one bad tool call cannot kill the agent loop.
 Error ``type`` is ``UnknownTool``, the memlane error class name (``ValidationError`` for
 every bad argument: malformed JSON, wrong types, missing or unknown arguments, bad values —
-checked by :mod:`memlane.arguments`, the policy shared with Python, HTTP and MCP;
+checked by :mod:`memlane.operations.arguments`, the policy shared with Python, HTTP and MCP;
 ``EmbeddingError``, ``StoreError``, ...) or ``InternalError`` (a bug: logged with its
 traceback, no details returned).
 
@@ -48,8 +48,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from memlane import operations
-from memlane.arguments import (
+from memlane.errors import MemlaneError
+from memlane.operations import handlers as operations
+from memlane.operations.arguments import (
     HISTORY_ARGUMENTS,
     REMEMBER_ARGUMENTS,
     SUPERSEDE_ARGUMENTS,
@@ -61,9 +62,7 @@ from memlane.arguments import (
     recall_arguments,
     session_search_arguments,
 )
-from memlane.errors import MemlaneError
-from memlane.recall import PRESETS, RETRIEVAL_MODES
-from memlane.tool_specs import (
+from memlane.operations.tool_specs import (
     CONTRADICTIONS,
     DETAIL_SCHEMA,
     EPISODE_HISTORY,
@@ -72,6 +71,7 @@ from memlane.tool_specs import (
     SUPERSEDE_EPISODE,
     extra_tool_specs,
 )
+from memlane.recall import PRESETS, RETRIEVAL_MODES
 from memlane.validation import MAX_LIMIT, safe_text
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def tool_definitions(
 
     ``remember_episode``, ``recall_episodes``, then ``get_context``, ``search_sessions``,
     ``supersede_episode``, ``episode_history`` and ``find_contradictions``
-    (:mod:`memlane.tool_specs`).
+    (:mod:`memlane.operations.tool_specs`).
 
     Args:
         default_limit: Results a recall returns when the model gives no ``limit``, >= 1.
@@ -345,7 +345,7 @@ def _select(definitions: list[ToolDefinition], only: Iterable[str] | None) -> li
 
 
 def tool_arguments(max_limit: int = _DEFAULT_MAX_LIMIT) -> dict[str, ArgumentSpec]:
-    """The argument policy (:mod:`memlane.arguments`) that checks each tool's calls, by tool name.
+    """The argument policy (:mod:`memlane.operations.arguments`) that checks each tool's calls, by tool name.
 
     The schemas of :func:`tool_definitions` describe the same arguments (names, required
     ones, types and bounds); tests/unit/test_tool_schemas.py pins that they agree.
@@ -498,7 +498,7 @@ class MemoryTools:
             name: The tool the model called.
             arguments: The model's arguments: a JSON object as a string (OpenAI) or a mapping
                 (Anthropic, MCP). ``null`` values count as absent; an empty string as ``{}``.
-                Checked by :mod:`memlane.arguments` (strict types, unknown arguments refused).
+                Checked by :mod:`memlane.operations.arguments` (strict types, unknown arguments refused).
 
         Returns:
             ``remember_episode``: ``{"ok": true, "episode": {...}}`` (the stored episode with its id).
@@ -506,7 +506,7 @@ class MemoryTools:
             Episodes are in the compact form by default (``id``, ``content``, ``event_type``,
             ``when``, ``tags``, ``importance``, and for hits ``score`` and a one-line ``why``);
             with ``detail: "full"`` every field, hits with their ``breakdown`` (see
-            :mod:`memlane.wire`). The other tools: see :mod:`memlane.operations`.
+            :mod:`memlane.operations.wire`). The other tools: see :mod:`memlane.operations.handlers`.
             On failure: ``{"ok": false, "error": {"type", "message", "tool"}}`` (see :func:`tool_error`).
         """
         try:
@@ -528,9 +528,9 @@ class MemoryTools:
             return tool_error(exc, tool=name if isinstance(name, str) else None)
 
     def run(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Run tool ``name`` on arguments already checked by :mod:`memlane.arguments` (raises on failure).
+        """Run tool ``name`` on arguments already checked by :mod:`memlane.operations.arguments` (raises on failure).
 
-        Results are in the compact form unless ``detail: "full"`` (:mod:`memlane.wire`).
+        Results are in the compact form unless ``detail: "full"`` (:mod:`memlane.operations.wire`).
         """
         memory, owner = self.memory, self.owner
         if name == REMEMBER_EPISODE:

@@ -5,7 +5,7 @@ Each function either returns the normalised value or raises
 lists and objects, the position: ``tags[2]``, ``metadata.source.url``). This module is the
 one boundary for text: every string memlane stores or searches passes through
 :func:`check_chars` here, whether it comes from Python, a tool call, HTTP or MCP
-(:mod:`memlane.arguments` applies the same functions to tool and request arguments).
+(:mod:`memlane.operations.arguments` applies the same functions to tool and request arguments).
 
 The input policy (also in the README, "Input policy"):
 

@@ -22,8 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane import Episode, EpisodicMemory, MemoryConfig, ValidationError, wire
+from memlane import Episode, EpisodicMemory, MemoryConfig, ValidationError
 from memlane.embeddings.fake import HashingEmbedder
+from memlane.operations import wire
 from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, MemoryTools
 from memlane.validation import MAX_LIMIT
 from tests.backends import BackendDB

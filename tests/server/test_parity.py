@@ -5,7 +5,7 @@ conversations), then copied four times: the Python API, :class:`memlane.aio.Asyn
 the HTTP API (a real uvicorn, httpx) and the MCP server (a real ``memlane mcp`` stdio
 subprocess) each get their own copy, so a ranked recall's retrieval bookkeeping
 (``retrieve_count``) evolves the same way in each. Each case runs once per interface, in
-the same order; the results are compared in the full wire form (:mod:`memlane.wire`):
+the same order; the results are compared in the full wire form (:mod:`memlane.operations.wire`):
 the same episodes, in the same order, with the same breakdowns. Scores are rounded to 6
 decimals: the MCP server and uvicorn read the real clock a few milliseconds apart, which
 moves a recency signal by far less than that.
@@ -29,10 +29,11 @@ pytest.importorskip("fastapi", reason="the 'server' extra is not installed")
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 import httpx
 
-from memlane import EpisodicMemory, wire
+from memlane import EpisodicMemory
 from memlane.aio import AsyncEpisodicMemory
 from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
+from memlane.operations import wire
 from memlane.server.http import create_app
 from tests.mcp_stdio import RawMcpClient
 from tests.server.conftest import serve_in_thread

@@ -34,10 +34,11 @@ pytest.importorskip("fastapi", reason="the 'server' extra is not installed")
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 import httpx
 
-from memlane import EpisodicMemory, wire
+from memlane import EpisodicMemory
 from memlane.aio import AsyncEpisodicMemory
 from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
+from memlane.operations import wire
 from memlane.server.http import create_app
 from tests.mcp_stdio import RawMcpClient
 from tests.server.conftest import serve_in_thread

@@ -56,10 +56,10 @@ PURE_MAY_IMPORT = {
     "memlane.models",
     "memlane.clock",
     "memlane.analysis",
-    "memlane.wire",
+    "memlane.operations.wire",
     *PURE_RECALL,
 }
-"""memlane.wire: the value types' JSON encoder (imports nothing of memlane, does no I/O)."""
+"""memlane.operations.wire: the value types' JSON encoder (imports nothing of memlane, does no I/O)."""
 PURE_EXCEPTIONS = {
     ("memlane.recall.candidates", "memlane.stores.base"): (
         "KeywordCandidates/VectorCandidates, the value types a store hands over; no store is called"
@@ -116,10 +116,10 @@ PUBLIC_API: dict[str, str] = {
     "memlane.evaluation.metrics": "named in the memlane.evaluation docstring",
     "memlane.tools": "agent tool schemas (README: Agent tools); the MCP server serves them",
     "memlane.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
-    "memlane.arguments": "the one argument policy of every interface (README: Input policy)",
-    "memlane.operations": "the operations every interface runs (README: Operations and interfaces)",
-    "memlane.tool_specs": "the agent tools' schemas beyond remember/recall (README: Agent tools)",
-    "memlane.wire": "the one wire format of every interface (README: Operations and interfaces)",
+    "memlane.operations.arguments": "the one argument policy of every interface (README: Input policy)",
+    "memlane.operations.handlers": "the operations every interface runs (README: Operations and interfaces)",
+    "memlane.operations.tool_specs": "the agent tools' schemas beyond remember/recall (README: Agent tools)",
+    "memlane.operations.wire": "the one wire format of every interface (README: Operations and interfaces)",
 }
 """What the interfaces (cli/, server/, tools.py) may import, besides their own room."""
 

@@ -1,8 +1,8 @@
 """The tool JSON schemas and the argument policy describe the same arguments; tools can be selected.
 
 Each tool has two definitions that must not drift apart: the JSON schema a model reads
-(:func:`memlane.tools.tool_definitions`, :mod:`memlane.tool_specs`) and the checks that
-accept or refuse its calls (:func:`memlane.tools.tool_arguments`, :mod:`memlane.arguments`).
+(:func:`memlane.tools.tool_definitions`, :mod:`memlane.operations.tool_specs`) and the checks that
+accept or refuse its calls (:func:`memlane.tools.tool_arguments`, :mod:`memlane.operations.arguments`).
 For every tool and every property this suite pins the same names, the same required
 arguments, and the same types and bounds: a value the schema allows is accepted by the
 check, a value of another type or just outside a bound is refused.
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from memlane import EpisodicMemory
-from memlane.arguments import ArgumentCheck
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.errors import ValidationError
+from memlane.operations.arguments import ArgumentCheck
 from memlane.tools import (
     RECALL_EPISODES,
     REMEMBER_EPISODE,

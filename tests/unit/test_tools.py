@@ -205,7 +205,7 @@ def test_nulls_and_empty_arguments_count_as_absent_and_one_string_is_one_tag(too
     ],
 )
 def test_strict_recall_arguments(tools: MemoryTools, arguments: dict[str, Any], fragment: str) -> None:
-    """One policy (memlane.arguments): no coercion, no silent reduction, blank query refused."""
+    """One policy (memlane.operations.arguments): no coercion, no silent reduction, blank query refused."""
     assert fragment in _error(tools.handle_tool_call(RECALL_EPISODES, arguments), "ValidationError")
 
 

@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane import wire
 from memlane.episode_input import new_episode_id
 from memlane.errors import ValidationError
 from memlane.models import Episode
+from memlane.operations import wire
 from memlane.stores.base import EpisodeFilter, Store
 
 __all__ = [

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane import wire
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Episode
+from memlane.operations import wire
 from memlane.recall.ranking import half_life_strength
 from memlane.stores.base import EpisodeFilter, Store
 

@@ -5,9 +5,9 @@
 * :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminTenant`
   also requires the key's role to be ``admin`` (403 otherwise): destructive, tenant-wide
   operations (forget, compact, prune) use it.
-* :func:`checked_body` applies one :class:`memlane.arguments.ArgumentSpec` to a JSON body
+* :func:`checked_body` applies one :class:`memlane.operations.arguments.ArgumentSpec` to a JSON body
   (the one argument policy), :func:`body_doc` documents that body in OpenAPI from the tool
-  schema, and :func:`wire` returns a :mod:`memlane.wire` result as the response as is.
+  schema, and :func:`wire` returns a :mod:`memlane.operations.wire` result as the response as is.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field
 
 from memlane import EpisodicMemory
 from memlane.api_keys import ApiKey
-from memlane.arguments import ArgumentSpec, check_arguments
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
+from memlane.operations.arguments import ArgumentSpec, check_arguments
 from memlane.server.errors import SafeJSONResponse
 from memlane.validation import check_limit
 
@@ -222,5 +222,5 @@ def body_doc(
 
 
 def wire(result: Mapping[str, Any], status_code: int = 200) -> SafeJSONResponse:
-    """An operation's :mod:`memlane.wire` result as the response, as is (without ``ok``)."""
+    """An operation's :mod:`memlane.operations.wire` result as the response, as is (without ``ok``)."""
     return SafeJSONResponse({k: v for k, v in result.items() if k != "ok"}, status_code=status_code)

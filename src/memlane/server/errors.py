@@ -29,7 +29,7 @@ malformed request, bad value           422     :class:`~memlane.errors.Validatio
 For 4xx errors the message is memlane's own (it describes the client's input). For 5xx
 errors the message is generic — store and embedder messages can contain file paths or
 hostnames — and the details are logged instead. A request body refused by the shared
-argument policy (:mod:`memlane.arguments`) gets the policy's message as is, exactly as the
+argument policy (:mod:`memlane.operations.arguments`) gets the policy's message as is, exactly as the
 Python API and the tools word it. Every body is written by :class:`SafeJSONResponse`, which
 never fails to encode (a lone surrogate in a message becomes a ``\\udc00`` escape), so a
 bad character is a 422, never a 500 that drops the connection.

@@ -25,7 +25,7 @@ Limits: request bodies over ``server.max_request_bytes`` (default 1 MiB) are ref
 The memory inspector (read-only web pages) is mounted at ``/inspect``: log in with an API
 key; ``admin`` keys may view every tenant (:mod:`memlane.server.inspector`).
 
-Arguments: request bodies are checked by :mod:`memlane.arguments` before anything else (the
+Arguments: request bodies are checked by :mod:`memlane.operations.arguments` before anything else (the
 policy shared with Python, tool calls and MCP: strict types, unknown fields refused, the
 same ``ValidationError`` message), so a bad value is a 422 whose message is the Python
 API's own. Responses never fail to encode (:class:`memlane.server.errors.SafeJSONResponse`).
@@ -51,12 +51,13 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from memlane import __version__, operations
-from memlane import wire as wire_format
-from memlane.arguments import HTTP_REMEMBER_ARGUMENTS, check_arguments, http_recall_arguments
+from memlane import __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Scope
+from memlane.operations import handlers as operations
+from memlane.operations import wire as wire_format
+from memlane.operations.arguments import HTTP_REMEMBER_ARGUMENTS, check_arguments, http_recall_arguments
 from memlane.recall import PRESETS, RETRIEVAL_MODES
 from memlane.server.deps import (
     API_PREFIX,
@@ -112,7 +113,7 @@ class RememberRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _policy(cls, data: Any) -> Any:
-        """The shared argument policy (:mod:`memlane.arguments`) runs first."""
+        """The shared argument policy (:mod:`memlane.operations.arguments`) runs first."""
         return check_arguments(data, HTTP_REMEMBER_ARGUMENTS)
 
 
@@ -174,7 +175,7 @@ class RecallRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _policy(cls, data: Any) -> Any:
-        """The shared argument policy (:mod:`memlane.arguments`); ``limit``'s maximum is checked per app."""
+        """The shared argument policy (:mod:`memlane.operations.arguments`); ``limit``'s maximum is checked per app."""
         return check_arguments(data, _HTTP_RECALL_ARGUMENTS)
 
 

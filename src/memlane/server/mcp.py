@@ -3,7 +3,7 @@
 Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block an agent reads
 before answering), ``search_sessions``, ``supersede_episode`` ("the user moved"),
 ``episode_history`` and ``find_contradictions``. Results are compact unless a call asks
-``detail: "full"`` (:mod:`memlane.wire`).
+``detail: "full"`` (:mod:`memlane.operations.wire`).
 
 Install with ``pip install 'memlane[mcp]'`` (the official ``mcp`` SDK, 2.x) and run with
 ``memlane --config memlane.yaml --tenant alice mcp`` (stdio, for Claude Desktop, Cursor and
@@ -13,7 +13,7 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
   :mod:`memlane.tools` (one definition for every interface). The client's arguments reach
   :meth:`memlane.tools.MemoryTools.handle_tool_call` exactly as sent (the SDK's own argument
   model, which would drop unknown arguments, is bypassed), so the one argument policy of
-  :mod:`memlane.arguments` applies: unknown arguments, wrong types and bad values are a tool
+  :mod:`memlane.operations.arguments` applies: unknown arguments, wrong types and bad values are a tool
   error ``ValidationError``, as in Python, tool calls and HTTP.
 * Text the SDK cannot even decode — a JSON string escape of a lone UTF-16 surrogate such as
   ``"\\udc00"``, which the SDK's JSON parser refuses, so the request would get no answer at

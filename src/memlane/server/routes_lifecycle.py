@@ -14,8 +14,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
 
-from memlane import operations, wire
-from memlane.arguments import (
+from memlane.models import Scope
+from memlane.operations import handlers as operations
+from memlane.operations import wire
+from memlane.operations.arguments import (
     COMPACT_ARGUMENTS,
     CONTRADICTIONS_ARGUMENTS,
     FORGET_ARGUMENTS,
@@ -24,7 +26,7 @@ from memlane.arguments import (
     check_choice,
     check_session_id,
 )
-from memlane.models import Scope
+from memlane.operations.tool_specs import CONTRADICTIONS, SUPERSEDE_EPISODE, extra_tool_specs
 from memlane.server.deps import (
     ADMIN_ONLY,
     API_PREFIX,
@@ -39,7 +41,6 @@ from memlane.server.deps import (
 )
 from memlane.server.deps import wire as respond
 from memlane.server.schemas import EpisodeList
-from memlane.tool_specs import CONTRADICTIONS, SUPERSEDE_EPISODE, extra_tool_specs
 from memlane.validation import MAX_LIMIT
 
 __all__ = ["router"]

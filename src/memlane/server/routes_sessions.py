@@ -1,9 +1,9 @@
 """HTTP routes for session episodes and the context block (``/v1/sessions``, ``/v1/context``).
 
 Sessions belong to the key's tenant; ``agent_id``/``user_id`` (default ``"default"``) say
-whose conversations within it. Bodies are checked by :mod:`memlane.arguments` (the one
-policy) and documented with the tool schemas of :mod:`memlane.tool_specs`; results are the
-:mod:`memlane.operations` results in the full :mod:`memlane.wire` form.
+whose conversations within it. Bodies are checked by :mod:`memlane.operations.arguments` (the one
+policy) and documented with the tool schemas of :mod:`memlane.operations.tool_specs`; results are the
+:mod:`memlane.operations.handlers` results in the full :mod:`memlane.operations.wire` form.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Query, Response
 
-from memlane import operations
-from memlane.arguments import (
+from memlane.operations import handlers as operations
+from memlane.operations.arguments import (
     STORE_SESSION_ARGUMENTS,
     http_context_arguments,
     http_session_search_arguments,
     inject_context_arguments,
 )
+from memlane.operations.tool_specs import GET_CONTEXT, SEARCH_SESSIONS, extra_tool_specs
 from memlane.server.deps import API_PREFIX, ERRORS, State, Tenant, body_doc, checked_body, wire
 from memlane.server.schemas import SessionOut
-from memlane.tool_specs import GET_CONTEXT, SEARCH_SESSIONS, extra_tool_specs
 from memlane.validation import MAX_LIMIT
 
 __all__ = ["router"]

@@ -1,11 +1,11 @@
 """OpenAPI response models of the HTTP API, generated from the value types' dataclass fields.
 
-The responses themselves are the :mod:`memlane.wire` dicts, sent as they are; these pydantic
+The responses themselves are the :mod:`memlane.operations.wire` dicts, sent as they are; these pydantic
 models only document them. They are built field by field from :class:`memlane.Episode`,
 :class:`memlane.ScoreBreakdown` and the session types (:func:`dataclasses.fields` and their
 type hints), so a field added to a value type appears in the OpenAPI document too, and the
 documentation can never list a field the response lacks. Timestamps are documented as
-``date-time`` strings (the one form of :func:`memlane.wire.timestamp`).
+``date-time`` strings (the one form of :func:`memlane.operations.wire.timestamp`).
 """
 
 from __future__ import annotations

@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from memlane import wire
 from memlane.errors import ValidationError
 from memlane.models import RecallHit, ScoreBreakdown
+from memlane.operations import wire
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SYSTEM_ROLES, SessionSnippet
 from memlane.sessions.tokens import TokenCounter

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memlane import wire
 from memlane.models import ScoreBreakdown
+from memlane.operations import wire
 from memlane.sessions.messages import CONVERSATION_ROLES, ROLES, SYSTEM_ROLES, Message, ToolCall
 
 __all__ = [

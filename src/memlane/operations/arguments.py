@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from memlane.errors import ValidationError
+from memlane.operations.wire import DETAILS
 from memlane.recall.ranking import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 from memlane.validation import (
     MAX_LIMIT,
@@ -46,7 +47,6 @@ from memlane.validation import (
     normalize_tags,
     safe_text,
 )
-from memlane.wire import DETAILS
 
 __all__ = [
     "COMPACT_ARGUMENTS",
@@ -369,7 +369,7 @@ def _check_list(name: str) -> ArgumentCheck:
 
 
 check_detail: ArgumentCheck = check_choice("detail", DETAILS)
-"""``detail``: ``"compact"`` (the tools' default) or ``"full"`` (every field, see :mod:`memlane.wire`)."""
+"""``detail``: ``"compact"`` (the tools' default) or ``"full"`` (every field, see :mod:`memlane.operations.wire`)."""
 
 
 def _identifier(name: str) -> ArgumentCheck:

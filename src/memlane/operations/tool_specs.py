@@ -2,7 +2,7 @@
 
 Each entry is ``(name, description, parameters)``; :mod:`memlane.tools` turns them into
 :class:`memlane.tools.ToolDefinition` objects, which the MCP server publishes as they are.
-The argument names are those of :mod:`memlane.arguments` (the one policy that checks them;
+The argument names are those of :mod:`memlane.operations.arguments` (the one policy that checks them;
 tests/unit/test_tools.py pins that every schema property has a check and vice versa). The
 descriptions are written for a model choosing between the tools.
 """

@@ -1,8 +1,8 @@
 """The operations every interface runs: checked arguments in, a wire-format result out.
 
 One function per operation takes a memory and arguments already checked by
-:mod:`memlane.arguments` and returns the JSON result that :mod:`memlane.tools` (and so the
-MCP server) and the HTTP API send, encoded by :mod:`memlane.wire`. The interfaces differ
+:mod:`memlane.operations.arguments` and returns the JSON result that :mod:`memlane.tools` (and so the
+MCP server) and the HTTP API send, encoded by :mod:`memlane.operations.wire`. The interfaces differ
 only in where the arguments come from (a model's tool call, a request body, a path) and in
 the default ``detail``: ``"compact"`` for tools and MCP (a model reads it), ``"full"`` for
 HTTP. The Python API returns the value types whose ``to_dict()`` is the full form, so a
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memlane import wire
+from memlane.operations import wire
 
 if TYPE_CHECKING:
     from memlane import EpisodicMemory
