@@ -528,7 +528,7 @@ class MemoryTools:
             return tool_error(exc, tool=name if isinstance(name, str) else None)
 
     def run(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Run tool ``name`` on arguments already checked by :mod:`memlane.operations.arguments` (raises on failure).
+        """Run tool ``name`` on arguments already checked (:mod:`~memlane.operations.arguments`; raises).
 
         Results are in the compact form unless ``detail: "full"`` (:mod:`memlane.operations.wire`).
         """
