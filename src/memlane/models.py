@@ -175,7 +175,7 @@ class ScoreBreakdown:
     decided_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return every field as a plain, JSON-serialisable dict (:func:`~memlane.operations.wire.breakdown`)."""
+        """Return every field as a plain, JSON-serialisable dict (``wire.breakdown``)."""
         out = wire.breakdown(self)
         assert out is not None
         return out

@@ -369,7 +369,7 @@ def _check_list(name: str) -> ArgumentCheck:
 
 
 check_detail: ArgumentCheck = check_choice("detail", DETAILS)
-"""``detail``: ``"compact"`` (the tools' default) or ``"full"`` (every field: :mod:`~memlane.operations.wire`)."""
+"""``detail``: ``"compact"`` (the tools' default) or ``"full"`` (every field)."""
 
 
 def _identifier(name: str) -> ArgumentCheck:

@@ -175,7 +175,7 @@ class RecallRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _policy(cls, data: Any) -> Any:
-        """The shared argument policy (:mod:`~memlane.operations.arguments`); ``limit``'s maximum is checked per app."""
+        """The shared argument policy; ``limit``'s maximum is checked per app."""
         return check_arguments(data, _HTTP_RECALL_ARGUMENTS)
 
 
