@@ -31,6 +31,7 @@ import numbers
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from memlane.errors import ValidationError
@@ -43,10 +44,16 @@ __all__ = [
     "MAX_LIMIT",
     "MAX_TEXT_CHARS",
     "check_chars",
+    "check_choice",
+    "check_count",
+    "check_flag",
+    "check_fraction",
     "check_identifier",
     "check_json_value",
     "check_limit",
+    "check_positive",
     "check_text",
+    "check_timestamp",
     "clamp_importance",
     "is_blank",
     "json_type_name",
@@ -366,3 +373,94 @@ def check_limit(value: object, name: str = "limit", *, maximum: int = MAX_LIMIT)
         shown = str(number) if number.bit_length() <= 64 else f"an integer of {number.bit_length()} bits"
         raise ValidationError(f"{name} must be <= {top}, got {shown}")
     return number
+
+
+def check_fraction(value: object, name: str) -> float:
+    """Return ``value`` as a float if it is a number in [0, 1] (booleans and text refused).
+
+    Raises:
+        ValidationError: ``{name} must be a number in [0, 1], got ...`` (the one message of
+            every interface, for a wrong type and for a value out of range).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        shown = (
+            value if isinstance(value, int | float) and not isinstance(value, bool) else json_type_name(value)
+        )
+        raise ValidationError(f"{name} must be a number in [0, 1], got {shown}")
+    return float(value)
+
+
+def check_positive(value: object, name: str) -> float:
+    """Return ``value`` as a float if it is a finite number > 0 (booleans and text refused).
+
+    Raises:
+        ValidationError: not a number, or not in (0, inf).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a number > 0, got {json_type_name(value)}")
+    if not 0.0 < float(value) < float("inf"):
+        raise ValidationError(f"{name} must be a finite number > 0, got {value}")
+    return float(value)
+
+
+def check_count(value: object, name: str, minimum: int = 1, maximum: int = MAX_LIMIT) -> int:
+    """Return ``value`` if it is an integer in ``minimum..maximum`` (``5.0`` and ``"5"`` refused).
+
+    Raises:
+        ValidationError: not an integer, or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be an integer, got {json_type_name(value)}")
+    if not minimum <= value <= maximum:
+        shown = str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+        raise ValidationError(f"{name} must be in {minimum}..{maximum}, got {shown}")
+    return value
+
+
+def check_flag(value: object, name: str) -> bool:
+    """Return ``value`` if it is a boolean (``"true"`` and ``1`` refused).
+
+    Raises:
+        ValidationError: not a boolean.
+    """
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false, got {json_type_name(value)}")
+    return value
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``.
+
+    Raises:
+        ValidationError: ``{name} must be one of a, b, got 'x'``.
+    """
+    if not isinstance(value, str) or value not in choices:
+        shown = repr(safe_text(value)) if isinstance(value, str) else json_type_name(value)
+        raise ValidationError(f"{name} must be one of {', '.join(choices)}, got {shown}")
+    return value
+
+
+def check_timestamp(value: object, name: str) -> datetime:
+    """Return a timezone-aware instant: a ``datetime`` or ISO 8601 text (``2025-01-09T12:00:00-08:00``).
+
+    The zone is kept (relative time expressions are resolved in the zone of ``now``).
+
+    Raises:
+        ValidationError: not ISO 8601 date-time text or a ``datetime``, or without a timezone.
+    """
+    parsed = value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        except ValueError:
+            raise ValidationError(
+                f"{name} must be an ISO 8601 date-time with a timezone, got {safe_text(value[:40])!r}"
+            ) from None
+    if not isinstance(parsed, datetime):
+        raise ValidationError(
+            f"{name} must be an ISO 8601 date-time with a timezone, got {json_type_name(value)}"
+        )
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ValidationError(f"{name} must have a timezone (e.g. 2025-01-09T12:00:00Z), got none")
+    return parsed

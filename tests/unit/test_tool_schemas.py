@@ -19,7 +19,7 @@ import pytest
 from memlane import EpisodicMemory
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.errors import ValidationError
-from memlane.operations.arguments import ArgumentCheck
+from memlane.operations.fields import ArgumentCheck, Request, field_check
 from memlane.tools import (
     RECALL_EPISODES,
     REMEMBER_EPISODE,
@@ -79,19 +79,24 @@ def _refuses(check: ArgumentCheck, value: Any) -> bool:
     return False
 
 
+def _check(request: type[Request], name: str) -> ArgumentCheck:
+    return field_check(name, request.model_fields[name])
+
+
 def test_every_tool_has_one_argument_spec_and_the_same_names() -> None:
     assert [d.name for d in DEFINITIONS] == list(ARGUMENTS)
     for definition in DEFINITIONS:
-        spec = ARGUMENTS[definition.name]
-        assert list(definition.parameters["properties"]) == list(spec.checks), definition.name
-        assert sorted(definition.parameters["required"]) == sorted(spec.required), definition.name
+        request = ARGUMENTS[definition.name]
+        assert list(definition.parameters["properties"]) == list(request.model_fields), definition.name
+        required = [n for n, info in request.model_fields.items() if info.is_required()]
+        assert sorted(definition.parameters["required"]) == sorted(required), definition.name
         assert definition.parameters["additionalProperties"] is False  # the policy refuses unknown ones
 
 
 @pytest.mark.parametrize(("tool", "name"), PROPERTIES, ids=[f"{t}.{n}" for t, n in PROPERTIES])
 def test_schema_types_and_bounds_match_the_checks(tool: str, name: str) -> None:
     schema = _definition(tool).parameters["properties"][name]
-    check = ARGUMENTS[tool].checks[name]
+    check = _check(ARGUMENTS[tool], name)
     check(_valid(schema))  # what the schema allows is accepted
     for wrong in _wrong_types(schema):
         assert _refuses(check, wrong), (tool, name, wrong)
@@ -118,7 +123,7 @@ def test_the_limit_maximum_follows_max_limit() -> None:
     for definition in tool_definitions(default_limit=2, max_limit=3):
         for name, schema in definition.parameters["properties"].items():
             if schema.get("maximum") == 3:
-                assert _refuses(tool_arguments(3)[definition.name].checks[name], 4)
+                assert _refuses(_check(tool_arguments(3)[definition.name], name), 4)
 
 
 # -- selecting the tools ----------------------------------------------------------------------
