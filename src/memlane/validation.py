@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from memlane.clock import require_timezone
 from memlane.errors import ValidationError
 
 __all__ = [
@@ -43,14 +44,15 @@ __all__ = [
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
     "MAX_TEXT_CHARS",
+    "check_at_least",
     "check_chars",
     "check_choice",
-    "check_count",
     "check_flag",
     "check_fraction",
     "check_identifier",
     "check_json_value",
     "check_limit",
+    "check_open_fraction",
     "check_positive",
     "check_text",
     "check_timestamp",
@@ -382,38 +384,45 @@ def check_fraction(value: object, name: str) -> float:
         ValidationError: ``{name} must be a number in [0, 1], got ...`` (the one message of
             every interface, for a wrong type and for a value out of range).
     """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
-        shown = (
-            value if isinstance(value, int | float) and not isinstance(value, bool) else json_type_name(value)
-        )
-        raise ValidationError(f"{name} must be a number in [0, 1], got {shown}")
-    return float(value)
+    if not _is_number(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_open_fraction(value: object, name: str) -> float:
+    """Return ``value`` as a float if it is a number in (0, 1), both ends excluded.
+
+    Raises:
+        ValidationError: ``{name} must be a number in (0, 1), got ...``.
+    """
+    if not _is_number(value) or not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be a number in (0, 1), got {value!r}")
+    return float(value)  # type: ignore[arg-type]
 
 
 def check_positive(value: object, name: str) -> float:
     """Return ``value`` as a float if it is a finite number > 0 (booleans and text refused).
 
     Raises:
-        ValidationError: not a number, or not in (0, inf).
+        ValidationError: ``{name} must be a number > 0, got ...``.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{name} must be a number > 0, got {json_type_name(value)}")
-    if not 0.0 < float(value) < float("inf"):
-        raise ValidationError(f"{name} must be a finite number > 0, got {value}")
-    return float(value)
+    if not _is_number(value) or not 0.0 < float(value) < float("inf"):  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be a number > 0, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
 
 
-def check_count(value: object, name: str, minimum: int = 1, maximum: int = MAX_LIMIT) -> int:
-    """Return ``value`` if it is an integer in ``minimum..maximum`` (``5.0`` and ``"5"`` refused).
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_at_least(value: object, name: str, minimum: int = 1) -> int:
+    """Return ``value`` if it is an integer >= ``minimum`` (booleans, ``5.0`` and ``"5"`` refused).
 
     Raises:
-        ValidationError: not an integer, or out of range.
+        ValidationError: ``{name} must be an integer >= {minimum}, got ...``.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"{name} must be an integer, got {json_type_name(value)}")
-    if not minimum <= value <= maximum:
-        shown = str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
-        raise ValidationError(f"{name} must be in {minimum}..{maximum}, got {shown}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
 
 
@@ -461,6 +470,4 @@ def check_timestamp(value: object, name: str) -> datetime:
         raise ValidationError(
             f"{name} must be an ISO 8601 date-time with a timezone, got {json_type_name(value)}"
         )
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ValidationError(f"{name} must have a timezone (e.g. 2025-01-09T12:00:00Z), got none")
-    return parsed
+    return require_timezone(parsed, name)

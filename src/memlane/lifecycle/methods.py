@@ -21,7 +21,7 @@ from memlane.lifecycle import compaction, forgetting, retention, supersession
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
 from memlane.models import Contradiction, Episode
-from memlane.validation import check_limit, check_text
+from memlane.validation import check_flag, check_identifier, check_limit, check_text
 
 __all__ = ["LifecycleMethods", "remember_superseding"]
 
@@ -69,6 +69,7 @@ class LifecycleMethods:
             EpisodeNotFoundError: ``old_id`` is not in scope or already superseded.
             ValidationError, EmbeddingError, StoreError: as for :meth:`remember_episode`.
         """
+        old_id = check_identifier(old_id, "old_id")
         item = EpisodeInput(
             event_type=event_type,
             content=content,
@@ -180,13 +181,14 @@ class LifecycleMethods:
             ``retention_days`` is ``None``).
         """
         self._check_open()
+        at, dry_run = self._now(now), check_flag(dry_run, "dry_run")  # checked with or without retention
         if self.config.retention_days is None:
             return 0
         return retention.prune(
             self.store,
             retention_days=self.config.retention_days,
             never_forget_from=self.config.policy.never_forget_from,
-            at=self._now(now),
+            at=at,
             dry_run=dry_run,
         )
 
@@ -227,7 +229,7 @@ class LifecycleMethods:
             at=at,
             threshold=self.config.forget_threshold if threshold is None else threshold,
             action=self.config.forget_action,
-            dry_run=dry_run,
+            dry_run=check_flag(dry_run, "dry_run"),
         )
 
     def compact(
@@ -286,7 +288,7 @@ class LifecycleMethods:
             never_retrieved_older_than_days=never_retrieved_older_than_days,
             never_forget_from=self.config.policy.never_forget_from,
             at=self._now(now),
-            dry_run=dry_run,
+            dry_run=check_flag(dry_run, "dry_run"),
         )
 
     def end_session(self: MemoryCore) -> int:

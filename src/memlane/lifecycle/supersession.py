@@ -123,7 +123,7 @@ def contradiction_subject(
     if isinstance(episode_or_text, Episode):
         episode = episode_or_text
         return episode.content, episode.event_type, tuple(episode.tags), frozenset({episode.id})
-    text = check_text(episode_or_text, "content")
+    text = check_text(episode_or_text, "text")
     kind = None if event_type is None else check_identifier(event_type, "event_type")
     return text, kind, normalize_tags(tags), frozenset()
 

@@ -44,6 +44,7 @@ from pydantic.fields import FieldInfo
 
 from memlane import validation as v
 from memlane.errors import ValidationError
+from memlane.lifecycle.supersession import check_contradiction_threshold
 from memlane.recall.ranking import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 from memlane.sessions.messages import validate_messages
 from memlane.validation import MAX_LABEL_LENGTH, MAX_LIMIT, MAX_TEXT_CHARS
@@ -229,6 +230,14 @@ Tags = Annotated[list[Annotated[str, Field(min_length=1)]], Check(_tags)]
 Importance = Annotated[float, Check(_importance)]
 Instant = Annotated[datetime, Check(v.check_timestamp)]
 Fraction = Annotated[float, Field(ge=0, le=1), Check(v.check_fraction)]
+OpenFraction = Annotated[float, Field(gt=0, lt=1), Check(v.check_open_fraction)]
+
+
+def _confidence(value: Any, name: str) -> float:
+    return check_contradiction_threshold(value)  # the facade's own check: (0, 1]
+
+
+Confidence = Annotated[float, Field(gt=0, le=1), Check(_confidence)]
 Flag = Annotated[bool, Check(v.check_flag)]
 Metadata = Annotated[dict[str, Any], Check(_metadata)]
 
@@ -245,7 +254,7 @@ def _some_messages(value: Any, name: str) -> list[Any]:
 
 Messages = Annotated[list[dict[str, Any]], Field(min_length=1), Check(_messages)]
 SomeMessages = Annotated[list[dict[str, Any]], Check(_some_messages)]
-Count = Annotated[int, Check(v.check_count, ("minimum", "maximum"))]
+Count = Annotated[int, Check(v.check_at_least, ("minimum",))]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), LIMIT, Check(v.check_limit, ("maximum",))]
 DetailName = Literal["compact", "full"]
 Detail = Annotated[DetailName, INTERFACE_ONLY, _literal_check(DetailName)]
@@ -276,9 +285,7 @@ class Weights(BaseModel):
 
 def _weights(value: Any, name: str) -> dict[str, float]:
     """Custom ranking weights: an object with any of relevance, recency, importance (>= 0)."""
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"{name} must be an object, got {v.json_type_name(value)}")
-    resolved = resolve_weights(value, RankingWeights())
+    resolved = resolve_weights(value, RankingWeights())  # the facade's own check (a preset name too)
     return {"relevance": resolved.relevance, "recency": resolved.recency, "importance": resolved.importance}
 
 

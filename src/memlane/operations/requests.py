@@ -16,6 +16,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from memlane.operations.fields import (
+    Confidence,
     Count,
     Detail,
     Flag,
@@ -26,6 +27,7 @@ from memlane.operations.fields import (
     Limit,
     Messages,
     Metadata,
+    OpenFraction,
     PlacementField,
     Positive,
     Preset,
@@ -37,7 +39,6 @@ from memlane.operations.fields import (
     Text,
     WeightsField,
 )
-from memlane.validation import MAX_LIMIT
 
 __all__ = [
     "OPERATIONS",
@@ -235,8 +236,8 @@ class ContradictionsRequest(Request):
     tags: Tags | None = Field(
         default=None, description="Its tags: candidates share one of them or the event_type."
     )
-    threshold: Fraction | None = Field(
-        default=None, description="Similarity 0-1 a candidate needs (default 0.8)."
+    threshold: Confidence | None = Field(
+        default=None, description="Confidence in (0, 1] a candidate needs (default 0.8)."
     )
     limit: Limit | None = Field(default=None, description="Most candidates (default 5).")
     now: Instant | None = Field(default=None, description=_NOW)
@@ -264,8 +265,8 @@ class SearchSessionsRequest(Request):
 
     query: Text = Field(description="What to look for, in natural language, e.g. 'the hotel in Lisbon'.")
     top_k: Limit | None = Field(default=None, description="Most passages to return (default 3).")
-    context_turns: Annotated[Count, Field(ge=0, le=100)] | None = Field(default=None, description=_TURNS)
-    max_per_session: Annotated[Count, Field(ge=1, le=MAX_LIMIT)] | None = Field(
+    context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
+    max_per_session: Annotated[Count, Field(ge=1)] | None = Field(
         default=None, description="Most passages from one conversation."
     )
     exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
@@ -291,7 +292,7 @@ class ContextRequest(Request):
     OPERATION: ClassVar[str] = "get_context"
 
     query: Text = Field(description="What the context is for: usually the user's latest message.")
-    token_budget: Annotated[Count, Field(ge=0, le=1_000_000)] | None = Field(
+    token_budget: Annotated[Count, Field(ge=0)] | None = Field(
         default=None, description="Most tokens the block may take (default 1000)."
     )
     include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
@@ -303,7 +304,7 @@ class ContextRequest(Request):
     min_relevance: Fraction | None = Field(
         default=None, description="Leave out items matching the query less than this (0-1)."
     )
-    context_turns: Annotated[Count, Field(ge=0, le=100)] | None = Field(default=None, description=_TURNS)
+    context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
     exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
     preset: Preset | None = Field(default=None, description=_PRESET)
     detail: Detail | None = Field(default=None, description=_DETAIL)
@@ -324,7 +325,7 @@ class InjectContextBody(_Owner):
     messages: SomeMessages = Field(description="OpenAI-format messages ({role, content}).")
     query: Text | None = Field(default=None, description="Default: the latest user message.")
     placement: PlacementField | None = Field(default=None, description="'system' (default) or 'user'.")
-    token_budget: Annotated[Count, Field(ge=0, le=1_000_000)] | None = Field(
+    token_budget: Annotated[Count, Field(ge=0)] | None = Field(
         default=None, description="Most tokens the block may take (default 1000)."
     )
     include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
@@ -336,7 +337,7 @@ class InjectContextBody(_Owner):
     min_relevance: Fraction | None = Field(
         default=None, description="Leave out items matching the query less than this (0-1)."
     )
-    context_turns: Annotated[Count, Field(ge=0, le=100)] | None = Field(default=None, description=_TURNS)
+    context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
     exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
     preset: Preset | None = Field(default=None, description=_PRESET)
     now: Instant | None = Field(default=None, description=_NOW)
@@ -378,8 +379,8 @@ class ForgetBody(_Where):
 
     OPERATION: ClassVar[str] = "forget"
 
-    threshold: Fraction | None = Field(
-        default=None, description="Strength below which an episode is archived."
+    threshold: OpenFraction | None = Field(
+        default=None, description="Strength in (0, 1) below which an episode is archived."
     )
 
 
@@ -388,7 +389,9 @@ class CompactBody(_Where):
 
     OPERATION: ClassVar[str] = "compact"
 
-    similarity: Fraction | None = Field(default=None, description="Cosine similarity 0-1 (default 0.95).")
+    similarity: OpenFraction | None = Field(
+        default=None, description="Cosine similarity in (0, 1) above which episodes merge (default 0.95)."
+    )
     never_retrieved_older_than_days: Positive | None = Field(
         default=None, description="Also archive episodes never retrieved and older than this many days."
     )

@@ -11,11 +11,18 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memlane.core import MemoryCore
-from memlane.errors import ValidationError
 from memlane.models import RecallHit
 from memlane.recall.pipeline import ranked_recall, scoped_recall_filter
 from memlane.recall.ranking import RETRIEVAL_MODES, RankingWeights, resolve_weights
-from memlane.validation import check_identifier, check_limit, check_text, normalize_tags
+from memlane.validation import (
+    check_choice,
+    check_flag,
+    check_fraction,
+    check_identifier,
+    check_limit,
+    check_text,
+    normalize_tags,
+)
 
 __all__ = ["RecallMethods"]
 
@@ -98,22 +105,20 @@ class RecallMethods:
         at = self._now(now)
         resolved = resolve_weights(weights, self.config.ranking_weights)
         mode = self.config.retrieval if retrieval is None else retrieval
-        if mode not in RETRIEVAL_MODES:
-            raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {mode!r}")
+        check_choice(mode, "retrieval", tuple(RETRIEVAL_MODES))
         threshold = self.config.min_relevance if min_relevance is None else min_relevance
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not 0.0 <= threshold <= 1.0
-        ):
-            raise ValidationError(f"min_relevance must be a number in [0, 1], got {threshold!r}")
+        check_fraction(threshold, "min_relevance")
         flt = self._filter(
             event_type=None if event_type is None else check_identifier(event_type, "event_type"),
             tags=normalize_tags(tags),
             now=at,
         )
         flt = scoped_recall_filter(
-            flt, at=at, as_of=as_of, known_at=known_at, include_archived=include_archived
+            flt,
+            at=at,
+            as_of=as_of,
+            known_at=known_at,
+            include_archived=check_flag(include_archived, "include_archived"),
         )
         if query is None:
             return [RecallHit(episode=ep) for ep in self.store.list_recent(flt, limit)]
