@@ -44,6 +44,7 @@ __all__ = [
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
     "MAX_TEXT_CHARS",
+    "VISIBLE_PATTERN",
     "check_at_least",
     "check_chars",
     "check_choice",
@@ -82,6 +83,53 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 _FILLERS = frozenset("\u034f\u115f\u1160\u3164\uffa0")
 """Invisible characters outside those categories: combining grapheme joiner, Hangul fillers."""
+
+
+_INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0020),
+    (0x007F, 0x00A0),
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),
+    (0x1680, 0x1680),
+    (0x180E, 0x180E),
+    (0x2000, 0x200F),
+    (0x2028, 0x202F),
+    (0x205F, 0x2064),
+    (0x2066, 0x206F),
+    (0x3000, 0x3000),
+    (0x3164, 0x3164),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
+"""The code points :func:`is_blank` counts as invisible, as inclusive ranges (surrogates aside);
+tests/unit/test_validation_pattern.py recomputes them from :mod:`unicodedata`."""
+
+
+def _class_char(code: int) -> str:
+    return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+
+_INVISIBLE_CLASS = "".join(
+    _class_char(a) if a == b else f"{_class_char(a)}-{_class_char(b)}" for a, b in _INVISIBLE_RANGES
+)
+VISIBLE_PATTERN = f"[^{_INVISIBLE_CLASS}]"
+"""A regular expression (JSON Schema ``pattern``) that text with a visible character matches:
+what :func:`check_text` requires, so a document can declare it."""
 
 
 def json_type_name(value: object) -> str:

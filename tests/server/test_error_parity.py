@@ -52,9 +52,12 @@ def _valid(schema: dict[str, Any]) -> Any:
     """A value the schema allows (to fill the required arguments around the bad one)."""
     if "enum" in schema:
         return schema["enum"][0]
+    if "anyOf" in schema:  # e.g. tags: a list or one string
+        return _valid(schema["anyOf"][0])
     kind = schema.get("type")
     if kind == "array":
-        return _MESSAGES if schema.get("items", {}).get("type") == "object" else ["travel"]
+        items = schema.get("items", {})
+        return _MESSAGES if items.get("type") == "object" or "oneOf" in items else ["travel"]
     if schema.get("format") == "date-time":
         return _TIME
     return {"string": "travel", "integer": schema.get("minimum", 1), "number": 0.5, "boolean": True}[kind]
@@ -62,6 +65,8 @@ def _valid(schema: dict[str, Any]) -> Any:
 
 def _bad_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     """(label, value) pairs the schema refuses: wrong types, values just outside each bound."""
+    if "anyOf" in schema:  # every alternative refuses these
+        return [v for v in _bad_values(schema["anyOf"][0]) if v[0] == "wrong-type"]
     kind = schema.get("type")
     if "enum" in schema:
         return [("unknown-choice", "nope"), ("wrong-type", 5)]

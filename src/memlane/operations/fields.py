@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, model_validator
 from pydantic import ValidationInfo as PydanticInfo
 from pydantic.fields import FieldInfo
 
@@ -222,11 +222,15 @@ def _literal_check(annotation: Any) -> Check:
     return _choice(tuple(get_args(annotation)))
 
 
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_LENGTH), Check(_identifier)]
+Label = Annotated[
+    str, Field(min_length=1, max_length=MAX_LABEL_LENGTH, pattern=v.VISIBLE_PATTERN), Check(_identifier)
+]
 """A label (event type, id): 1-200 characters, stripped, case-sensitive."""
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), Check(_text)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=v.VISIBLE_PATTERN), Check(_text)]
 """Text with a visible character, up to 100,000 characters."""
-Tags = Annotated[list[Annotated[str, Field(min_length=1)]], Check(_tags)]
+_Tag = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
+Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
+"""Tags: a list, or one string as the single tag (accepted everywhere, so declared); blank ones dropped."""
 Importance = Annotated[float, Check(_importance)]
 Instant = Annotated[datetime, Check(v.check_timestamp)]
 Fraction = Annotated[float, Field(ge=0, le=1), Check(v.check_fraction)]
@@ -252,8 +256,78 @@ def _some_messages(value: Any, name: str) -> list[Any]:
     return list(value)
 
 
-Messages = Annotated[list[dict[str, Any]], Field(min_length=1), Check(_messages)]
-SomeMessages = Annotated[list[dict[str, Any]], Check(_some_messages)]
+_NON_BLANK = {"type": "string", "pattern": "\\S"}
+_PART = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": _NON_BLANK},
+    "if": {"properties": {"type": {"const": "text"}}},
+    "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+}
+_CONTENT = {"anyOf": [{"type": "string"}, {"type": "array", "items": _PART}]}
+_TOOL_CALL = {
+    "type": "object",
+    "required": ["id", "function"],
+    "properties": {
+        "id": _NON_BLANK,
+        "type": {"const": "function"},
+        "function": {
+            "type": "object",
+            "required": ["name", "arguments"],
+            "properties": {"name": _NON_BLANK, "arguments": {"type": "string"}},
+        },
+    },
+}
+_NONE = {"type": "null"}
+
+
+def _role(roles: list[str], required: list[str], **properties: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["role", *required],
+        "properties": {"role": {"enum": roles}, "name": {"type": ["string", "null"]}, **properties},
+    }
+
+
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "description": "An OpenAI-format chat message (the rules of memlane.sessions.validate_message).",
+    "oneOf": [
+        _role(
+            ["system", "developer", "user"],
+            ["content"],
+            content=_CONTENT,
+            tool_calls=_NONE,
+            tool_call_id=_NONE,
+        ),
+        _role(
+            ["tool"],
+            ["tool_call_id"],
+            content={"anyOf": [_CONTENT, _NONE]},
+            tool_call_id=_NON_BLANK,
+            tool_calls=_NONE,
+        ),
+        {
+            **_role(
+                ["assistant"],
+                [],
+                content={"anyOf": [_CONTENT, _NONE]},
+                tool_calls={"anyOf": [{"type": "array", "items": _TOOL_CALL}, _NONE]},
+                tool_call_id=_NONE,
+                refusal={},  # kept as given
+            ),
+            "anyOf": [
+                {"required": ["content"], "properties": {"content": _CONTENT}},
+                {"required": ["tool_calls"], "properties": {"tool_calls": {"type": "array", "minItems": 1}}},
+                {"required": ["refusal"], "properties": {"refusal": {"not": _NONE}}},
+            ],
+        },
+    ],
+}
+"""The JSON schema of one message, as :func:`memlane.sessions.validate_message` checks it."""
+
+Message = Annotated[dict[str, Any], WithJsonSchema(MESSAGE_SCHEMA)]
+Messages = Annotated[list[Message], Field(min_length=1), Check(_messages)]
+SomeMessages = Annotated[list[Message], Check(_some_messages)]
 Count = Annotated[int, Check(v.check_at_least, ("minimum",))]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), LIMIT, Check(v.check_limit, ("maximum",))]
 DetailName = Literal["compact", "full"]
@@ -274,9 +348,17 @@ Positive = Annotated[float, Field(gt=0), Check(v.check_positive)]
 
 
 class Weights(BaseModel):
-    """Custom ranking weights (only their ratios matter); missing keys weigh 0."""
+    """Custom ranking weights (only their ratios matter); missing keys weigh 0, at least one is > 0."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [key], "properties": {key: {"exclusiveMinimum": 0}}}
+                for key in ("relevance", "recency", "importance")
+            ]
+        },
+    )
 
     relevance: float = Field(default=0.0, ge=0)
     recency: float = Field(default=0.0, ge=0)

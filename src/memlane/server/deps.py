@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypeVar
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
@@ -26,7 +26,7 @@ from memlane.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
 from memlane.server.errors import SafeJSONResponse
-from memlane.validation import check_limit
+from memlane.validation import VISIBLE_PATTERN, check_limit
 
 __all__ = [
     "ADMIN_ONLY",
@@ -37,6 +37,7 @@ __all__ = [
     "AppState",
     "ErrorDetail",
     "ErrorOut",
+    "IdPath",
     "MemoryFactory",
     "ScopeName",
     "SessionId",
@@ -53,6 +54,17 @@ MemoryFactory = Callable[[], EpisodicMemory]
 """Opens the app's memory at startup; the app closes it at shutdown."""
 
 # -- wire formats ------------------------------------------------------------------------
+
+IdPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=200,
+        pattern=VISIBLE_PATTERN,
+        description="An id (1-200 characters, not blank).",
+    ),
+]
+"""An episode or session id in a path (what :func:`memlane.validation.check_identifier` accepts)."""
 
 SessionId = Annotated[
     str,

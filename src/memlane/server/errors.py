@@ -47,6 +47,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memlane.errors import (
     ConfigError,
@@ -149,10 +150,23 @@ async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
     return SafeJSONResponse(error_body(type(exc).__name__, message), status_code=status)
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method the request's path supports (Starlette names only the first matching route's)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else _status_type(exc.status_code)
-    return http_error_response(exc.status_code, message, exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return http_error_response(exc.status_code, message, headers or None)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -62,6 +62,7 @@ from memlane.server.deps import (
     NOT_FOUND,
     SCOPE_HELP,
     AppState,
+    IdPath,
     MemoryFactory,
     ScopeName,
     State,
@@ -183,7 +184,7 @@ def _read_routes(router: APIRouter, max_limit: int) -> None:
     @router.get(
         "/episodes/{episode_id}", response_model=EpisodeOut, responses=NOT_FOUND, summary="Get an episode"
     )
-    def get_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
+    def get_episode(episode_id: IdPath, tenant: Tenant, state: State) -> Response:
         """One episode of the key's tenant (any session); 404 if unknown or another tenant's."""
         episode = state.context(tenant, None, Scope.TENANT.value).get_episode(episode_id)
         if episode is None:
@@ -193,7 +194,7 @@ def _read_routes(router: APIRouter, max_limit: int) -> None:
     @router.delete(
         "/episodes/{episode_id}", status_code=204, responses=NOT_FOUND, summary="Delete an episode"
     )
-    def delete_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
+    def delete_episode(episode_id: IdPath, tenant: Tenant, state: State) -> Response:
         """Delete one episode of the key's tenant (any session); 404 if unknown or another tenant's."""
         if not state.context(tenant, None, Scope.TENANT.value).delete_episode(episode_id):
             raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")

@@ -31,6 +31,7 @@ from memlane.server.deps import (
     NOT_FOUND,
     AdminTenant,
     AppState,
+    IdPath,
     State,
     Tenant,
     with_body,
@@ -77,7 +78,7 @@ def _episode_routes(router: APIRouter, max_limit: int) -> None:
         summary="Replace an episode with a new one (the old one becomes history)",
     )
     @with_body(supersede_body)
-    def supersede(episode_id: str, body: Request, tenant: Tenant, state: State) -> Response:
+    def supersede(episode_id: IdPath, body: Request, tenant: Tenant, state: State) -> Response:
         """``{"episode": <new>, "superseded": <old id>}``; 404 if the old one is unknown or superseded."""
         args = _args(body)
         memory = state.context(tenant, args.pop("session_id", None), Scope.TENANT.value)
@@ -90,7 +91,7 @@ def _episode_routes(router: APIRouter, max_limit: int) -> None:
         responses=NOT_FOUND,
         summary="The supersede chain of an episode, oldest first",
     )
-    def history(episode_id: str, tenant: Tenant, state: State) -> Response:
+    def history(episode_id: IdPath, tenant: Tenant, state: State) -> Response:
         """Every version of the fact, oldest first (any session of the key's tenant)."""
         memory = state.context(tenant, None, Scope.TENANT.value)
         return respond(operations.episode_history(memory, {"episode_id": episode_id}, "full"))

@@ -19,7 +19,7 @@ from memlane.operations.requests import (
     SearchSessionsBody,
     StoreSessionBody,
 )
-from memlane.server.deps import API_PREFIX, ERRORS, ErrorOut, State, Tenant, wire, with_body
+from memlane.server.deps import API_PREFIX, ERRORS, ErrorOut, IdPath, State, Tenant, wire, with_body
 from memlane.server.schemas import (
     ContextOut,
     MessagesOut,
@@ -98,7 +98,7 @@ def sessions_router(max_limit: int) -> APIRouter:
         responses=_NO_SESSION,
         summary="Get a conversation",
     )
-    def get_session(session_id: str, tenant: Tenant, state: State) -> Response:
+    def get_session(session_id: IdPath, tenant: Tenant, state: State) -> Response:
         """One stored conversation of the key's tenant, every message; 404 if unknown."""
         session = state.context(tenant, None, None).sessions.get_session(session_id)
         if session is None:
@@ -108,7 +108,7 @@ def sessions_router(max_limit: int) -> APIRouter:
     @router.delete(
         "/sessions/{session_id}", status_code=204, responses=_NO_SESSION, summary="Delete a conversation"
     )
-    def delete_session(session_id: str, tenant: Tenant, state: State) -> Response:
+    def delete_session(session_id: IdPath, tenant: Tenant, state: State) -> Response:
         """Delete one conversation of the key's tenant (messages and index); 404 if unknown."""
         if not state.context(tenant, None, None).sessions.delete_session(session_id):
             raise HTTPException(status_code=404, detail=f"no session {session_id!r}")
