@@ -30,7 +30,7 @@ import math
 import numbers
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -299,7 +299,7 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def check_json_value(value: object, where: str, *, depth: int = 0) -> None:  # noqa: C901  (limit debt, #19)
+def check_json_value(value: object, where: str, *, depth: int = 0) -> None:
     """Refuse anything in ``value`` that is not plain, storable JSON.
 
     Walks objects and lists (at most :data:`MAX_JSON_DEPTH` levels): keys must be strings;
@@ -318,26 +318,30 @@ def check_json_value(value: object, where: str, *, depth: int = 0) -> None:  # n
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValidationError(f"{where} must be finite, got {value!r}")
-        return
-    if isinstance(value, str):
+    elif isinstance(value, str):
         check_chars(value, where)
-        return
-    if isinstance(value, Mapping | list | tuple):
+    elif isinstance(value, Mapping | list | tuple):
         if depth >= MAX_JSON_DEPTH:
             raise ValidationError(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise ValidationError(f"{where} keys must be strings, got {key!r}")
-                check_chars(key, f"{where} key {key[:40]!r}")
-                check_json_value(item, f"{where}.{key}", depth=depth + 1)
-        else:
-            for i, item in enumerate(value):
-                check_json_value(item, f"{where}[{i}]", depth=depth + 1)
+        for name, item in _json_children(value, where):
+            check_json_value(item, name, depth=depth + 1)
+    else:
+        kinds = "string, number, boolean, null, list or object"
+        raise ValidationError(f"{where} must be JSON ({kinds}), got {json_type_name(value)}")
+
+
+def _json_children(
+    value: Mapping[Any, Any] | list[Any] | tuple[Any, ...], where: str
+) -> Iterator[tuple[str, Any]]:
+    """``(name, item)`` of a list's items, or of an object's values, each key checked as it comes."""
+    if not isinstance(value, Mapping):
+        yield from ((f"{where}[{i}]", item) for i, item in enumerate(value))
         return
-    raise ValidationError(
-        f"{where} must be JSON (string, number, boolean, null, list or object), got {json_type_name(value)}"
-    )
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ValidationError(f"{where} keys must be strings, got {key!r}")
+        check_chars(key, f"{where} key {key[:40]!r}")
+        yield f"{where}.{key}", item
 
 
 def normalize_metadata(metadata: Mapping[str, Any] | None, name: str = "metadata") -> dict[str, Any]:

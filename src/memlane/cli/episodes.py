@@ -60,7 +60,7 @@ _TAG_HELP = "Tag (repeatable). Tags are case-insensitive and whitespace-normalis
     help="Retire this episode (repeatable): its validity ends where this one's begins; kept as history.",
 )
 @pass_state
-def remember(  # noqa: PLR0913  (limit debt, #19)
+def remember(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     event_type: str,
     content: str,
@@ -122,7 +122,7 @@ def remember(  # noqa: PLR0913  (limit debt, #19)
 @field_option(RecallBody, "as_of", help_suffix="Default: what is still true now.")
 @field_option(RecallBody, "known_at")
 @pass_state
-def recall(  # noqa: PLR0913  (limit debt, #19)
+def recall(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     query: str | None,
     event_type: str | None,
