@@ -258,6 +258,18 @@ _EXCLUDE = "A conversation to leave out (e.g. the current one)."
 _TURNS = "Turns shown around each matched turn (default 1)."
 
 
+class _Owner(Request):
+    agent_id: Label | None = Field(default=None, description=f"The agent. {_OWNER}")
+    user_id: Label | None = Field(default=None, description=f"The user. {_OWNER}")
+
+
+class _Ranked(Request):
+    """What an application (not a model) may add to a ranked read: the reference time, custom weights."""
+
+    now: Instant | None = Field(default=None, description=_NOW)
+    weights: WeightsField | None = Field(default=None, description="Custom weights (instead of preset).")
+
+
 class SearchSessionsRequest(Request):
     """Passages of earlier conversations (the ``search_sessions`` tool)."""
 
@@ -274,74 +286,56 @@ class SearchSessionsRequest(Request):
     detail: Detail | None = Field(default=None, description=_DETAIL)
 
 
-class _Owner(Request):
-    agent_id: Label | None = Field(default=None, description=f"The agent. {_OWNER}")
-    user_id: Label | None = Field(default=None, description=f"The user. {_OWNER}")
-
-
-class SearchSessionsBody(SearchSessionsRequest, _Owner):
+class SearchSessionsBody(_Ranked, SearchSessionsRequest, _Owner):
     """``POST /v1/sessions/search``."""
 
-    now: Instant | None = Field(default=None, description=_NOW)
-    weights: WeightsField | None = Field(default=None, description="Custom weights (instead of preset).")
+
+class _ContextOptions(Request):
+    """How the context block is built (``get_context`` and ``/v1/context/inject`` share them)."""
+
+    token_budget: Annotated[Count, Field(ge=0)] | None = Field(
+        default=None, description="Most tokens the block may take (default 1000)."
+    )
+    include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
+    include_sessions: Flag | None = Field(default=None, description="Include past conversations.")
+    session_top_k: Limit | None = Field(
+        default=None, description="Conversation passages considered (default 5)."
+    )
+    event_limit: Limit | None = Field(default=None, description="Episodes considered (default 5).")
+    min_relevance: Fraction | None = Field(
+        default=None, description="Leave out items matching the query less than this (0-1)."
+    )
+    context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
+    exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
+    preset: Preset | None = Field(default=None, description=_PRESET)
 
 
-class ContextRequest(Request):
+class _ContextQuery(Request):
+    query: Text = Field(description="What the context is for: usually the user's latest message.")
+
+
+class ContextRequest(_ContextOptions, _ContextQuery):
     """The ``[Past Conversation Context]`` block for a query (the ``get_context`` tool)."""
 
     OPERATION: ClassVar[str] = "get_context"
 
-    query: Text = Field(description="What the context is for: usually the user's latest message.")
-    token_budget: Annotated[Count, Field(ge=0)] | None = Field(
-        default=None, description="Most tokens the block may take (default 1000)."
-    )
-    include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
-    include_sessions: Flag | None = Field(default=None, description="Include past conversations.")
-    session_top_k: Limit | None = Field(
-        default=None, description="Conversation passages considered (default 5)."
-    )
-    event_limit: Limit | None = Field(default=None, description="Episodes considered (default 5).")
-    min_relevance: Fraction | None = Field(
-        default=None, description="Leave out items matching the query less than this (0-1)."
-    )
-    context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
-    exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
-    preset: Preset | None = Field(default=None, description=_PRESET)
     detail: Detail | None = Field(default=None, description=_DETAIL)
 
 
-class ContextBody(ContextRequest, _Owner):
+class ContextBody(_Ranked, ContextRequest, _Owner):
     """``POST /v1/context``."""
 
-    now: Instant | None = Field(default=None, description=_NOW)
-    weights: WeightsField | None = Field(default=None, description="Custom weights (instead of preset).")
 
-
-class InjectContextBody(_Owner):
-    """``POST /v1/context/inject``: messages with the context block placed before the latest user message."""
-
-    OPERATION: ClassVar[str] = "inject_context"
-
+class _Injection(Request):
     messages: SomeMessages = Field(description="OpenAI-format messages ({role, content}).")
     query: Text | None = Field(default=None, description="Default: the latest user message.")
     placement: PlacementField | None = Field(default=None, description="'system' (default) or 'user'.")
-    token_budget: Annotated[Count, Field(ge=0)] | None = Field(
-        default=None, description="Most tokens the block may take (default 1000)."
-    )
-    include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
-    include_sessions: Flag | None = Field(default=None, description="Include past conversations.")
-    session_top_k: Limit | None = Field(
-        default=None, description="Conversation passages considered (default 5)."
-    )
-    event_limit: Limit | None = Field(default=None, description="Episodes considered (default 5).")
-    min_relevance: Fraction | None = Field(
-        default=None, description="Leave out items matching the query less than this (0-1)."
-    )
-    context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
-    exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
-    preset: Preset | None = Field(default=None, description=_PRESET)
-    now: Instant | None = Field(default=None, description=_NOW)
-    weights: WeightsField | None = Field(default=None, description="Custom weights (instead of preset).")
+
+
+class InjectContextBody(_Ranked, _ContextOptions, _Injection, _Owner):
+    """``POST /v1/context/inject``: messages with the context block placed before the latest user message."""
+
+    OPERATION: ClassVar[str] = "inject_context"
 
 
 class StoreSessionBody(_Owner):
