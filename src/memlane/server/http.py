@@ -43,12 +43,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from memlane import __version__
+from memlane import EpisodicMemory, __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Scope
@@ -88,10 +88,20 @@ class Health(BaseModel):
     version: str
 
 
-_TagQuery = Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")]
-_SessionQuery = Annotated[str | None, Query(min_length=1, max_length=200)]
-_ScopeQuery = Annotated[ScopeName | None, Query(description=SCOPE_HELP)]
-_EventTypeQuery = Annotated[str | None, Query(min_length=1, max_length=200)]
+class EpisodeQuery(BaseModel):
+    """The filters of a listing or an export (query parameters)."""
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    scope: ScopeName | None = Field(default=None, description=SCOPE_HELP)
+    event_type: str | None = Field(default=None, min_length=1, max_length=200)
+    tag: list[str] | None = Field(default=None, description="Repeatable; episodes must have ALL tags.")
+
+    def memory(self, state: AppState, tenant: str) -> EpisodicMemory:
+        """The memory these filters read (the session and scope within the tenant)."""
+        return state.context(tenant, self.session_id, self.scope)
+
+
+Where = Annotated[EpisodeQuery, Query()]
 
 
 def episodes_router(max_limit: int) -> APIRouter:
@@ -142,19 +152,10 @@ def _read_routes(router: APIRouter, max_limit: int) -> None:
     ]
 
     @router.get("/episodes", response_model=EpisodeList, summary="List episodes, newest first")
-    def list_episodes(
-        tenant: Tenant,
-        state: State,
-        session_id: _SessionQuery = None,
-        scope: _ScopeQuery = None,
-        event_type: _EventTypeQuery = None,
-        tag: _TagQuery = None,
-        limit: limit_query = None,
-    ) -> Response:
+    def list_episodes(tenant: Tenant, state: State, where: Where, limit: limit_query = None) -> Response:
         """The newest episodes in scope that match the filters (no embedding involved)."""
         state.check_limit(limit)
-        memory = state.context(tenant, session_id, scope)
-        hits = memory.recall_episodes(None, event_type, tag or [], limit)
+        hits = where.memory(state, tenant).recall_episodes(None, where.event_type, where.tag or [], limit)
         return wire({"count": len(hits), "episodes": [wire_format.episode(h.episode) for h in hits]})
 
     @router.get(
@@ -163,17 +164,11 @@ def _read_routes(router: APIRouter, max_limit: int) -> None:
         response_class=StreamingResponse,
         responses={200: {"content": {"application/x-ndjson": {}}, "description": "One episode per line."}},
     )
-    def export(
-        tenant: Tenant,
-        state: State,
-        session_id: _SessionQuery = None,
-        scope: _ScopeQuery = None,
-        event_type: _EventTypeQuery = None,
-        tag: _TagQuery = None,
-    ) -> StreamingResponse:
+    def export(tenant: Tenant, state: State, where: Where) -> StreamingResponse:
         """Every episode in scope, oldest first, one JSON object per line (the ``memlane export`` format)."""
-        memory = state.context(tenant, session_id, scope)
-        episodes = memory.iter_episodes(event_type=event_type, tags=tag or [])
+        episodes = where.memory(state, tenant).iter_episodes(
+            event_type=where.event_type, tags=where.tag or []
+        )
 
         def lines() -> Iterator[bytes]:
             for episode in episodes:
