@@ -79,3 +79,10 @@ def test_mcp_answers_every_request_with_a_surrogate(interfaces: Interfaces) -> N
     assert unknown["error"]["type"] == "UnknownTool"
     # and the server still works
     assert interfaces.mcp.call_tool(RECALL_EPISODES, {"tags": "ops"})["ok"] is True
+
+
+def test_mcp_answers_an_unknown_tool_with_the_json_error(interfaces: Interfaces) -> None:
+    answer = interfaces.mcp.call_tool("nope", {})
+    assert answer["ok"] is False
+    assert answer["error"]["type"] == "UnknownTool"
+    assert answer["error"]["message"].startswith("unknown tool 'nope'; available: remember_episode")
