@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from memlane.errors import ValidationError
 
-__all__ = ["SECONDS_PER_DAY", "Clock", "FrozenClock", "SystemClock", "ensure_utc"]
+__all__ = ["SECONDS_PER_DAY", "Clock", "FrozenClock", "SystemClock", "ensure_utc", "require_timezone"]
 
 SECONDS_PER_DAY = 86_400.0
 """Seconds in a day: ages in seconds become the days of decay rates and half-lives."""
@@ -60,6 +60,19 @@ class FrozenClock:
         self._at = ensure_utc(at, "at")
 
 
+def require_timezone(value: datetime, name: str) -> datetime:
+    """Return ``value`` if it is timezone-aware (the one message of Python and every interface).
+
+    Raises:
+        ValidationError: ``value`` is naive.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(
+            f"{name} must be timezone-aware (e.g. 2025-01-09T12:00:00Z), got a time without a timezone"
+        )
+    return value
+
+
 def ensure_utc(value: datetime, name: str) -> datetime:
     """Return ``value`` converted to UTC; reject naive datetimes.
 
@@ -72,8 +85,4 @@ def ensure_utc(value: datetime, name: str) -> datetime:
     """
     if not isinstance(value, datetime):
         raise ValidationError(f"{name} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(
-            f"{name} must be timezone-aware (e.g. datetime(..., tzinfo=UTC)); got naive {value!r}"
-        )
-    return value.astimezone(UTC)
+    return require_timezone(value, name).astimezone(UTC)

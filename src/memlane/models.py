@@ -242,7 +242,7 @@ class ScoreBreakdown:
     lead: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return every field as a plain, JSON-serialisable dict (:func:`memlane.wire.breakdown`)."""
+        """Return every field as a plain, JSON-serialisable dict (``wire.breakdown``)."""
         out = wire.breakdown(self)
         assert out is not None
         return out

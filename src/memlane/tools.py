@@ -1,5 +1,5 @@
 """Agent tools: JSON schemas for ``remember_episode`` / ``recall_episodes`` (and the session,
-context and lifecycle tools of :mod:`memlane.tool_specs`) and their dispatch.
+context and lifecycle tools of :mod:`memlane.operations.tool_specs`) and their dispatch.
 
 Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block to read before
 answering), ``search_sessions``, ``supersede_episode``, ``episode_history`` and
@@ -32,7 +32,7 @@ Results are JSON-serialisable dicts. Success: ``{"ok": true, ...}``; failure: ``
 raises for a bad call or a failing store, so one bad tool call cannot kill the agent loop.
 Error ``type`` is ``UnknownTool``, the memlane error class name (``ValidationError`` for
 every bad argument: malformed JSON, wrong types, missing or unknown arguments, bad values —
-checked by :mod:`memlane.arguments`, the policy shared with Python, HTTP and MCP;
+checked by :mod:`memlane.operations.arguments`, the policy shared with Python, HTTP and MCP;
 ``EmbeddingError``, ``StoreError``, ...) or ``InternalError`` (a bug: logged with its
 traceback, no details returned).
 
@@ -48,29 +48,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from memlane import operations
-from memlane.arguments import (
-    HISTORY_ARGUMENTS,
-    REMEMBER_ARGUMENTS,
-    SUPERSEDE_ARGUMENTS,
-    ArgumentSpec,
-    check_arguments,
-    context_arguments,
-    contradictions_arguments,
-    parse_arguments,
-    recall_arguments,
-    session_search_arguments,
-)
 from memlane.errors import MemlaneError
-from memlane.recall import PRESETS, RETRIEVAL_MODES
-from memlane.tool_specs import (
+from memlane.operations import handlers as operations
+from memlane.operations.arguments import parse_arguments
+from memlane.operations.fields import Request, bounded, check_request, tool_parameters
+from memlane.operations.tool_specs import (
     CONTRADICTIONS,
-    DETAIL_SCHEMA,
     EPISODE_HISTORY,
     GET_CONTEXT,
+    RECALL_EPISODES,
+    REMEMBER_EPISODE,
     SEARCH_SESSIONS,
     SUPERSEDE_EPISODE,
-    extra_tool_specs,
+    TOOLS,
 )
 from memlane.validation import MAX_LIMIT, safe_text
 
@@ -100,39 +90,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-REMEMBER_EPISODE = "remember_episode"
-RECALL_EPISODES = "recall_episodes"
-
 ToolFormat = Literal["openai", "openai-responses", "anthropic", "json-schema"]
 TOOL_FORMATS: tuple[ToolFormat, ...] = ("openai", "openai-responses", "anthropic", "json-schema")
 
 _DEFAULT_LIMIT = 5
 _DEFAULT_MAX_LIMIT = 50
-
-_PRESET_HELP = {
-    "balanced": "equal weight to relevance, recency and importance (default)",
-    "specific_question": "favours relevance: answering a precise question",
-    "agent_context": "favours importance: loading key facts before a task",
-    "conversation": "favours recency: continuing a recent conversation",
-    "cold_start": "ignores recency: what matters most, however old",
-    "relevance_only": "pure semantic similarity to the query",
-}
-
-_REMEMBER_DESCRIPTION = (
-    "Save an episode to long-term memory: something worth knowing in a later turn or a future "
-    "session, such as a user preference, a decision, a fact learned, the outcome of a task or a "
-    "failure to avoid repeating. Write the content so it makes sense on its own later, without "
-    "the current conversation (who, what, and why). Do not save secrets (passwords, keys) or "
-    "trivial chit-chat. Saved episodes are found again with recall_episodes."
-)
-
-_RECALL_DESCRIPTION = (
-    "Search long-term memory for past episodes. With a query, episodes are ranked by a score in "
-    "[0, 1] that combines relevance to the query, recency and importance; each result shows "
-    "that breakdown. Without a query, the newest episodes matching the filters are returned. "
-    "Use it before answering or acting when past preferences, decisions or outcomes may matter. "
-    "Filters narrow the search; they never widen it."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,21 +140,17 @@ class ToolDefinition:
         raise ValueError(f"unknown tool format {fmt!r}; known: {', '.join(TOOL_FORMATS)}")
 
 
-def _tags_schema(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string", "minLength": 1}, "description": description}
-
-
 def tool_definitions(
     *,
     default_limit: int = _DEFAULT_LIMIT,
     max_limit: int = _DEFAULT_MAX_LIMIT,
     only: Iterable[str] | None = None,
 ) -> list[ToolDefinition]:
-    """Return the tool definitions in neutral form.
+    """Return the tool definitions in neutral form, generated from the tools' request types.
 
     ``remember_episode``, ``recall_episodes``, then ``get_context``, ``search_sessions``,
     ``supersede_episode``, ``episode_history`` and ``find_contradictions``
-    (:mod:`memlane.tool_specs`).
+    (:data:`memlane.operations.tool_specs.TOOLS`; arguments: :mod:`memlane.operations.requests`).
 
     Args:
         default_limit: Results a recall returns when the model gives no ``limit``, >= 1.
@@ -207,126 +165,10 @@ def tool_definitions(
         raise ValueError(
             f"need 1 <= default_limit <= max_limit <= {MAX_LIMIT}, got {default_limit} and {max_limit}"
         )
-    presets = "; ".join(f"'{name}': {_PRESET_HELP.get(name, 'named weights')}" for name in PRESETS)
-    remember = ToolDefinition(
-        name=REMEMBER_EPISODE,
-        description=_REMEMBER_DESCRIPTION,
-        parameters={
-            "type": "object",
-            "properties": {
-                "event_type": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 200,
-                    "description": (
-                        "Short category label, e.g. 'preference', 'decision', 'fact', 'task_outcome', "
-                        "'error'. Reuse the same labels consistently: recall can filter on the exact "
-                        "label (case-sensitive)."
-                    ),
-                },
-                "content": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": (
-                        "The episode in one to three self-contained sentences, e.g. 'The user prefers "
-                        "aisle seats on flights longer than 3 hours.' It is searched by meaning."
-                    ),
-                },
-                "tags": _tags_schema(
-                    "Optional keywords to filter on later, e.g. ['travel', 'flights']. Case-insensitive "
-                    "(stored lower-case). A recall with several tags only returns episodes having ALL "
-                    "of them."
-                ),
-                "importance": {
-                    "type": "number",
-                    "description": (
-                        "How much this matters for future work, 1-10: 1-3 passing detail; 4-6 useful "
-                        "context; 7-8 a clear preference, decision or lesson; 9-10 critical (hard "
-                        "constraints, safety, must never be forgotten). Values outside 1-10 are "
-                        "clamped. Omit if unsure (scored as neutral)."
-                    ),
-                },
-                "detail": DETAIL_SCHEMA,
-            },
-            "required": ["event_type", "content"],
-            "additionalProperties": False,
-        },
-    )
-    recall = ToolDefinition(
-        name=RECALL_EPISODES,
-        description=_RECALL_DESCRIPTION,
-        parameters={
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": (
-                        "What to remember, in natural language, e.g. 'seat preference on flights'. "
-                        "Omit to list the newest episodes that match the filters."
-                    ),
-                },
-                "event_type": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Only episodes with exactly this event_type (case-sensitive).",
-                },
-                "tags": _tags_schema(
-                    "Only episodes that have ALL of these tags (AND). Give fewer tags for a broader search."
-                ),
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": max_limit,
-                    "description": (
-                        f"Maximum number of episodes to return, an integer 1-{max_limit} "
-                        f"(default {default_limit}); larger values are refused."
-                    ),
-                },
-                "preset": {
-                    "type": "string",
-                    "enum": list(PRESETS),
-                    "description": f"How to weigh the signals when a query is given: {presets}.",
-                },
-                "retrieval": {
-                    "type": "string",
-                    "enum": list(RETRIEVAL_MODES),
-                    "description": (
-                        "How candidates are found: 'hybrid' (meaning and keywords, default), 'dense' "
-                        "(meaning only) or 'keyword' (exact words: names, codes, ids)."
-                    ),
-                },
-                "min_relevance": {
-                    "type": "number",
-                    "minimum": 0,
-                    "maximum": 1,
-                    "description": "Leave out episodes matching the query less than this (0-1).",
-                },
-                "as_of": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": (
-                        "What was true at this time (ISO 8601 with timezone), including facts "
-                        "superseded since, e.g. 'where did the user live in 2023?'."
-                    ),
-                },
-                "known_at": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": "What memory held as current at this time (ISO 8601 with timezone).",
-                },
-                "include_archived": {
-                    "type": "boolean",
-                    "description": "Also return forgotten (archived) episodes (default false).",
-                },
-                "detail": DETAIL_SCHEMA,
-            },
-            "required": [],
-            "additionalProperties": False,
-        },
-    )
-    extras = [ToolDefinition(n, d, p) for n, d, p in extra_tool_specs(max_limit)]
-    return _select([remember, recall, *extras], only)
+    definitions = [
+        ToolDefinition(t.name, t.description, tool_parameters(t.request, max_limit)) for t in TOOLS
+    ]
+    return _select(definitions, only)
 
 
 def _select(definitions: list[ToolDefinition], only: Iterable[str] | None) -> list[ToolDefinition]:
@@ -344,24 +186,16 @@ def _select(definitions: list[ToolDefinition], only: Iterable[str] | None) -> li
     return [d for d in definitions if d.name in wanted]
 
 
-def tool_arguments(max_limit: int = _DEFAULT_MAX_LIMIT) -> dict[str, ArgumentSpec]:
-    """The argument policy (:mod:`memlane.arguments`) that checks each tool's calls, by tool name.
+def tool_arguments(max_limit: int = _DEFAULT_MAX_LIMIT) -> dict[str, type[Request]]:
+    """The request type that declares and checks each tool's arguments, by tool name.
 
-    The schemas of :func:`tool_definitions` describe the same arguments (names, required
-    ones, types and bounds); tests/unit/test_tool_schemas.py pins that they agree.
+    The schemas of :func:`tool_definitions` are generated from the same types, so names,
+    required arguments, types and bounds agree by construction.
 
     Args:
         max_limit: Largest ``limit``/``top_k`` accepted, as advertised by the schemas.
     """
-    return {
-        REMEMBER_EPISODE: REMEMBER_ARGUMENTS,
-        RECALL_EPISODES: recall_arguments(max_limit),
-        GET_CONTEXT: context_arguments(max_limit),
-        SEARCH_SESSIONS: session_search_arguments(max_limit),
-        SUPERSEDE_EPISODE: SUPERSEDE_ARGUMENTS,
-        EPISODE_HISTORY: HISTORY_ARGUMENTS,
-        CONTRADICTIONS: contradictions_arguments(max_limit),
-    }
+    return {t.name: bounded(t.request, max_limit) for t in TOOLS}
 
 
 def tool_schemas(
@@ -498,7 +332,7 @@ class MemoryTools:
             name: The tool the model called.
             arguments: The model's arguments: a JSON object as a string (OpenAI) or a mapping
                 (Anthropic, MCP). ``null`` values count as absent; an empty string as ``{}``.
-                Checked by :mod:`memlane.arguments` (strict types, unknown arguments refused).
+                Checked by :mod:`memlane.operations.arguments` (strict types, unknown arguments refused).
 
         Returns:
             ``remember_episode``: ``{"ok": true, "episode": {...}}`` (the stored episode with its id).
@@ -506,7 +340,7 @@ class MemoryTools:
             Episodes are in the compact form by default (``id``, ``content``, ``event_type``,
             ``when``, ``tags``, ``importance``, and for hits ``score`` and a one-line ``why``);
             with ``detail: "full"`` every field, hits with their ``breakdown`` (see
-            :mod:`memlane.wire`). The other tools: see :mod:`memlane.operations`.
+            :mod:`memlane.wire`). The other tools: see :mod:`memlane.operations.handlers`.
             On failure: ``{"ok": false, "error": {"type", "message", "tool"}}`` (see :func:`tool_error`).
         """
         try:
@@ -520,7 +354,7 @@ class MemoryTools:
                         "tool": safe_text(name) if isinstance(name, str) else None,
                     },
                 }
-            args = check_arguments(parse_arguments(arguments), self._arguments[spec.name])
+            args = check_request(self._arguments[spec.name], parse_arguments(arguments))
             return self.run(spec.name, args)
         except Exception as exc:
             if not isinstance(exc, MemlaneError):
@@ -528,7 +362,7 @@ class MemoryTools:
             return tool_error(exc, tool=name if isinstance(name, str) else None)
 
     def run(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Run tool ``name`` on arguments already checked by :mod:`memlane.arguments` (raises on failure).
+        """Run tool ``name`` on arguments already checked (:mod:`~memlane.operations.arguments`; raises).
 
         Results are in the compact form unless ``detail: "full"`` (:mod:`memlane.wire`).
         """

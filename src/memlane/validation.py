@@ -5,7 +5,7 @@ Each function either returns the normalised value or raises
 lists and objects, the position: ``tags[2]``, ``metadata.source.url``). This module is the
 one boundary for text: every string memlane stores or searches passes through
 :func:`check_chars` here, whether it comes from Python, a tool call, HTTP or MCP
-(:mod:`memlane.arguments` applies the same functions to tool and request arguments).
+(:mod:`memlane.operations.arguments` applies the same functions to tool and request arguments).
 
 The input policy (also in the README, "Input policy"):
 
@@ -30,9 +30,11 @@ import math
 import numbers
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
+from memlane.clock import require_timezone
 from memlane.errors import ValidationError
 
 __all__ = [
@@ -42,11 +44,20 @@ __all__ = [
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
     "MAX_TEXT_CHARS",
+    "VISIBLE_PATTERN",
+    "check_at_least",
     "check_chars",
+    "check_choice",
+    "check_contradiction_threshold",
+    "check_flag",
+    "check_fraction",
     "check_identifier",
     "check_json_value",
     "check_limit",
+    "check_open_fraction",
+    "check_positive",
     "check_text",
+    "check_timestamp",
     "clamp_importance",
     "is_blank",
     "json_type_name",
@@ -73,6 +84,53 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 _FILLERS = frozenset("\u034f\u115f\u1160\u3164\uffa0")
 """Invisible characters outside those categories: combining grapheme joiner, Hangul fillers."""
+
+
+_INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0020),
+    (0x007F, 0x00A0),
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),
+    (0x1680, 0x1680),
+    (0x180E, 0x180E),
+    (0x2000, 0x200F),
+    (0x2028, 0x202F),
+    (0x205F, 0x2064),
+    (0x2066, 0x206F),
+    (0x3000, 0x3000),
+    (0x3164, 0x3164),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
+"""The code points :func:`is_blank` counts as invisible, as inclusive ranges (surrogates aside);
+tests/unit/test_validation_pattern.py recomputes them from :mod:`unicodedata`."""
+
+
+def _class_char(code: int) -> str:
+    return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+
+_INVISIBLE_CLASS = "".join(
+    _class_char(a) if a == b else f"{_class_char(a)}-{_class_char(b)}" for a, b in _INVISIBLE_RANGES
+)
+VISIBLE_PATTERN = f"[^{_INVISIBLE_CLASS}]"
+"""A regular expression (JSON Schema ``pattern``) that text with a visible character matches:
+what :func:`check_text` requires, so a document can declare it."""
 
 
 def json_type_name(value: object) -> str:
@@ -242,7 +300,7 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def check_json_value(value: object, where: str, *, depth: int = 0) -> None:  # noqa: C901  (limit debt, #19)
+def check_json_value(value: object, where: str, *, depth: int = 0) -> None:
     """Refuse anything in ``value`` that is not plain, storable JSON.
 
     Walks objects and lists (at most :data:`MAX_JSON_DEPTH` levels): keys must be strings;
@@ -261,26 +319,30 @@ def check_json_value(value: object, where: str, *, depth: int = 0) -> None:  # n
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValidationError(f"{where} must be finite, got {value!r}")
-        return
-    if isinstance(value, str):
+    elif isinstance(value, str):
         check_chars(value, where)
-        return
-    if isinstance(value, Mapping | list | tuple):
+    elif isinstance(value, Mapping | list | tuple):
         if depth >= MAX_JSON_DEPTH:
             raise ValidationError(f"{where} is nested deeper than {MAX_JSON_DEPTH} levels")
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise ValidationError(f"{where} keys must be strings, got {key!r}")
-                check_chars(key, f"{where} key {key[:40]!r}")
-                check_json_value(item, f"{where}.{key}", depth=depth + 1)
-        else:
-            for i, item in enumerate(value):
-                check_json_value(item, f"{where}[{i}]", depth=depth + 1)
+        for name, item in _json_children(value, where):
+            check_json_value(item, name, depth=depth + 1)
+    else:
+        kinds = "string, number, boolean, null, list or object"
+        raise ValidationError(f"{where} must be JSON ({kinds}), got {json_type_name(value)}")
+
+
+def _json_children(
+    value: Mapping[Any, Any] | list[Any] | tuple[Any, ...], where: str
+) -> Iterator[tuple[str, Any]]:
+    """``(name, item)`` of a list's items, or of an object's values, each key checked as it comes."""
+    if not isinstance(value, Mapping):
+        yield from ((f"{where}[{i}]", item) for i, item in enumerate(value))
         return
-    raise ValidationError(
-        f"{where} must be JSON (string, number, boolean, null, list or object), got {json_type_name(value)}"
-    )
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ValidationError(f"{where} keys must be strings, got {key!r}")
+        check_chars(key, f"{where} key {key[:40]!r}")
+        yield f"{where}.{key}", item
 
 
 def normalize_metadata(metadata: Mapping[str, Any] | None, name: str = "metadata") -> dict[str, Any]:
@@ -366,3 +428,110 @@ def check_limit(value: object, name: str = "limit", *, maximum: int = MAX_LIMIT)
         shown = str(number) if number.bit_length() <= 64 else f"an integer of {number.bit_length()} bits"
         raise ValidationError(f"{name} must be <= {top}, got {shown}")
     return number
+
+
+def check_fraction(value: object, name: str) -> float:
+    """Return ``value`` as a float if it is a number in [0, 1] (booleans and text refused).
+
+    Raises:
+        ValidationError: ``{name} must be a number in [0, 1], got ...`` (the one message of
+            every interface, for a wrong type and for a value out of range).
+    """
+    if not _is_number(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_open_fraction(value: object, name: str) -> float:
+    """Return ``value`` as a float if it is a number in (0, 1), both ends excluded.
+
+    Raises:
+        ValidationError: ``{name} must be a number in (0, 1), got ...``.
+    """
+    if not _is_number(value) or not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be a number in (0, 1), got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_positive(value: object, name: str) -> float:
+    """Return ``value`` as a float if it is a finite number > 0 (booleans and text refused).
+
+    Raises:
+        ValidationError: ``{name} must be a number > 0, got ...``.
+    """
+    if not _is_number(value) or not 0.0 < float(value) < float("inf"):  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be a number > 0, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_at_least(value: object, name: str, minimum: int = 1) -> int:
+    """Return ``value`` if it is an integer >= ``minimum`` (booleans, ``5.0`` and ``"5"`` refused).
+
+    Raises:
+        ValidationError: ``{name} must be an integer >= {minimum}, got ...``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def check_flag(value: object, name: str) -> bool:
+    """Return ``value`` if it is a boolean (``"true"`` and ``1`` refused).
+
+    Raises:
+        ValidationError: not a boolean.
+    """
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false, got {json_type_name(value)}")
+    return value
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``.
+
+    Raises:
+        ValidationError: ``{name} must be one of a, b, got 'x'``.
+    """
+    if not isinstance(value, str) or value not in choices:
+        shown = repr(safe_text(value)) if isinstance(value, str) else json_type_name(value)
+        raise ValidationError(f"{name} must be one of {', '.join(choices)}, got {shown}")
+    return value
+
+
+def check_timestamp(value: object, name: str) -> datetime:
+    """Return a timezone-aware instant: a ``datetime`` or ISO 8601 text (``2025-01-09T12:00:00-08:00``).
+
+    The zone is kept (relative time expressions are resolved in the zone of ``now``).
+
+    Raises:
+        ValidationError: not ISO 8601 date-time text or a ``datetime``, or without a timezone.
+    """
+    parsed = value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        except ValueError:
+            raise ValidationError(
+                f"{name} must be an ISO 8601 date-time with a timezone, got {safe_text(value[:40])!r}"
+            ) from None
+    if not isinstance(parsed, datetime):
+        raise ValidationError(
+            f"{name} must be an ISO 8601 date-time with a timezone, got {json_type_name(value)}"
+        )
+    return require_timezone(parsed, name)
+
+
+def check_contradiction_threshold(threshold: object) -> float:
+    """A contradiction confidence threshold: a number in (0, 1], as a float.
+
+    Raises:
+        ValidationError: not a number (``bool`` included) or outside (0, 1].
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
+        raise ValidationError(f"threshold must be a number in (0, 1], got {threshold!r}")
+    return float(threshold)

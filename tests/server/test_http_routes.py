@@ -101,8 +101,11 @@ def test_admin_jobs_need_an_admin_key(client: httpx.Client) -> None:
 
 def test_openapi_documents_every_route_with_bodies(client: httpx.Client) -> None:
     spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
     for path in ("/v1/sessions/search", "/v1/context", "/v1/contradictions", "/v1/admin/compact"):
-        body = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]
-        assert body["schema"]["properties"] and body["example"], path
+        body = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        refs = [body.get("$ref")] + [option.get("$ref") for option in body.get("anyOf", [])]
+        name = next(ref for ref in refs if ref).rsplit("/", 1)[1]
+        assert schemas[name]["properties"] and schemas[name]["additionalProperties"] is False, path
     breakdown = spec["components"]["schemas"]["ScoreBreakdownOut"]["properties"]
     assert {"relevance", "recency", "importance", "score"} <= set(breakdown)

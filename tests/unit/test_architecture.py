@@ -62,8 +62,6 @@ LAYERS: dict[str, int] = {
     "memlane.evaluation": EVALUATION,
     # the ways in: requests and schemas, tools, servers, CLI, other frameworks' adapters
     "memlane.operations": INTERFACES,
-    "memlane.arguments": INTERFACES,
-    "memlane.tool_specs": INTERFACES,
     "memlane.tools": INTERFACES,
     "memlane.server": INTERFACES,
     "memlane.cli": INTERFACES,
@@ -72,19 +70,6 @@ LAYERS: dict[str, int] = {
 }
 """Layer of each module, by the module or its nearest listed folder; a module imports only its
 own layer and the ones below (a lower number)."""
-
-ARRIVING: set[str] = set()
-"""Listed above but built on other branches of issue #19 (ranking: bm25; engine: context); the
-lead empties this after merging them."""
-
-PENDING: set[tuple[str, str]] = {
-    # ops branch (arguments.py and tool_specs.py become memlane/operations/): an interface reads
-    # the presets from the public API (memlane.recall, or memlane.config.profile once it exists)
-    ("memlane.arguments", "memlane.recall.ranking"),
-    ("memlane.tool_specs", "memlane.recall.ranking"),
-}
-"""Import edges that another branch of issue #19 removes; ignored by every wall until then.
-Each must still exist (test_the_tables_name_what_exists), so the set only shrinks."""
 
 # -- what the walls allow --------------------------------------------------------------------
 
@@ -206,7 +191,7 @@ def _imports(name: str) -> Iterable[tuple[str, list[str]]]:
 
 @cache
 def memlane_imports(name: str) -> frozenset[str]:
-    """The memlane modules ``name`` imports (module docstring: the edge rules), less :data:`PENDING`."""
+    """The memlane modules ``name`` imports (module docstring: the edge rules)."""
     known = modules()
     out = set()
     for module, names in _imports(name):
@@ -217,7 +202,7 @@ def memlane_imports(name: str) -> frozenset[str]:
         if module == own_package(name) != "memlane" and module != name:
             out.add(module)  # `from memlane.a import b` inside memlane/a/ runs memlane/a/__init__.py
     assert out <= set(known), f"{name} imports a missing module: {sorted(out - set(known))}"
-    return frozenset(out - {name} - {b for a, b in PENDING if a == name})
+    return frozenset(out - {name})
 
 
 def external_imports(name: str) -> set[str]:
@@ -407,27 +392,11 @@ def test_interfaces_use_only_the_public_api() -> None:
 
 
 def test_the_tables_name_what_exists() -> None:
-    """A stale entry hides the next real violation: every listed module exists, every PENDING
-    edge is still there (delete it once its branch is merged), so the exceptions only shrink."""
+    """A stale entry hides the next real violation: every module the tables list exists."""
     known = set(modules())
     listed = set(LAYERS) | set(PUBLIC_API) | set(PURE_RECALL) | set(PURE_MAY_REACH)
     listed |= {m for edge in INTERFACE_EXCEPTIONS for m in edge}
-    assert listed - ARRIVING <= known, (
-        f"listed modules that do not exist: {sorted(listed - ARRIVING - known)}"
-    )
-    arrived = ARRIVING & known
-    assert not arrived, f"remove from ARRIVING, they exist now: {sorted(arrived)}"
-    gone = sorted(
-        (a, b)
-        for a, b in PENDING
-        if a not in known or b not in {m for m, _ in _imports(a)} | _submodule_imports(a)
-    )
-    assert not gone, f"remove from PENDING, these edges are gone: {gone}"
-
-
-def _submodule_imports(name: str) -> set[str]:
-    """The ``module.name`` targets of ``from module import name`` in ``name`` (for the PENDING check)."""
-    return {f"{module}.{n}" for module, names in _imports(name) for n in names}
+    assert listed <= known, f"listed modules that do not exist: {sorted(listed - known)}"
 
 
 def test_the_readme_shows_the_tree_as_built() -> None:

@@ -402,7 +402,7 @@ def _json_mode(ctx: click.Context) -> bool:
 )
 @click.version_option(version=__version__, prog_name="memlane")
 @click.pass_context
-def cli(  # noqa: PLR0913  (limit debt, #19)
+def cli(  # noqa: PLR0913  (a click command: one parameter per option)
     ctx: click.Context,
     config_path: str | None,
     db: str | None,

@@ -18,9 +18,10 @@ from memlane.cli.output import (
     stats_table,
     stats_to_dict,
 )
-from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS
+from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS, FieldType, field_option
 from memlane.errors import EpisodeNotFoundError, ValidationError
-from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
+from memlane.operations.requests import RecallBody
+from memlane.recall import RankingWeights, resolve_weights
 from memlane.stores import EpisodeFilter
 
 __all__ = ["prune", "recall", "remember", "stats"]
@@ -59,7 +60,7 @@ _TAG_HELP = "Tag (repeatable). Tags are case-insensitive and whitespace-normalis
     help="Retire this episode (repeatable): its validity ends where this one's begins; kept as history.",
 )
 @pass_state
-def remember(  # noqa: PLR0913  (limit debt, #19)
+def remember(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     event_type: str,
     content: str,
@@ -97,65 +98,31 @@ def remember(  # noqa: PLR0913  (limit debt, #19)
 
 
 @click.command()
-@click.argument("query", required=False)
-@click.option("--event-type", default=None, help="Only episodes of exactly this event type.")
+@click.argument("query", required=False, type=FieldType(RecallBody, "query"))
+@field_option(RecallBody, "event_type")
 @click.option(
     "--tag", "tags", multiple=True, metavar="TAG", help="Only episodes carrying ALL these tags (repeatable)."
 )
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Maximum number of episodes, >= 1 (default 5).",
-)
-@click.option(
-    "--preset",
-    type=click.Choice(sorted(PRESETS)),
-    default=None,
-    help="Named ranking weights (default balanced = 1,1,1).",
-)
+@field_option(RecallBody, "limit", help_suffix="Default 5.")
+@field_option(RecallBody, "preset")
 @click.option(
     "--weights",
     type=WEIGHTS,
     default=None,
     help="Custom weights relevance,recency,importance, e.g. 2,1,1 (each >= 0, not all 0; only ratios count).",
 )
-@click.option(
-    "--retrieval",
-    type=click.Choice(RETRIEVAL_MODES),
-    default=None,
-    help="hybrid (embeddings + keyword index, 0.4 dense + 0.6 keyword unless the config's fusion says "
-    "otherwise), dense (embeddings only) or keyword (keyword index only, no embedding model). "
+@field_option(
+    RecallBody,
+    "retrieval",
+    help_suffix="Hybrid is 0.4 dense + 0.6 keyword unless the config's fusion says otherwise. "
     "Default: from the config (hybrid).",
 )
-@click.option(
-    "--min-relevance",
-    type=click.FloatRange(0.0, 1.0),
-    default=None,
-    help="Drop hits whose relevance is below this, in [0, 1]. Default: from the config (0).",
-)
-@click.option(
-    "--now",
-    type=ISO_DATETIME,
-    default=None,
-    help="Reference time for recency and for time expressions like 'last May' (ISO 8601 with "
-    "timezone). Default: now.",
-)
-@click.option(
-    "--as-of",
-    type=ISO_DATETIME,
-    default=None,
-    help="Valid time: only episodes that were true at this instant, including superseded ones "
-    "(ISO 8601 with timezone). Default: what is still true now.",
-)
-@click.option(
-    "--known-at",
-    type=ISO_DATETIME,
-    default=None,
-    help="Transaction time: only episodes memlane held as current at this instant (ISO 8601 with timezone).",
-)
+@field_option(RecallBody, "min_relevance", help_suffix="Default: from the config (0).")
+@field_option(RecallBody, "now", help_suffix="Also the reference for time expressions like 'last May'.")
+@field_option(RecallBody, "as_of", help_suffix="Default: what is still true now.")
+@field_option(RecallBody, "known_at")
 @pass_state
-def recall(  # noqa: PLR0913  (limit debt, #19)
+def recall(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     query: str | None,
     event_type: str | None,

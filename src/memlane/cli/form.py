@@ -114,7 +114,7 @@ def previous_formation(memory: EpisodicMemory, session_id: str) -> list[Episode]
     "Without it a second run stores nothing and says so.",
 )
 @pass_state
-def form(  # noqa: PLR0913  (limit debt, #19)
+def form(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     session_id: str,
     llm_model: str | None,

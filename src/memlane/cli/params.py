@@ -6,16 +6,22 @@ code 2 and a one-line message before anything is opened or stored.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from memlane.errors import ValidationError
+from memlane.operations.fields import Request, bounded, field_check, tool_parameters
 from memlane.recall import RankingWeights
+from memlane.validation import MAX_LIMIT
 
-__all__ = ["ISO_DATETIME", "JSON_OBJECT", "WEIGHTS", "parse_iso_datetime"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["ISO_DATETIME", "JSON_OBJECT", "WEIGHTS", "FieldType", "field_option", "parse_iso_datetime"]
 
 
 def parse_iso_datetime(text: str) -> datetime:
@@ -101,3 +107,65 @@ class Weights(click.ParamType[RankingWeights]):
 ISO_DATETIME = IsoDateTime()
 JSON_OBJECT = JsonObject()
 WEIGHTS = Weights()
+
+
+_NUMBER_PARSERS: dict[str, Callable[[str], Any]] = {"integer": int, "number": float}
+
+
+class FieldType(click.ParamType[Any]):
+    """A request field as a click type: the text is read as the field's JSON type, then checked
+    by the field's own memlane check, so a bad value has the message of every other interface.
+
+    Args:
+        request: The operation's request type (:mod:`memlane.operations.requests`).
+        name: The field.
+    """
+
+    def __init__(self, request: type[Request], name: str) -> None:
+        self.field = name
+        self.schema = tool_parameters(request, MAX_LIMIT)["properties"][name]
+        self.check = field_check(name, bounded(request, MAX_LIMIT).model_fields[name])
+        self.name = str(self.schema.get("format", self.schema.get("type", "text"))).upper()
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Read ``value`` as the field's JSON type (text that is not a number stays text) and check it."""
+        parse = _NUMBER_PARSERS.get(str(self.schema.get("type")))
+        if isinstance(value, str) and parse is not None:
+            with contextlib.suppress(ValueError):  # not a number: the check names the wrong type
+                value = parse(value)
+        try:
+            return self.check(value)
+        except ValidationError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _bounds_text(schema: dict[str, Any]) -> str:
+    """The field's bounds for a help text: ``In [0, 1].`` or ``>= 1, <= 10000.``."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if schema.get("type") == "number" and low is not None and high is not None:
+        return f"In [{low}, {high}]."
+    parts = [f">= {low}" if low is not None else "", f"<= {high}" if high is not None else ""]
+    shown = ", ".join(p for p in parts if p)
+    return f"{shown}." if shown else ""
+
+
+def field_option(request: type[Request], name: str, *decls: str, help_suffix: str = "") -> Callable[[F], F]:
+    """A ``--name`` option generated from a request field: its type, bounds, check and help.
+
+    Args:
+        request: The operation's request type.
+        name: The field (the option is ``--field-name`` unless ``decls`` are given).
+        decls: Click's parameter declarations, e.g. ``("--tag", "tags")``.
+        help_suffix: Text the CLI adds to the field's description (e.g. its config default).
+    """
+    kind = FieldType(request, name)
+    choices = kind.schema.get("enum")
+    described = request.model_fields[name].description or ""
+    option_help = " ".join(part for part in (described, _bounds_text(kind.schema), help_suffix) if part)
+    return click.option(
+        *(decls or (f"--{name.replace('_', '-')}", name)),
+        type=kind,
+        default=None,
+        help=option_help,
+        metavar="|".join(choices) if choices else kind.name,
+    )

@@ -221,7 +221,7 @@ def _snippet_text(snippet: SessionSnippet) -> Text:
 @_WEIGHTS
 @_NOW
 @pass_state
-def search(  # noqa: PLR0913  (limit debt, #19)
+def search(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     query: str,
     agent_id: str,
@@ -317,7 +317,7 @@ def show(state: CliState, session_id: str) -> None:
 @_WEIGHTS
 @_NOW
 @pass_state
-def context(  # noqa: PLR0913  (limit debt, #19)
+def context(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
     query: str,
     budget: int,

@@ -23,7 +23,7 @@ from memlane.lifecycle import compaction, forgetting, retention, supersession
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
 from memlane.models import Contradiction, Episode
-from memlane.validation import check_identifier, check_limit, check_text
+from memlane.validation import check_flag, check_identifier, check_limit, check_text
 
 __all__ = [
     "compact",
@@ -93,7 +93,7 @@ def delete_episode(ctx: MemoryContext, episode_id: str) -> bool:
 
 def supersede(ctx: MemoryContext, old_id: str, item: EpisodeInput, reason: str | None) -> Episode:
     """:meth:`memlane.EpisodicMemory.supersede`: store ``item``, retiring ``old_id``."""
-    return remember_superseding(ctx, item, [old_id], reason=reason)
+    return remember_superseding(ctx, item, [check_identifier(old_id, "old_id")], reason=reason)
 
 
 def remember_superseding(
@@ -189,13 +189,14 @@ def history(ctx: MemoryContext, episode_id: str) -> list[Episode]:
 def prune(ctx: MemoryContext, now: datetime | None, *, dry_run: bool) -> int:
     """:meth:`memlane.EpisodicMemory.prune`: delete (or count) every expired episode, all tenants."""
     ctx.check_open()
+    at, dry_run = ctx.now(now), check_flag(dry_run, "dry_run")  # checked with or without retention
     if ctx.config.retention_days is None:
         return 0
     return retention.prune(
         ctx.store,
         retention_days=ctx.config.retention_days,
         never_forget_from=ctx.config.policy.never_forget_from,
-        at=ctx.now(now),
+        at=at,
         dry_run=dry_run,
     )
 
@@ -220,7 +221,7 @@ def forget(
         at=at,
         threshold=ctx.config.forget_threshold if threshold is None else threshold,
         action=ctx.config.forget_action,
-        dry_run=dry_run,
+        dry_run=check_flag(dry_run, "dry_run"),
     )
 
 
@@ -241,7 +242,7 @@ def compact(
         never_retrieved_older_than_days=never_retrieved_older_than_days,
         never_forget_from=ctx.config.policy.never_forget_from,
         at=ctx.now(now),
-        dry_run=dry_run,
+        dry_run=check_flag(dry_run, "dry_run"),
     )
 
 

@@ -29,11 +29,11 @@ from datetime import datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.errors import EpisodeNotFoundError, ValidationError
+from memlane.errors import EpisodeNotFoundError
 from memlane.lifecycle.contradiction import judge
 from memlane.models import Contradiction, Episode
 from memlane.stores.base import EpisodeFilter, Store, Supersession
-from memlane.validation import check_identifier, check_text, normalize_tags
+from memlane.validation import check_contradiction_threshold, check_identifier, check_text, normalize_tags
 
 __all__ = [
     "CANDIDATE_MIN_COSINE",
@@ -102,13 +102,6 @@ def auto_supersessions(found: Sequence[Contradiction], new: Episode) -> list[Sup
     ]
 
 
-def check_contradiction_threshold(threshold: object) -> float:
-    """``threshold`` as a float, or :class:`ValidationError` unless it is a number in (0, 1]."""
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
-        raise ValidationError(f"threshold must be a number in (0, 1], got {threshold!r}")
-    return float(threshold)
-
-
 def contradiction_subject(
     episode_or_text: Episode | str, event_type: str | None, tags: Sequence[str] | str | None
 ) -> tuple[str, str | None, tuple[str, ...], frozenset[str]]:
@@ -123,7 +116,7 @@ def contradiction_subject(
     if isinstance(episode_or_text, Episode):
         episode = episode_or_text
         return episode.content, episode.event_type, tuple(episode.tags), frozenset({episode.id})
-    text = check_text(episode_or_text, "content")
+    text = check_text(episode_or_text, "text")
     kind = None if event_type is None else check_identifier(event_type, "event_type")
     return text, kind, normalize_tags(tags), frozenset()
 

@@ -13,12 +13,19 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.context import MemoryContext
-from memlane.errors import ValidationError
 from memlane.models import Episode, RecallHit
 from memlane.recall.pipeline import RecallQuery, ranked_recall, scoped_recall_filter
 from memlane.recall.ranking import RETRIEVAL_MODES, RankingWeights, resolve_weights
 from memlane.stores.base import StoreStats
-from memlane.validation import check_identifier, check_limit, check_text, normalize_tags
+from memlane.validation import (
+    check_choice,
+    check_flag,
+    check_fraction,
+    check_identifier,
+    check_limit,
+    check_text,
+    normalize_tags,
+)
 
 __all__ = ["RecallOptions", "count", "iter_episodes", "recall_episodes", "stats"]
 
@@ -43,8 +50,7 @@ def check_retrieval(ctx: MemoryContext, retrieval: str | None) -> str:
         ValidationError: not one of :data:`memlane.recall.ranking.RETRIEVAL_MODES`.
     """
     mode = ctx.config.retrieval if retrieval is None else retrieval
-    if mode not in RETRIEVAL_MODES:
-        raise ValidationError(f"retrieval must be one of {list(RETRIEVAL_MODES)}, got {mode!r}")
+    check_choice(mode, "retrieval", tuple(RETRIEVAL_MODES))
     return mode
 
 
@@ -55,8 +61,7 @@ def check_min_relevance(ctx: MemoryContext, min_relevance: float | None) -> floa
         ValidationError: not a number in [0, 1].
     """
     threshold = ctx.config.min_relevance if min_relevance is None else min_relevance
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
-        raise ValidationError(f"min_relevance must be a number in [0, 1], got {threshold!r}")
+    check_fraction(threshold, "min_relevance")
     return float(threshold)
 
 
@@ -81,7 +86,11 @@ def recall_episodes(
         now=at,
     )
     flt = scoped_recall_filter(
-        flt, at=at, as_of=options.as_of, known_at=options.known_at, include_archived=options.include_archived
+        flt,
+        at=at,
+        as_of=options.as_of,
+        known_at=options.known_at,
+        include_archived=check_flag(options.include_archived, "include_archived"),
     )
     if query is None:
         return [RecallHit(episode=ep) for ep in ctx.store.list_recent(flt, limit)]

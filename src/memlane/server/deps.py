@@ -5,9 +5,8 @@
 * :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminTenant`
   also requires the key's role to be ``admin`` (403 otherwise): destructive, tenant-wide
   operations (forget, compact, prune) use it.
-* :func:`checked_body` applies one :class:`memlane.arguments.ArgumentSpec` to a JSON body
-  (the one argument policy), :func:`body_doc` documents that body in OpenAPI from the tool
-  schema, and :func:`wire` returns a :mod:`memlane.wire` result as the response as is.
+* :func:`wire` returns a :mod:`memlane.wire` result as the response as is (the
+  bodies are the request types of :mod:`memlane.operations.requests`).
 """
 
 from __future__ import annotations
@@ -16,19 +15,18 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from memlane import EpisodicMemory
-from memlane.arguments import ArgumentSpec, check_arguments
 from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
 from memlane.server.errors import SafeJSONResponse
-from memlane.validation import check_limit
+from memlane.validation import VISIBLE_PATTERN, check_limit
 
 __all__ = [
     "ADMIN_ONLY",
@@ -39,14 +37,14 @@ __all__ = [
     "AppState",
     "ErrorDetail",
     "ErrorOut",
+    "IdPath",
     "MemoryFactory",
     "ScopeName",
     "SessionId",
     "State",
     "Tenant",
-    "body_doc",
-    "checked_body",
     "wire",
+    "with_body",
 ]
 
 API_PREFIX = "/v1"
@@ -56,6 +54,17 @@ MemoryFactory = Callable[[], EpisodicMemory]
 """Opens the app's memory at startup; the app closes it at shutdown."""
 
 # -- wire formats ------------------------------------------------------------------------
+
+IdPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=200,
+        pattern=VISIBLE_PATTERN,
+        description="An id (1-200 characters, not blank).",
+    ),
+]
+"""An episode or session id in a path (what :func:`memlane.validation.check_identifier` accepts)."""
 
 SessionId = Annotated[
     str,
@@ -190,6 +199,7 @@ AdminTenant = Annotated[str, Depends(_admin_tenant)]
 State = Annotated[AppState, Depends(app_state)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "The body is not valid JSON."},
     401: {"model": ErrorOut, "description": "Missing or unknown API key."},
     413: {"model": ErrorOut, "description": "Request body too large."},
     422: {"model": ErrorOut, "description": "Invalid request."},
@@ -204,21 +214,22 @@ ADMIN_ONLY: dict[int | str, dict[str, Any]] = {
 }
 
 
-def checked_body(body: object, spec: ArgumentSpec) -> dict[str, Any]:
-    """A JSON request body checked by the one argument policy (a bad body -> 422 ValidationError)."""
-    return check_arguments({} if body is None else body, spec)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def body_doc(
-    schema: Mapping[str, Any], example: Mapping[str, Any], *, required: bool = True
-) -> dict[str, Any]:
-    """``openapi_extra`` documenting a JSON body: its schema (the tool schemas) and an example."""
-    return {
-        "requestBody": {
-            "required": required,
-            "content": {"application/json": {"schema": dict(schema), "example": dict(example)}},
-        }
-    }
+def with_body(model: type[BaseModel], *, optional: bool = False) -> Callable[[F], F]:
+    """Declare a route's ``body`` parameter as ``model`` (a request type built per app, for FastAPI).
+
+    The route is written against :class:`memlane.operations.requests.Request` (what mypy
+    checks); FastAPI reads the annotation set here, so the OpenAPI body is ``model``.
+    With ``optional``, a missing or ``null`` body is ``None`` (every field of ``model`` is optional).
+    """
+
+    def declare(route: F) -> F:
+        route.__annotations__["body"] = (model | None) if optional else model
+        return route
+
+    return declare
 
 
 def wire(result: Mapping[str, Any], status_code: int = 200) -> SafeJSONResponse:

@@ -29,7 +29,7 @@ malformed request, bad value           422     :class:`~memlane.errors.Validatio
 For 4xx errors the message is memlane's own (it describes the client's input). For 5xx
 errors the message is generic — store and embedder messages can contain file paths or
 hostnames — and the details are logged instead. A request body refused by the shared
-argument policy (:mod:`memlane.arguments`) gets the policy's message as is, exactly as the
+argument policy (:mod:`memlane.operations.arguments`) gets the policy's message as is, exactly as the
 Python API and the tools word it. Every body is written by :class:`SafeJSONResponse`, which
 never fails to encode (a lone surrogate in a message becomes a ``\\udc00`` escape), so a
 bad character is a 422, never a 500 that drops the connection.
@@ -47,6 +47,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memlane.errors import (
     ConfigError,
@@ -149,10 +150,23 @@ async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
     return SafeJSONResponse(error_body(type(exc).__name__, message), status_code=status)
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method the request's path supports (Starlette names only the first matching route's)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else _status_type(exc.status_code)
-    return http_error_response(exc.status_code, message, exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return http_error_response(exc.status_code, message, headers or None)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

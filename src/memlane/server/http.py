@@ -25,7 +25,7 @@ Limits: request bodies over ``server.max_request_bytes`` (default 1 MiB) are ref
 The memory inspector (read-only web pages) is mounted at ``/inspect``: log in with an API
 key; ``admin`` keys may view every tenant (:mod:`memlane.server.inspector`).
 
-Arguments: request bodies are checked by :mod:`memlane.arguments` before anything else (the
+Arguments: request bodies are checked by :mod:`memlane.operations.arguments` before anything else (the
 policy shared with Python, tool calls and MCP: strict types, unknown fields refused, the
 same ``ValidationError`` message), so a bad value is a 422 whose message is the Python
 API's own. Responses never fail to encode (:class:`memlane.server.errors.SafeJSONResponse`).
@@ -35,147 +35,50 @@ Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in
 server's thread pool; the memory is opened when the app starts and closed when it stops.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from memlane import __version__, operations
+from memlane import EpisodicMemory, __version__
 from memlane import wire as wire_format
-from memlane.arguments import HTTP_REMEMBER_ARGUMENTS, check_arguments, http_recall_arguments
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Scope
-from memlane.recall import PRESETS, RETRIEVAL_MODES
+from memlane.operations import handlers as operations
+from memlane.operations.fields import Request, bounded
+from memlane.operations.requests import RecallBody, RememberBody
 from memlane.server.deps import (
     API_PREFIX,
     ERRORS,
     NOT_FOUND,
     SCOPE_HELP,
     AppState,
+    IdPath,
     MemoryFactory,
     ScopeName,
-    SessionId,
     State,
     Tenant,
     wire,
+    with_body,
 )
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
 from memlane.server.inspector.routes import install_inspector
-from memlane.server.routes_lifecycle import router as lifecycle_router
-from memlane.server.routes_sessions import router as sessions_router
-from memlane.server.schemas import EpisodeList, EpisodeOut, RecallResponse
-from memlane.validation import MAX_LIMIT
+from memlane.server.routes_lifecycle import lifecycle_router
+from memlane.server.routes_sessions import sessions_router
+from memlane.server.schemas import CompactEpisodeOut, EpisodeList, EpisodeOut, RecallResponse
 
-__all__ = ["API_PREFIX", "BodySizeLimit", "create_app"]
+__all__ = ["API_PREFIX", "BodySizeLimit", "create_app", "episodes_router"]
 
 logger = logging.getLogger(__name__)
-
-
-class RememberRequest(BaseModel):
-    """An episode to remember for the key's tenant."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    event_type: str = Field(
-        min_length=1, max_length=200, description="Category label, e.g. 'preference' (case-sensitive)."
-    )
-    content: str = Field(
-        min_length=1, description="The text to remember; it is embedded for semantic recall."
-    )
-    tags: list[str] = Field(
-        default_factory=list, description="Labels for AND filtering; normalised to lower case."
-    )
-    importance: float | None = Field(
-        default=None, description="Rating 1-10, clamped to that range; null = unrated (scored 0.5)."
-    )
-    created_at: datetime | None = Field(
-        default=None, description="When it happened (ISO 8601 with timezone). Default: now."
-    )
-    metadata: dict[str, Any] | None = Field(default=None, description="A JSON object stored alongside.")
-    session_id: SessionId | None = None
-    detail: Literal["compact", "full"] | None = Field(
-        default=None, description="'full' (default on HTTP) or 'compact' (the tools' form)."
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _policy(cls, data: Any) -> Any:
-        """The shared argument policy (:mod:`memlane.arguments`) runs first."""
-        return check_arguments(data, HTTP_REMEMBER_ARGUMENTS)
-
-
-class Weights(BaseModel):
-    """Custom ranking weights; only their ratios matter. Missing keys weigh 0."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    relevance: float = Field(default=0.0, ge=0)
-    recency: float = Field(default=0.0, ge=0)
-    importance: float = Field(default=0.0, ge=0)
-
-
-_HTTP_RECALL_ARGUMENTS = http_recall_arguments(MAX_LIMIT)
-
-
-class RecallRequest(BaseModel):
-    """A recall within the key's tenant."""
-
-    query: str | None = Field(
-        default=None, min_length=1, description="Natural-language query; omit for newest-first listing."
-    )
-    event_type: str | None = Field(default=None, min_length=1, description="Exact event type to match.")
-    tags: list[str] = Field(default_factory=list, description="Tags that must ALL be present.")
-    limit: int | None = Field(
-        default=None, ge=1, description="Maximum hits (default: the configured default)."
-    )
-    session_id: SessionId | None = None
-    scope: ScopeName | None = Field(default=None, description=SCOPE_HELP)
-    preset: str | None = Field(
-        default=None, description=f"Named ranking weights: {', '.join(PRESETS)}. Default: balanced."
-    )
-    weights: Weights | None = Field(default=None, description="Custom weights (instead of preset).")
-    now: datetime | None = Field(
-        default=None, description="Reference time for recency (ISO 8601 with timezone). Default: now."
-    )
-    retrieval: Literal[RETRIEVAL_MODES] | None = Field(  # type: ignore[valid-type]
-        default=None, description="hybrid, dense or keyword. Default: the configured mode."
-    )
-    min_relevance: float | None = Field(
-        default=None, ge=0, le=1, description="Drop ranked hits whose relevance is below this."
-    )
-    as_of: datetime | None = Field(default=None, description="Valid time: what was true then (ISO 8601).")
-    known_at: datetime | None = Field(
-        default=None, description="Transaction time: what memlane held as current then (ISO 8601)."
-    )
-    include_archived: bool | None = Field(default=None, description="Also return archived episodes.")
-    detail: Literal["compact", "full"] | None = Field(
-        default=None, description="'full' (default on HTTP) or 'compact' (the tools' form)."
-    )
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [{"query": "seat preference on flights", "limit": 5, "retrieval": "hybrid"}]
-        },
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _policy(cls, data: Any) -> Any:
-        """The shared argument policy (:mod:`memlane.arguments`); ``limit``'s maximum is checked per app."""
-        return check_arguments(data, _HTTP_RECALL_ARGUMENTS)
 
 
 class Health(BaseModel):
@@ -185,91 +88,112 @@ class Health(BaseModel):
     version: str
 
 
-router = APIRouter(prefix=API_PREFIX, responses=ERRORS, tags=["episodes"])
+class EpisodeQuery(BaseModel):
+    """The filters of a listing or an export (query parameters)."""
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    scope: ScopeName | None = Field(default=None, description=SCOPE_HELP)
+    event_type: str | None = Field(default=None, min_length=1, max_length=200)
+    tag: list[str] | None = Field(default=None, description="Repeatable; episodes must have ALL tags.")
+
+    def memory(self, state: AppState, tenant: str) -> EpisodicMemory:
+        """The memory these filters read (the session and scope within the tenant)."""
+        return state.context(tenant, self.session_id, self.scope)
 
 
-@router.post("/episodes", status_code=201, response_model=EpisodeOut, summary="Remember an episode")
-def remember(body: RememberRequest, tenant: Tenant, state: State) -> Response:
-    """Append one episode for the key's tenant (and ``session_id``) and return it with its new id."""
-    memory = state.context(tenant, body.session_id, None)
-    args = body.model_dump(exclude_none=True, exclude={"session_id"})
-    return wire(operations.remember_episode(memory, args, "full")["episode"], status_code=201)
+Where = Annotated[EpisodeQuery, Query()]
 
 
-@router.post("/recall", response_model=RecallResponse, summary="Recall episodes")
-def recall(body: RecallRequest, tenant: Tenant, state: State) -> Response:
-    """Ranked recall by ``query`` (with a score breakdown per hit), or newest first without one.
+def episodes_router(max_limit: int) -> APIRouter:
+    """The episode routes (``/v1/episodes``, ``/v1/recall``, ``/v1/export``) for one ``max_limit``.
 
-    ``as_of``/``known_at`` ask the time model (README: Time model); ``retrieval`` and
-    ``min_relevance`` override the configured ones for this call.
+    The bodies are the operations' request types (:mod:`memlane.operations.requests`) with
+    their counts bounded by ``max_limit``, so the OpenAPI document says what the checks accept.
     """
-    state.check_limit(body.limit)
-    if body.preset is not None and body.weights is not None:
-        raise ValidationError("give either preset or weights, not both")
-    memory = state.context(tenant, body.session_id, body.scope)
-    args = body.model_dump(exclude_none=True, exclude={"session_id", "scope"})
-    return wire(operations.recall_episodes(memory, args, "full", key="hits"))
+    router = APIRouter(prefix=API_PREFIX, responses=ERRORS, tags=["episodes"])
+    remember_body = bounded(RememberBody, max_limit)
+    recall_body = bounded(RecallBody, max_limit)
+
+    @router.post(
+        "/episodes",
+        status_code=201,
+        response_model=EpisodeOut | CompactEpisodeOut,
+        summary="Remember an episode",
+    )
+    @with_body(remember_body)
+    def remember(body: Request, tenant: Tenant, state: State) -> Response:
+        """Append one episode for the key's tenant (and ``session_id``) and return it with its new id."""
+        args = body.arguments()
+        memory = state.context(tenant, args.pop("session_id", None), None)
+        return wire(operations.remember_episode(memory, args, "full")["episode"], status_code=201)
+
+    @router.post("/recall", response_model=RecallResponse, summary="Recall episodes")
+    @with_body(recall_body, optional=True)
+    def recall(tenant: Tenant, state: State, body: Request | None = None) -> Response:
+        """Ranked recall by ``query`` (with a score breakdown per hit), or newest first without one.
+
+        ``as_of``/``known_at`` ask the time model (README: Time model); ``retrieval`` and
+        ``min_relevance`` override the configured ones for this call.
+        """
+        args: dict[str, Any] = {} if body is None else body.arguments()
+        if "preset" in args and "weights" in args:
+            raise ValidationError("give either preset or weights, not both")
+        memory = state.context(tenant, args.pop("session_id", None), args.pop("scope", None))
+        return wire(operations.recall_episodes(memory, args, "full", key="hits"))
+
+    _read_routes(router, max_limit)
+    return router
 
 
-@router.get("/episodes", response_model=EpisodeList, summary="List episodes, newest first")
-def list_episodes(
-    tenant: Tenant,
-    state: State,
-    session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    scope: Annotated[ScopeName | None, Query(description=SCOPE_HELP)] = None,
-    event_type: Annotated[str | None, Query(min_length=1)] = None,
-    tag: Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")] = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
-) -> Response:
-    """The newest episodes in scope that match the filters (no embedding involved)."""
-    state.check_limit(limit)
-    memory = state.context(tenant, session_id, scope)
-    hits = memory.recall_episodes(None, event_type, tag or [], limit)
-    return wire({"count": len(hits), "episodes": [wire_format.episode(h.episode) for h in hits]})
+def _read_routes(router: APIRouter, max_limit: int) -> None:
+    limit_query = Annotated[
+        int | None,
+        Query(description=f"1-{max_limit}.", json_schema_extra={"minimum": 1, "maximum": max_limit}),
+    ]
 
+    @router.get("/episodes", response_model=EpisodeList, summary="List episodes, newest first")
+    def list_episodes(tenant: Tenant, state: State, where: Where, limit: limit_query = None) -> Response:
+        """The newest episodes in scope that match the filters (no embedding involved)."""
+        state.check_limit(limit)
+        hits = where.memory(state, tenant).recall_episodes(None, where.event_type, where.tag or [], limit)
+        return wire({"count": len(hits), "episodes": [wire_format.episode(h.episode) for h in hits]})
 
-@router.get(
-    "/export",
-    summary="Export episodes as JSON Lines",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"application/x-ndjson": {}}, "description": "One episode per line."}},
-)
-def export(
-    tenant: Tenant,
-    state: State,
-    session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    scope: Annotated[ScopeName | None, Query(description=SCOPE_HELP)] = None,
-    event_type: Annotated[str | None, Query(min_length=1)] = None,
-    tag: Annotated[list[str] | None, Query(description="Repeatable; episodes must have ALL tags.")] = None,
-) -> StreamingResponse:
-    """Every episode in scope, oldest first, one JSON object per line (the ``memlane export`` format)."""
-    memory = state.context(tenant, session_id, scope)
-    episodes = memory.iter_episodes(event_type=event_type, tags=tag or [])
+    @router.get(
+        "/export",
+        summary="Export episodes as JSON Lines",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"application/x-ndjson": {}}, "description": "One episode per line."}},
+    )
+    def export(tenant: Tenant, state: State, where: Where) -> StreamingResponse:
+        """Every episode in scope, oldest first, one JSON object per line (the ``memlane export`` format)."""
+        episodes = where.memory(state, tenant).iter_episodes(
+            event_type=where.event_type, tags=where.tag or []
+        )
 
-    def lines() -> Iterator[bytes]:
-        for episode in episodes:
-            yield (json.dumps(episode.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+        def lines() -> Iterator[bytes]:
+            for episode in episodes:
+                yield (json.dumps(episode.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
 
-    return StreamingResponse(lines(), media_type="application/x-ndjson")
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
 
+    @router.get(
+        "/episodes/{episode_id}", response_model=EpisodeOut, responses=NOT_FOUND, summary="Get an episode"
+    )
+    def get_episode(episode_id: IdPath, tenant: Tenant, state: State) -> Response:
+        """One episode of the key's tenant (any session); 404 if unknown or another tenant's."""
+        episode = state.context(tenant, None, Scope.TENANT.value).get_episode(episode_id)
+        if episode is None:
+            raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
+        return wire(wire_format.episode(episode))
 
-@router.get(
-    "/episodes/{episode_id}", response_model=EpisodeOut, responses=NOT_FOUND, summary="Get an episode"
-)
-def get_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
-    """One episode of the key's tenant (any session); 404 if unknown or another tenant's."""
-    episode = state.context(tenant, None, Scope.TENANT.value).get_episode(episode_id)
-    if episode is None:
-        raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
-    return wire(wire_format.episode(episode))
-
-
-@router.delete("/episodes/{episode_id}", status_code=204, responses=NOT_FOUND, summary="Delete an episode")
-def delete_episode(episode_id: str, tenant: Tenant, state: State) -> Response:
-    """Delete one episode of the key's tenant (any session); 404 if unknown or another tenant's."""
-    if not state.context(tenant, None, Scope.TENANT.value).delete_episode(episode_id):
-        raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
-    return Response(status_code=204)
+    @router.delete(
+        "/episodes/{episode_id}", status_code=204, responses=NOT_FOUND, summary="Delete an episode"
+    )
+    def delete_episode(episode_id: IdPath, tenant: Tenant, state: State) -> Response:
+        """Delete one episode of the key's tenant (any session); 404 if unknown or another tenant's."""
+        if not state.context(tenant, None, Scope.TENANT.value).delete_episode(episode_id):
+            raise HTTPException(status_code=404, detail=f"no episode {episode_id!r}")
+        return Response(status_code=204)
 
 
 health_router = APIRouter(tags=["health"])
@@ -380,8 +304,8 @@ def create_app(
     app.state.memlane = state
     install_error_handlers(app)
     app.include_router(health_router)
-    app.include_router(router)
-    app.include_router(sessions_router)
-    app.include_router(lifecycle_router)
+    app.include_router(episodes_router(max_limit))
+    app.include_router(sessions_router(max_limit))
+    app.include_router(lifecycle_router(max_limit))
     install_inspector(app, state.base, settings, max_limit=max_limit)  # /inspect (server/inspector/)
     return app

@@ -13,7 +13,7 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
   :mod:`memlane.tools` (one definition for every interface). The client's arguments reach
   :meth:`memlane.tools.MemoryTools.handle_tool_call` exactly as sent (the SDK's own argument
   model, which would drop unknown arguments, is bypassed), so the one argument policy of
-  :mod:`memlane.arguments` applies: unknown arguments, wrong types and bad values are a tool
+  :mod:`memlane.operations.arguments` applies: unknown arguments, wrong types and bad values are a tool
   error ``ValidationError``, as in Python, tool calls and HTTP.
 * Text the SDK cannot even decode — a JSON string escape of a lone UTF-16 surrogate such as
   ``"\\udc00"``, which the SDK's JSON parser refuses, so the request would get no answer at
@@ -202,13 +202,28 @@ def create_mcp_server(
     return _server(tools, name)
 
 
+class _MemoryServer(MCPServer[Any]):
+    """The SDK's server, except that a call to an unknown tool gets memlane's JSON error
+    (``UnknownTool``, with the available tools) like every other failed call, not the SDK's
+    plain text ``Unknown tool: nope``."""
+
+    memory_tools: MemoryTools | None = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Run tool ``name``; an unknown name is answered with :func:`memlane.tools.tool_error`'s envelope."""
+        tools = self.memory_tools
+        if tools is not None and name not in tools.names:
+            return to_call_tool_result(tools.handle_tool_call(name, arguments))
+        return await super().call_tool(name, arguments, context)
+
+
 def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
     # MCPServer() calls logging.basicConfig(); memlane is a library and configures no logging
     # handlers, so the root logger is put back the way the application had it.
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        return MCPServer(
+        server = _MemoryServer(
             name,
             title="memlane episodic memory",
             instructions=SERVER_INSTRUCTIONS,
@@ -216,6 +231,8 @@ def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
             tools=[_tool(tools, d) for d in tools.definitions],
             log_level="WARNING",
         )
+        server.memory_tools = tools
+        return server
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)

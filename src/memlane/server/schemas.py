@@ -25,12 +25,22 @@ from memlane.sessions import SessionEpisode, SessionSnippet
 __all__ = [
     "BreakdownOut",
     "CompactEpisodeOut",
+    "CompactReportOut",
+    "ContextOut",
+    "ContradictionsOut",
     "EpisodeList",
     "EpisodeOut",
+    "ForgetReportOut",
     "HitOut",
+    "MessagesOut",
+    "PruneOut",
     "RecallResponse",
+    "RecentSessionsOut",
+    "SearchSessionsOut",
     "SessionOut",
     "SnippetOut",
+    "StatsOut",
+    "SupersedeOut",
     "model_for",
 ]
 
@@ -120,3 +130,124 @@ class EpisodeList(BaseModel):
 
     count: int
     episodes: list[EpisodeOut]  # type: ignore[valid-type]
+
+
+AnyEpisodeOut = EpisodeOut | CompactEpisodeOut
+"""The full form (HTTP's default) or the compact one (``detail: "compact"``)."""
+
+
+class SupersedeOut(BaseModel):
+    """The new episode and the id of the one it replaced."""
+
+    episode: AnyEpisodeOut  # type: ignore[valid-type]
+    superseded: str
+
+
+class CandidateOut(BaseModel):
+    """A current episode the new text may contradict."""
+
+    episode: AnyEpisodeOut  # type: ignore[valid-type]
+    score: float
+    reason: str
+
+
+class ContradictionsOut(BaseModel):
+    """Candidates, most similar first."""
+
+    count: int
+    candidates: list[CandidateOut]
+
+
+class CompactMessageOut(BaseModel):
+    """One turn of a compact snippet."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: Any = None
+    matched: bool | None = None
+
+
+class CompactSnippetOut(BaseModel):
+    """A compact passage (``detail: "compact"``)."""
+
+    session_id: str
+    when: str = Field(json_schema_extra={"format": "date-time"})
+    score: float
+    why: str
+    messages: list[CompactMessageOut]
+
+
+class SearchSessionsOut(BaseModel):
+    """Passages, best first."""
+
+    count: int
+    snippets: list[SnippetOut | CompactSnippetOut]  # type: ignore[valid-type]
+
+
+class RecentSessionsOut(BaseModel):
+    """Sessions, newest first."""
+
+    count: int
+    sessions: list[SessionOut]  # type: ignore[valid-type]
+
+
+class ContextItemOut(BaseModel):
+    """One item of the block: ``at`` and ``breakdown`` in the full form, ``when`` in the compact one."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str
+    label: str
+
+
+class ContextOut(BaseModel):
+    """The ``[Past Conversation Context]`` block (the full form adds budget, tokenizer and counts)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    text: str
+    tokens: int
+    items: list[ContextItemOut]
+
+
+class MessagesOut(BaseModel):
+    """The messages with the context block inserted."""
+
+    messages: list[dict[str, Any]]
+
+
+class StatsOut(BaseModel):
+    """What the key's tenant holds."""
+
+    model_config = ConfigDict(extra="allow")
+
+    episodes: int
+    active: int
+
+
+class ForgetReportOut(BaseModel):
+    """What a forgetting pass did (or would do)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    dry_run: bool
+    count: int
+    episodes: list[dict[str, Any]]
+
+
+class CompactReportOut(BaseModel):
+    """What a compaction did (or would do)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    dry_run: bool
+    archived: int
+    merges: list[dict[str, Any]]
+
+
+class PruneOut(BaseModel):
+    """Episodes deleted (or that would be) by the retention."""
+
+    dry_run: bool
+    episodes: int

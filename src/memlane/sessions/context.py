@@ -54,6 +54,7 @@ from memlane.models import RecallHit, ScoreBreakdown
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SYSTEM_ROLES, SessionSnippet
 from memlane.sessions.tokens import TokenCounter
+from memlane.validation import check_choice, check_fraction
 
 __all__ = [
     "CONTEXT_FOOTER",
@@ -271,12 +272,8 @@ def assemble_context(
         ValidationError: a bad ``token_budget`` or ``min_relevance``.
     """
     budget = check_budget(token_budget)
-    if min_relevance is not None and (
-        isinstance(min_relevance, bool)
-        or not isinstance(min_relevance, int | float)
-        or not 0.0 <= min_relevance <= 1.0
-    ):
-        raise ValidationError(f"min_relevance must be a number in [0, 1] or None, got {min_relevance!r}")
+    if min_relevance is not None:
+        check_fraction(min_relevance, "min_relevance")
     ordered = sorted(
         candidates,
         key=lambda c: (-c.breakdown.score, -c.at.timestamp(), c.kind != "conversation", c.label),
@@ -341,8 +338,7 @@ def inject_block(
     Raises:
         ValidationError: an unknown placement.
     """
-    if placement not in ("system", "user"):
-        raise ValidationError(f"placement must be 'system' or 'user', got {placement!r}")
+    check_choice(placement, "placement", ("system", "user"))
     out = [copy.deepcopy(dict(m)) for m in messages]
     if not block:
         return out

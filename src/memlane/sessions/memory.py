@@ -48,7 +48,7 @@ from memlane.stores.sessions_base import (
     SupportsSessions,
     WindowInput,
 )
-from memlane.validation import check_identifier, check_limit, check_text, normalize_metadata
+from memlane.validation import check_flag, check_identifier, check_limit, check_text, normalize_metadata
 
 __all__ = ["SessionMemory"]
 
@@ -185,7 +185,7 @@ class SessionMemory:
             ],
             embedding_model=None if turns and vectors is None else self._ctx.embedder.model_id,
         )
-        header = self.store.insert_session(write, vectors, append=append)
+        header = self.store.insert_session(write, vectors, append=check_flag(append, "append"))
         if header.message_count == len(parsed):
             return self._episode(header, parsed)
         return self._episode(header, self._messages(header))
@@ -437,7 +437,7 @@ class SessionMemory:
         at = self._ctx.now(now)
         candidates: list[ContextItem] = []
         owner = self._owner(agent_id, user_id)
-        if budget > 0 and include_sessions:
+        if budget > 0 and check_flag(include_sessions, "include_sessions"):
             for snippet in self.search_sessions(
                 owner.agent_id,
                 owner.user_id,
@@ -449,7 +449,7 @@ class SessionMemory:
                 exclude_session_id=exclude_session_id,
             ):
                 candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
-        if budget > 0 and include_events:
+        if budget > 0 and check_flag(include_events, "include_events"):
             hits: list[RecallHit] = recall_episodes(
                 self._ctx,
                 query,

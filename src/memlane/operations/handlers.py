@@ -1,7 +1,7 @@
 """The operations every interface runs: checked arguments in, a wire-format result out.
 
 One function per operation takes a memory and arguments already checked by
-:mod:`memlane.arguments` and returns the JSON result that :mod:`memlane.tools` (and so the
+:mod:`memlane.operations.arguments` and returns the JSON result that :mod:`memlane.tools` (and so the
 MCP server) and the HTTP API send, encoded by :mod:`memlane.wire`. The interfaces differ
 only in where the arguments come from (a model's tool call, a request body, a path) and in
 the default ``detail``: ``"compact"`` for tools and MCP (a model reads it), ``"full"`` for

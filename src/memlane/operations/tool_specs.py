@@ -1,0 +1,122 @@
+"""The agent tools: each tool's name, its description for a model, and its request type.
+
+The arguments of every tool are declared once, by its request in
+:mod:`memlane.operations.requests`; :mod:`memlane.tools` generates the JSON schemas (OpenAI,
+Anthropic, the neutral form the MCP server publishes) and the checks from them. The
+descriptions are written for a model choosing between the tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from memlane.operations import requests as r
+from memlane.operations.fields import Request
+
+__all__ = [
+    "CONTRADICTIONS",
+    "EPISODE_HISTORY",
+    "GET_CONTEXT",
+    "RECALL_EPISODES",
+    "REMEMBER_EPISODE",
+    "SEARCH_SESSIONS",
+    "SUPERSEDE_EPISODE",
+    "TOOLS",
+    "ToolSpec",
+]
+
+REMEMBER_EPISODE: Final = "remember_episode"
+RECALL_EPISODES: Final = "recall_episodes"
+SEARCH_SESSIONS: Final = "search_sessions"
+GET_CONTEXT: Final = "get_context"
+SUPERSEDE_EPISODE: Final = "supersede_episode"
+EPISODE_HISTORY: Final = "episode_history"
+CONTRADICTIONS: Final = "find_contradictions"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One agent tool.
+
+    Attributes:
+        name: The tool's name (its request's ``OPERATION``).
+        description: What it does, written for a model.
+        request: Its arguments, declared once.
+    """
+
+    name: str
+    description: str
+    request: type[Request]
+
+
+TOOLS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        REMEMBER_EPISODE,
+        (
+            "Save an episode to long-term memory: something worth knowing in a later turn or a future "
+            "session, such as a user preference, a decision, a fact learned, the outcome of a task or a "
+            "failure to avoid repeating. Write the content so it makes sense on its own later, without "
+            "the current conversation (who, what, and why). Do not save secrets (passwords, keys) or "
+            "trivial chit-chat. Saved episodes are found again with recall_episodes."
+        ),
+        r.RememberRequest,
+    ),
+    ToolSpec(
+        RECALL_EPISODES,
+        (
+            "Search long-term memory for past episodes. With a query, episodes are ranked by a score in "
+            "[0, 1] that combines relevance to the query, recency and importance; each result shows "
+            "that breakdown. Without a query, the newest episodes matching the filters are returned. "
+            "Use it before answering or acting when past preferences, decisions or outcomes may matter. "
+            "Filters narrow the search; they never widen it."
+        ),
+        r.RecallRequest,
+    ),
+    ToolSpec(
+        GET_CONTEXT,
+        (
+            "Get the relevant past context for answering the user's latest message, as one ready-to-read "
+            "block: the best-matching passages of earlier conversations with this user and the best "
+            "matching remembered episodes, ranked and cut to a token budget. Call it first, before "
+            "answering a message that may depend on earlier conversations; pass the user's message "
+        ),
+        r.ContextRequest,
+    ),
+    ToolSpec(
+        SEARCH_SESSIONS,
+        (
+            "Search earlier conversations with this user for passages about something ('what did we "
+            "say about the hotel?'). Returns the best-matching turns with the turns around them, each "
+            "with its date and score. Use recall_episodes for saved facts and preferences instead, "
+        ),
+        r.SearchSessionsRequest,
+    ),
+    ToolSpec(
+        SUPERSEDE_EPISODE,
+        (
+            "Replace a remembered fact that is no longer true with its new version, e.g. the user moved "
+            "from Berlin to Lisbon, or a decision was reversed. Give the id of the old episode (from "
+            "recall_episodes) and the new content. The old one is kept as history (episode_history "
+            "shows it; it no longer appears in normal recalls). Use remember_episode for new facts "
+        ),
+        r.SupersedeRequest,
+    ),
+    ToolSpec(
+        EPISODE_HISTORY,
+        (
+            "Show how a remembered fact changed over time: every version of it, oldest first, with when "
+            "each was true (valid_until) and what replaced it (superseded_by). Use it when asked what "
+        ),
+        r.HistoryRequest,
+    ),
+    ToolSpec(
+        CONTRADICTIONS,
+        (
+            "Before saving a fact, check whether it may contradict facts already remembered: returns "
+            "current episodes that are very similar (same event_type or a shared tag), with a "
+        ),
+        r.ContradictionsRequest,
+    ),
+)
+"""Every tool, in registration order; each request's ``OPERATION`` is the tool's name."""
