@@ -399,7 +399,7 @@ def _random_result(random_scores: Sequence[SessionQuestionScore]) -> Configurati
     )
 
 
-def run_locomo_sessions(  # noqa: PLR0913  (limit debt, #19)
+def run_locomo_sessions(  # noqa: PLR0913  (keyword-only options = `memlane sessions eval` flags)
     path: str | Path,
     *,
     embedder: Embedder,

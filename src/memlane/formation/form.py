@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["form_episodes"]
 
 
-def form_episodes(  # noqa: PLR0913  (limit debt, #19)
+def form_episodes(  # noqa: PLR0913  (keyword-only options = `memlane form` flags)
     memory: EpisodicMemory,
     messages: Sequence[Mapping[str, Any]],
     *,

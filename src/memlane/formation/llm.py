@@ -412,7 +412,7 @@ class OpenAICompatibleLLM:
         ValidationError: an argument out of range.
     """
 
-    def __init__(  # noqa: PLR0913  (limit debt, #19)
+    def __init__(  # noqa: PLR0913  (keyword-only client options, as openai.OpenAI takes them)
         self,
         model: str,
         *,

@@ -32,9 +32,9 @@ filters, scores and ranks.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -223,7 +223,7 @@ def merge_episodes(members: Sequence[Episode], *, new_id: str, now: datetime, mi
     )
 
 
-def compact(  # noqa: C901  (limit debt, #19)
+def compact(
     store: Store,
     scope: EpisodeFilter,
     *,
@@ -253,13 +253,7 @@ def compact(  # noqa: C901  (limit debt, #19)
         EpisodeNotFoundError: an episode was archived or superseded concurrently (that cluster
             is left as it was; clusters merged before stay merged). StoreError: the store failed.
     """
-    if isinstance(similarity, bool) or not isinstance(similarity, int | float) or not 0.0 < similarity < 1.0:
-        raise ValidationError(f"similarity must be a number in (0, 1), got {similarity!r}")
-    days = never_retrieved_older_than_days
-    if days is not None and (
-        isinstance(days, bool) or not isinstance(days, int | float) or not 0.0 < days < float("inf")
-    ):
-        raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
+    similarity, days = _check_options(similarity, never_retrieved_older_than_days)
     flt = replace(scope, exclude_archived=True, still_valid_at=at, current_at=at)
     store.flush()  # merged episodes sum retrieve_count: write the buffered counts first
     active = [ep for ep in store.iter_episodes(flt) if not ep.session_scoped]
@@ -269,17 +263,63 @@ def compact(  # noqa: C901  (limit debt, #19)
             never_forget_from is not None and ep.importance is not None and ep.importance >= never_forget_from
         )
 
-    cutoff = None if days is None else at - timedelta(days=float(days))
-    stale: list[Episode] = []
-    if cutoff is not None:
-        stale = [
+    cutoff = _cutoff(at, days)
+    stale = (
+        []
+        if cutoff is None
+        else [
             ep for ep in active if ep.retrieve_count == 0 and ep.created_at < cutoff and not never_forget(ep)
         ]
+    )
     stale_ids = {ep.id for ep in stale}
+    merges = _merges(store, [ep for ep in active if ep.id not in stale_ids], similarity, never_forget, at)
+    if not dry_run:
+        _apply(store, stale, merges, similarity, at)
+    return CompactionReport(
+        dry_run=dry_run,
+        similarity=similarity,
+        now=at,
+        cutoff=cutoff,
+        active_before=len(active),
+        merges=tuple(group for group, _ in merges),
+        stale=tuple(stale),
+    )
+
+
+def _check_options(similarity: object, days: object) -> tuple[float, float | None]:
+    """``(similarity, never_retrieved_older_than_days)`` checked (see :func:`compact`)."""
+    if isinstance(similarity, bool) or not isinstance(similarity, int | float) or not 0.0 < similarity < 1.0:
+        raise ValidationError(f"similarity must be a number in (0, 1), got {similarity!r}")
+    if days is not None and (
+        isinstance(days, bool) or not isinstance(days, int | float) or not 0.0 < days < float("inf")
+    ):
+        raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
+    return float(similarity), None if days is None else float(days)
+
+
+def _cutoff(at: datetime, days: float | None) -> datetime | None:
+    """``at - days``: episodes created before it are stale; the earliest datetime when that is
+    before year 1 (then no episode is old enough), ``None`` without stale archiving."""
+    if days is None:
+        return None
+    try:
+        return at - timedelta(days=days)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _merges(
+    store: Store,
+    kept: list[Episode],
+    similarity: float,
+    never_forget: Callable[[Episode], bool],
+    at: datetime,
+) -> list[tuple[MergeGroup, NDArray[np.float32]]]:
+    """The near-duplicate clusters of ``kept`` (per tenant and event type), each merged, with
+    the vector the merged episode takes (its representative's)."""
     groups: dict[tuple[str, str], list[Episode]] = {}
-    for ep in active:
-        if ep.id not in stale_ids:
-            groups.setdefault((ep.tenant_id, ep.event_type), []).append(ep)
+    for ep in kept:
+        groups.setdefault((ep.tenant_id, ep.event_type), []).append(ep)
     vectors = store.vectors([ep.id for members in groups.values() for ep in members])
     merges: list[tuple[MergeGroup, NDArray[np.float32]]] = []
     for key in sorted(groups):
@@ -287,30 +327,31 @@ def compact(  # noqa: C901  (limit debt, #19)
         if len(members) < 2:
             continue
         matrix = np.stack([vectors[ep.id] for ep in members])
-        for rows, min_cos in cluster(matrix, float(similarity), [never_forget(ep) for ep in members]):
+        for rows, min_cos in cluster(matrix, similarity, [never_forget(ep) for ep in members]):
             originals = tuple(members[i] for i in rows)
             merged = merge_episodes(originals, new_id=new_episode_id(), now=at, min_cosine=min_cos)
             merges.append(
                 (MergeGroup(merged=merged, originals=originals, min_cosine=min_cos), matrix[rows[0]])
             )
-    if not dry_run:
-        if stale:
-            store.archive([ep.id for ep in stale], at)
-        reason = f"{MERGE_REASON_PREFIX} cosine>{float(similarity):g}"
-        for group, vector in merges:
-            store.merge(group.merged, vector, [ep.id for ep in group.originals], at, reason)
-        logger.info(
-            "compact: merged %d episode(s) into %d, archived %d stale",
-            sum(len(g.originals) for g, _ in merges),
-            len(merges),
-            len(stale),
-        )
-    return CompactionReport(
-        dry_run=dry_run,
-        similarity=float(similarity),
-        now=at,
-        cutoff=cutoff,
-        active_before=len(active),
-        merges=tuple(group for group, _ in merges),
-        stale=tuple(stale),
+    return merges
+
+
+def _apply(
+    store: Store,
+    stale: list[Episode],
+    merges: list[tuple[MergeGroup, NDArray[np.float32]]],
+    similarity: float,
+    at: datetime,
+) -> None:
+    """Archive ``stale`` and store each merge (the originals are superseded by the merged episode)."""
+    if stale:
+        store.archive([ep.id for ep in stale], at)
+    reason = f"{MERGE_REASON_PREFIX} cosine>{similarity:g}"
+    for group, vector in merges:
+        store.merge(group.merged, vector, [ep.id for ep in group.originals], at, reason)
+    logger.info(
+        "compact: merged %d episode(s) into %d, archived %d stale",
+        sum(len(g.originals) for g, _ in merges),
+        len(merges),
+        len(stale),
     )

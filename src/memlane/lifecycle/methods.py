@@ -124,14 +124,12 @@ def remember_superseding(
     if vectors is None:
         episode = replace(episode, embedding_model=None)
     elif auto:
+        subject = supersession.ContradictionSubject(episode.content, episode.event_type, episode.tags)
         found = supersession.contradictions(
             ctx.store,
             ctx.scope_filter(now),
-            episode.content,
+            subject,
             vectors[0],
-            episode.event_type,
-            episode.tags,
-            exclude=frozenset(),
             threshold=ctx.config.contradiction_threshold,
             limit=AUTO_SUPERSEDE_LIMIT,
             at=now,
@@ -160,18 +158,15 @@ def find_contradictions(
         ctx.config.contradiction_threshold if threshold is None else threshold
     )
     at = ctx.now(now)
-    text, kind, tag_set, exclude = supersession.contradiction_subject(episode_or_text, event_type, tags)
-    vectors = ctx.embed([text], "recall")
+    subject = supersession.contradiction_subject(episode_or_text, event_type, tags)
+    vectors = ctx.embed([subject.text], "recall")
     if vectors is None:
         return []
     return supersession.contradictions(
         ctx.store,
         ctx.scope_filter(at),
-        text,
+        subject,
         vectors[0],
-        kind,
-        tag_set,
-        exclude=exclude,
         threshold=cut,
         limit=limit,
         at=at,

@@ -197,12 +197,13 @@ def reembed(
     report = progress or (lambda done, total: None)
     bound = backend.bound_model()
     if bound is None or bound == (model_id, dims):
-        return _fill(store, backend, model_id, dims, bound, embed, batch_size, report, dry_run)
+        if bound is None and not dry_run:
+            store.bind_embedding_model(model_id, dims)  # an empty or unbound store takes the model
+        return _fill(backend, model_id, dims, bound, embed, batch_size, report, dry_run)
     return _migrate(backend, model_id, dims, bound, embed, batch_size, report, dry_run)
 
 
-def _fill(  # noqa: PLR0913  (limit debt, #19)
-    store: Store,
+def _fill(
     backend: ReembedBackend,
     model_id: str,
     dims: int,
@@ -215,8 +216,6 @@ def _fill(  # noqa: PLR0913  (limit debt, #19)
     total = sum(backend.count_missing(kind, model_id) for kind in KINDS)
     done = 0
     if not dry_run:
-        if bound is None:
-            store.bind_embedding_model(model_id, dims)
         progress(0, total)
         for kind in KINDS:
             cursor = 0

@@ -23,7 +23,7 @@ automatically instead, each with its confidence, cosine and reason.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -37,6 +37,7 @@ from memlane.validation import check_contradiction_threshold, check_identifier, 
 
 __all__ = [
     "CANDIDATE_MIN_COSINE",
+    "ContradictionSubject",
     "auto_supersessions",
     "check_contradiction_threshold",
     "contradiction_subject",
@@ -102,10 +103,27 @@ def auto_supersessions(found: Sequence[Contradiction], new: Episode) -> list[Sup
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class ContradictionSubject:
+    """What a contradiction search is about.
+
+    Attributes:
+        text: The statement to check.
+        event_type: Event type a candidate may share, or ``None``.
+        tags: Tags of which a candidate may share any one.
+        exclude: Ids never proposed (the episode itself).
+    """
+
+    text: str
+    event_type: str | None
+    tags: tuple[str, ...]
+    exclude: frozenset[str] = frozenset()
+
+
 def contradiction_subject(
     episode_or_text: Episode | str, event_type: str | None, tags: Sequence[str] | str | None
-) -> tuple[str, str | None, tuple[str, ...], frozenset[str]]:
-    """``(text, event_type, tags, excluded ids)`` to search contradictions of.
+) -> ContradictionSubject:
+    """The subject to search contradictions of.
 
     A stored episode gives its own content, event type and tags, and is excluded from its
     candidates; a text is checked and uses the given event type and (normalised) tags.
@@ -115,36 +133,33 @@ def contradiction_subject(
     """
     if isinstance(episode_or_text, Episode):
         episode = episode_or_text
-        return episode.content, episode.event_type, tuple(episode.tags), frozenset({episode.id})
+        return ContradictionSubject(
+            episode.content, episode.event_type, tuple(episode.tags), frozenset({episode.id})
+        )
     text = check_text(episode_or_text, "text")
     kind = None if event_type is None else check_identifier(event_type, "event_type")
-    return text, kind, normalize_tags(tags), frozenset()
+    return ContradictionSubject(text, kind, normalize_tags(tags))
 
 
-def contradictions(  # noqa: PLR0913  (limit debt, #19)
+def contradictions(
     store: Store,
     scope: EpisodeFilter,
-    text: str,
+    subject: ContradictionSubject,
     vector: NDArray[np.float32],
-    event_type: str | None,
-    tags: Sequence[str],
     *,
-    exclude: frozenset[str],
     threshold: float,
     limit: int,
     at: datetime,
 ) -> list[Contradiction]:
-    """Contradiction candidates of ``text``: a vector search per shared attribute, united by row, judged.
+    """Contradiction candidates of ``subject``: a vector search per shared attribute, united by row, judged.
 
     Args:
         store: Where to search.
         scope: The memory's scope filter (tenant/session/retention); narrowed here to
-            episodes still valid and current at ``at``, and per search to ``event_type`` or one tag.
-        text: The statement to check.
-        vector: The text's embedding, float32 ``[dims]``.
-        event_type: Event type a candidate may share, or ``None``.
-        tags: Tags of which a candidate may share any one.
-        exclude: Ids never proposed (the episode itself).
+            episodes still valid and current at ``at``, and per search to the subject's event
+            type or one of its tags.
+        subject: The statement, the attributes a candidate may share, the ids never proposed.
+        vector: The statement's embedding, float32 ``[dims]``.
         threshold: Minimum confidence (:func:`memlane.lifecycle.contradiction.judge`), in (0, 1].
         limit: Maximum candidates, >= 1.
         at: Reference time (UTC).
@@ -152,6 +167,7 @@ def contradictions(  # noqa: PLR0913  (limit debt, #19)
     Returns:
         Candidates, highest ``confidence`` first, then highest ``score`` (cosine), then by id.
     """
+    text, event_type, tags, exclude = subject.text, subject.event_type, subject.tags, subject.exclude
     base = replace(scope, still_valid_at=at, current_at=at)
     searches: list[tuple[EpisodeFilter, str | None]] = []
     if event_type is not None:

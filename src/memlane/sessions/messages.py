@@ -151,7 +151,7 @@ def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def validate_message(message: object, where: str = "message") -> Message:  # noqa: C901  (limit debt, #19)
+def validate_message(message: object, where: str = "message") -> Message:
     """Validate one OpenAI-format message (see the module docstring) and wrap it.
 
     Args:
@@ -170,11 +170,7 @@ def validate_message(message: object, where: str = "message") -> Message:  # noq
     if not isinstance(message, Mapping):
         raise ValidationError(f"{where} must be an object with a 'role', got {_type_name(message)}")
     _check_json(message, where)
-    role = message.get("role")
-    if role == "function":
-        raise ValidationError(f"{where}.role 'function' is deprecated and not supported; use 'tool'")
-    if role not in ROLES:
-        raise ValidationError(f"{where}.role must be one of {', '.join(ROLES)}; got {role!r}")
+    role = _role(message, where)
     content = message.get("content")
     _check_content(content, where)
     if role in _REQUIRES_CONTENT and content is None:
@@ -182,16 +178,8 @@ def validate_message(message: object, where: str = "message") -> Message:  # noq
     name = message.get("name")
     if name is not None and not isinstance(name, str):
         raise ValidationError(f"{where}.name must be a string, got {_type_name(name)}")
-    calls: tuple[ToolCall, ...] = ()
-    if "tool_calls" in message and message["tool_calls"] is not None:
-        if role != "assistant":
-            raise ValidationError(f"{where}.tool_calls is only allowed on assistant messages, not {role}")
-        calls = _tool_calls(message["tool_calls"], where)
-    tool_call_id = None
-    if role == "tool":
-        tool_call_id = _require_str(message, "tool_call_id", where)
-    elif message.get("tool_call_id") is not None:
-        raise ValidationError(f"{where}.tool_call_id is only allowed on tool messages, not {role}")
+    calls = _message_tool_calls(message, role, where)
+    tool_call_id = _tool_call_id(message, role, where)
     if role == "assistant" and content is None and not calls and message.get("refusal") is None:
         raise ValidationError(f"{where}: an assistant message needs content, tool_calls or refusal")
     raw = json.loads(json.dumps(message, ensure_ascii=False, allow_nan=False))
@@ -203,6 +191,34 @@ def validate_message(message: object, where: str = "message") -> Message:  # noq
         tool_call_id=tool_call_id,
         raw=raw,
     )
+
+
+def _role(message: Mapping[str, Any], where: str) -> str:
+    """The message's role, one of :data:`ROLES` (``function`` is refused with its replacement)."""
+    role = message.get("role")
+    if role == "function":
+        raise ValidationError(f"{where}.role 'function' is deprecated and not supported; use 'tool'")
+    if role not in ROLES:
+        raise ValidationError(f"{where}.role must be one of {', '.join(ROLES)}; got {role!r}")
+    return str(role)
+
+
+def _message_tool_calls(message: Mapping[str, Any], role: str, where: str) -> tuple[ToolCall, ...]:
+    """The message's tool calls (only an assistant message may have them)."""
+    if message.get("tool_calls") is None:
+        return ()
+    if role != "assistant":
+        raise ValidationError(f"{where}.tool_calls is only allowed on assistant messages, not {role}")
+    return _tool_calls(message["tool_calls"], where)
+
+
+def _tool_call_id(message: Mapping[str, Any], role: str, where: str) -> str | None:
+    """The id of the call a tool message answers (required there, refused elsewhere)."""
+    if role == "tool":
+        return _require_str(message, "tool_call_id", where)
+    if message.get("tool_call_id") is not None:
+        raise ValidationError(f"{where}.tool_call_id is only allowed on tool messages, not {role}")
+    return None
 
 
 def validate_messages(messages: object, *, allow_empty: bool = False) -> tuple[Message, ...]:
