@@ -29,6 +29,7 @@ pytest.importorskip("fastapi", reason="the 'server' extra is not installed")
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
+from jsonschema import Draft202012Validator
 
 from memlane import AsyncEpisodicMemory, EpisodicMemory
 from memlane.cli import cli as cli_main
@@ -66,8 +67,16 @@ def _valid(schema: dict[str, Any]) -> Any:
 
 def _bad_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     """(label, value) pairs the schema refuses: wrong types, values just outside each bound."""
-    if "anyOf" in schema:  # every alternative refuses these
-        return [v for v in _bad_values(schema["anyOf"][0]) if v[0] == "wrong-type"]
+    if "anyOf" in schema:  # the bad values of each alternative that every alternative refuses
+        alternatives = schema["anyOf"]
+        found = {
+            (label, repr(value)): (label, value) for alt in alternatives for label, value in _bad_values(alt)
+        }
+        return [
+            (label, value)
+            for label, value in found.values()
+            if not any(Draft202012Validator(alt).is_valid(value) for alt in alternatives)
+        ]
     kind = schema.get("type")
     if "enum" in schema:
         return [("unknown-choice", "nope"), ("wrong-type", 5)]

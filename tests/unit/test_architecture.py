@@ -119,6 +119,7 @@ PUBLIC_API: dict[str, str] = {
     "memlane.config": "MemoryConfig and the environment helpers",
     "memlane.config.file": "the YAML configuration file (README: Configuration file)",
     "memlane.config.api_keys": "API keys and their roles (README: HTTP API, Memory inspector)",
+    "memlane.importance": 'importance="auto": the estimator and its name (README: Python API)',
     "memlane.assembly": "open_store / build_store / build_embedder: the parts a location or config names",
     "memlane.recall": "ranking weights, presets and retrieval modes",
     "memlane.lifecycle.reembed": "re-embedding jobs (README: Changing the embedding model)",

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane import EpisodicMemory, MemoryConfig
+from memlane.cli import cli
 from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.episode_input import resolve_importance
@@ -205,3 +207,34 @@ def test_the_tools_estimate_under_the_config_default_and_keep_a_given_rating(tmp
         stored = memory.get_episode(unrated["episode"]["id"])
         assert stored is not None
         assert stored.importance == estimate_importance(ALLERGY)
+
+
+def test_every_interface_takes_auto_per_call(tmp_path: Path) -> None:
+    """The tool/MCP/HTTP schemas are generated from one declaration, so ``"auto"`` is accepted by
+    each way in; the stored rating is the estimate, and another string is refused the same way."""
+    with EpisodicMemory.open(tmp_path / "m.db", embedder=HashingEmbedder()) as memory:
+        tools = MemoryTools(memory)
+        auto = tools.handle_tool_call(
+            "remember_episode", {"event_type": "fact", "content": ALLERGY, "importance": "auto"}
+        )
+        assert auto["ok"], auto
+        assert auto["episode"]["importance"] == estimate_importance(ALLERGY)
+        bad = tools.handle_tool_call(
+            "remember_episode", {"event_type": "fact", "content": ALLERGY, "importance": "high"}
+        )
+        assert not bad["ok"] and bad["error"]["type"] == "ValidationError", bad
+        schema = next(s for s in tools.schemas("openai") if s["function"]["name"] == "remember_episode")
+        declared = json.dumps(schema["function"]["parameters"]["properties"]["importance"])
+        assert '"auto"' in declared, declared
+
+
+def test_the_cli_takes_auto(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    runner = CliRunner(env={"MEMLANE_DB": str(db)})
+    args = ["--embedder", "hashing", "--json", "remember", "fact", ALLERGY, "--importance", "auto"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["importance"] == estimate_importance(ALLERGY)
+    refused = runner.invoke(cli, ["--embedder", "hashing", "remember", "fact", ALLERGY, "--importance", "x"])
+    assert refused.exit_code != 0
+    assert "expected a number from 1 to 10 or 'auto'" in refused.output

@@ -18,7 +18,7 @@ from memlane.cli.output import (
     stats_table,
     stats_to_dict,
 )
-from memlane.cli.params import ISO_DATETIME, JSON_OBJECT, WEIGHTS, FieldType, field_option
+from memlane.cli.params import IMPORTANCE, ISO_DATETIME, JSON_OBJECT, WEIGHTS, FieldType, field_option
 from memlane.errors import EpisodeNotFoundError, ValidationError
 from memlane.operations.requests import RecallBody
 from memlane.recall import RankingWeights, resolve_weights
@@ -35,9 +35,12 @@ _TAG_HELP = "Tag (repeatable). Tags are case-insensitive and whitespace-normalis
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help=_TAG_HELP)
 @click.option(
     "--importance",
-    type=float,
+    type=IMPORTANCE,
     default=None,
-    help="Rating from 1 (trivial) to 10 (crucial), clamped to that range. Omit for unrated (scored 0.5).",
+    help=(
+        "Rating from 1 (trivial) to 10 (crucial), clamped to that range, or 'auto' (estimated from the "
+        "content). Omit for unrated (scored 0.5) or the configured default."
+    ),
 )
 @click.option(
     "--created-at",
@@ -65,7 +68,7 @@ def remember(  # noqa: PLR0913  (a click command: one parameter per option)
     event_type: str,
     content: str,
     tags: tuple[str, ...],
-    importance: float | None,
+    importance: float | str | None,
     created_at: datetime | None,
     metadata: dict[str, Any] | None,
     valid_from: datetime | None,

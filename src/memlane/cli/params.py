@@ -15,13 +15,14 @@ from typing import Any, TypeVar
 import click
 
 from memlane.errors import ValidationError
+from memlane.importance import AUTO_IMPORTANCE
 from memlane.operations.fields import Request, bounded, field_check, tool_parameters
 from memlane.recall import RankingWeights
 from memlane.validation import MAX_LIMIT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["ISO_DATETIME", "JSON_OBJECT", "WEIGHTS", "FieldType", "field_option", "parse_iso_datetime"]
+__all__ = ["IMPORTANCE", "ISO_DATETIME", "JSON_OBJECT", "WEIGHTS", "FieldType", "field_option", "parse_iso_datetime"]
 
 
 def parse_iso_datetime(text: str) -> datetime:
@@ -104,9 +105,27 @@ class Weights(click.ParamType[RankingWeights]):
             self.fail(str(exc), param, ctx)
 
 
+class ImportanceRating(click.ParamType[float | str]):
+    """An importance rating (a number, clamped to 1-10 by the memory) or ``auto`` (estimated)."""
+
+    name = "1-10|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | str:
+        """Return the number, or ``"auto"``; fail on anything else."""
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return float(value)
+        if str(value).strip().lower() == AUTO_IMPORTANCE:
+            return AUTO_IMPORTANCE
+        try:
+            return float(value)
+        except ValueError:
+            self.fail(f"expected a number from 1 to 10 or 'auto', got {value!r}", param, ctx)
+
+
 ISO_DATETIME = IsoDateTime()
 JSON_OBJECT = JsonObject()
 WEIGHTS = Weights()
+IMPORTANCE = ImportanceRating()
 
 
 _NUMBER_PARSERS: dict[str, Callable[[str], Any]] = {"integer": int, "number": float}

@@ -44,6 +44,7 @@ from pydantic.fields import FieldInfo
 
 from memlane import validation as v
 from memlane.errors import ValidationError
+from memlane.importance import AUTO_IMPORTANCE
 from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
 from memlane.sessions.messages import validate_messages
 from memlane.validation import MAX_LABEL_LENGTH, MAX_LIMIT, MAX_TEXT_CHARS, check_contradiction_threshold
@@ -202,7 +203,9 @@ def _tags(value: Any, name: str) -> list[str]:
     return list(v.normalize_tags(value))
 
 
-def _importance(value: Any, name: str) -> float | None:
+def _importance(value: Any, name: str) -> float | str | None:
+    if isinstance(value, str) and value == AUTO_IMPORTANCE:
+        return value  # estimated from the content when the episode is built
     return v.clamp_importance(value)
 
 
@@ -230,7 +233,8 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=v.V
 _Tag = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
 Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
 """Tags: a list, or one string as the single tag (accepted everywhere, so declared); blank ones dropped."""
-Importance = Annotated[float, Check(_importance)]
+Importance = Annotated[float | Literal["auto"], Check(_importance)]
+"""A rating (clamped to 1-10), or ``"auto"``: estimated from the content (:mod:`memlane.importance`)."""
 Instant = Annotated[datetime, Check(v.check_timestamp)]
 Fraction = Annotated[float, Field(ge=0, le=1), Check(v.check_fraction)]
 OpenFraction = Annotated[float, Field(gt=0, lt=1), Check(v.check_open_fraction)]
