@@ -74,3 +74,15 @@ def test_bad_filters_are_an_html_422(server: str, query: str, message: str) -> N
     page = httpx.get(f"{server}/inspect?{query}", headers={"X-API-Key": ACME_KEY})
     assert page.status_code == 422
     assert message in page.text and "text/html" in page.headers["content-type"]
+
+
+def test_a_replayed_search_shows_its_time_and_keeps_it_in_the_form(server: str) -> None:
+    """``now=`` replays the recall then: the page says so and the form keeps it for the next Apply."""
+    page = httpx.get(
+        f"{server}/inspect/search?q=vegetarian&now=2025-03-15T12:00", headers={"X-API-Key": ACME_KEY}
+    )
+    assert page.status_code == 200, page.text
+    assert 'id="f-now" value="2025-03-15T12:00"' in page.text
+    assert "2025-03-15" in page.text.split("Recall as of", 1)[1][:200]
+    plain = httpx.get(f"{server}/inspect/search?q=vegetarian", headers={"X-API-Key": ACME_KEY})
+    assert 'id="f-now" value=""' in plain.text  # no replay: the clock's now, and the field stays empty

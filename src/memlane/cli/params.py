@@ -22,7 +22,15 @@ from memlane.validation import MAX_LIMIT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["IMPORTANCE", "ISO_DATETIME", "JSON_OBJECT", "WEIGHTS", "FieldType", "field_option", "parse_iso_datetime"]
+__all__ = [
+    "IMPORTANCE",
+    "ISO_DATETIME",
+    "JSON_OBJECT",
+    "WEIGHTS",
+    "FieldType",
+    "field_option",
+    "parse_iso_datetime",
+]
 
 
 def parse_iso_datetime(text: str) -> datetime:

@@ -304,7 +304,7 @@ def show(state: CliState, session_id: str) -> None:
     "--min-relevance",
     type=click.FloatRange(0, 1),
     default=None,
-    help="Leave out items whose relevance (max(0, cosine)) is below this; nothing qualifies -> empty block.",
+    help="Leave out items whose own relevance (calibrated dense) is below this; none left -> empty block.",
 )
 @click.option(
     "--encoding",

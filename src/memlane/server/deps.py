@@ -199,10 +199,11 @@ AdminTenant = Annotated[str, Depends(_admin_tenant)]
 State = Annotated[AppState, Depends(app_state)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorOut, "description": "The body is not valid JSON."},
+    400: {"model": ErrorOut, "description": "The body cannot be read at all (e.g. a 20,000-digit number)."},
     401: {"model": ErrorOut, "description": "Missing or unknown API key."},
     413: {"model": ErrorOut, "description": "Request body too large."},
-    422: {"model": ErrorOut, "description": "Invalid request."},
+    422: {"model": ErrorOut, "description": "Invalid request (also: a body that is not JSON)."},
+    502: {"model": ErrorOut, "description": "The embedding model failed; the details were logged."},
     503: {"model": ErrorOut, "description": "Store or embedder unavailable."},
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {

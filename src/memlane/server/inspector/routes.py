@@ -242,7 +242,9 @@ def search_route(request: Request) -> Response:
             weights = data.weights_for(memory, preset)
             whys = data.explain(hits)
             results = (hits, whys, weights, memory.config.retrieval, memory.config.fusion)
-        form = pages.SearchForm(query or "", preset, list(PRESETS), memory.clock.now())
+        form = pages.SearchForm(
+            query or "", preset, list(PRESETS), memory.clock.now() if now is None else now, now is not None
+        )
         return pages.search_page(view, flt, form, results, _tenants(memory, view))
 
     return _run(request, render)
