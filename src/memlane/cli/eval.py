@@ -1,4 +1,4 @@
-"""``memlane eval``: retrieval-quality benchmarks (``memlane eval locomo``)."""
+"""``memlane eval``: retrieval-quality benchmarks (``memlane eval locomo``, ``memlane eval beam``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, stage_progress
+from memlane.evaluation import beam_report_to_markdown, default_beam_path, run_beam
 from memlane.evaluation.locomo import default_locomo_path
 from memlane.evaluation.locomo_run import (
     DEFAULT_CONFIGURATIONS,
@@ -142,3 +143,61 @@ def locomo(
     else:
         click.echo(markdown)
         state.err.print(f"wrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
+
+
+@eval_group.command(name="beam")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--conversations", help="Conversation numbers to run, e.g. '1-5' or '2,7'. Default: all.")
+@click.option(
+    "--out-dir",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where beam.json and beam.md are written. Default: benchmarks/results for a full run, "
+    "beam-partial/ for a partial one (--conversations).",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the eval database goes (default: a temp dir).",
+)
+@pass_state
+def beam(
+    state: CliState, path: Path | None, conversations: str | None, out_dir: Path | None, workdir: Path | None
+) -> None:
+    """Remember every BEAM message, ask every question with evidence, compare defaults with dense and keyword.
+
+    Reports R@5/R@10 overall and per question type for the library defaults (the headline row),
+    retrieval="dense" and retrieval="keyword", with per-conversation paired bootstrap 95% CIs of
+    defaults minus each baseline.
+
+    PATH defaults to ../shared/datasets/beam/100K (BEAM, no licence: read in place, never copied).
+    """
+    source = path or default_beam_path()
+    if source is None or not source.is_dir():
+        raise CliError(
+            "BEAM data not found: pass PATH to the 100K directory (default ../shared/datasets/beam/100K)"
+        )
+    if out_dir is None:
+        out_dir = Path("beam-partial") if conversations else Path("benchmarks/results")
+    with (
+        tempfile.TemporaryDirectory(prefix="memlane-beam-") as tmp,
+        stage_progress(state.err, disable=state.json_output) as progress,
+    ):
+        report = run_beam(
+            source,
+            embedder=state.make_embedder(),
+            workdir=workdir or tmp,
+            conversations=_positions(conversations),
+            progress=progress,
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    document = report.to_dict()
+    (out_dir / "beam.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    markdown = beam_report_to_markdown(report)
+    (out_dir / "beam.md").write_text(markdown, encoding="utf-8")
+    if state.json_output:
+        echo_json(document)
+    else:
+        click.echo(markdown)
+        state.err.print(f"wrote {out_dir / 'beam.json'} and {out_dir / 'beam.md'}")
