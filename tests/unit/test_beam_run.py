@@ -119,20 +119,8 @@ def test_paired_bootstrap_resamples_conversations() -> None:
 
 def test_cli_writes_beam_json_and_md(beam_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "--embedder",
-            "hashing",
-            "eval",
-            "beam",
-            str(beam_root),
-            "--conversations",
-            "1-2",
-            "--out",
-            str(out),
-        ],
-    )
+    args = f"--embedder hashing eval beam {beam_root} --conversations 1-2 --out {out}".split()
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     doc = json.loads((out / "beam.json").read_text("utf-8"))
     assert doc["questions"] == 4 and doc["configurations"][0]["name"] == "library defaults"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -21,6 +22,18 @@ from memlane.evaluation.locomo_run import (
 from memlane.recall import PRESETS
 
 __all__ = ["eval_group"]
+
+
+def write_report(state: CliState, stem: Path, document: dict[str, Any], markdown: str) -> None:
+    """Write ``<stem>.json`` and ``<stem>.md`` (creating the folder), then print the JSON or the Markdown."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    stem.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    if state.json_output:
+        echo_json(document)
+    else:
+        click.echo(markdown)
+        state.err.print(f"wrote {stem.with_suffix('.json')} and {stem.with_suffix('.md')}")
 
 
 @click.group(name="eval")
@@ -133,16 +146,7 @@ def locomo(
             conversations=_positions(conversations),
             progress=progress,
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    document = report.to_dict()
-    (out_dir / "locomo.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    markdown = report_to_markdown(report)
-    (out_dir / "locomo.md").write_text(markdown, encoding="utf-8")
-    if state.json_output:
-        echo_json(document)
-    else:
-        click.echo(markdown)
-        state.err.print(f"wrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
+    write_report(state, out_dir / "locomo", report.to_dict(), report_to_markdown(report))
 
 
 @eval_group.command(name="beam")
@@ -191,13 +195,4 @@ def beam(
             conversations=_positions(conversations),
             progress=progress,
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    document = report.to_dict()
-    (out_dir / "beam.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    markdown = beam_report_to_markdown(report)
-    (out_dir / "beam.md").write_text(markdown, encoding="utf-8")
-    if state.json_output:
-        echo_json(document)
-    else:
-        click.echo(markdown)
-        state.err.print(f"wrote {out_dir / 'beam.json'} and {out_dir / 'beam.md'}")
+    write_report(state, out_dir / "beam", report.to_dict(), beam_report_to_markdown(report))
