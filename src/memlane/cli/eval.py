@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -23,6 +24,8 @@ from memlane.recall import PRESETS
 
 __all__ = ["eval_group"]
 
+FC = TypeVar("FC", bound=Callable[..., Any])
+
 
 def write_report(state: CliState, stem: Path, document: dict[str, Any], markdown: str) -> None:
     """Write ``<stem>.json`` and ``<stem>.md`` (creating the folder), then print the JSON or the Markdown."""
@@ -34,6 +37,25 @@ def write_report(state: CliState, stem: Path, document: dict[str, Any], markdown
     else:
         click.echo(markdown)
         state.err.print(f"wrote {stem.with_suffix('.json')} and {stem.with_suffix('.md')}")
+
+
+_WORKDIR = click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the eval database goes (default: a temp dir).",
+)
+
+
+def _out_dir(stem: str, partial: str) -> Callable[[FC], FC]:
+    """The ``--out-dir`` option of a benchmark writing ``<stem>.json`` and ``<stem>.md``."""
+    return click.option(
+        "--out-dir",
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help=f"Where {stem}.json and {stem}.md are written. Default: benchmarks/results for a full run, "
+        f"{partial}.",
+    )
 
 
 @click.group(name="eval")
@@ -79,20 +101,12 @@ def _positions(text: str | None) -> list[int] | None:
     help="turn: turn-level retrieval (locomo.json/.md). session: session-level Hit@k of search_sessions "
     "(locomo_sessions.json/.md; only --preset applies).",
 )
-@click.option(
-    "--out-dir",
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where locomo.json and locomo.md are written. Default: benchmarks/results for a full run, "
+@_out_dir(
+    "locomo",
     "locomo-partial/ for a partial one (--conversations, --configuration, --preset), so a partial run "
-    "never overwrites the committed results.",
+    "never overwrites the committed results",
 )
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the eval database goes (default: a temp dir).",
-)
+@_WORKDIR
 @pass_state
 def locomo(
     state: CliState,
@@ -152,19 +166,11 @@ def locomo(
 @eval_group.command(name="beam")
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--conversations", help="Conversation numbers to run, e.g. '1-5' or '2,7'. Default: all.")
-@click.option(
-    "--out-dir",
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where beam.json and beam.md are written. Default: benchmarks/results for a full run, "
-    "beam-partial/ for a partial one (--conversations).",
+@_out_dir(
+    "beam",
+    "beam-partial/ for a partial one (--conversations)",
 )
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the eval database goes (default: a temp dir).",
-)
+@_WORKDIR
 @pass_state
 def beam(
     state: CliState, path: Path | None, conversations: str | None, out_dir: Path | None, workdir: Path | None
