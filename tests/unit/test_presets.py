@@ -67,6 +67,17 @@ def test_the_worked_importance_example_by_the_numbers() -> None:
     assert _order([0.1, 0.406], [30, 30], [10.0, 2.0], "agent_context") == [1, 0]
 
 
+@pytest.mark.parametrize("preset", ["agent_context", "cold_start", "conversation"])
+def test_an_unrelated_episode_never_rides_on_importance_or_recency(preset: str) -> None:
+    # Relevance 0 (cosine 0.1) with importance 10, today, against relevance 0.3, importance 1, a year old:
+    # the wide band's lift is gated by min(1, relevance / 0.2), so the unrelated one gets none of it.
+    ranked = _rank([0.1, 0.28], [0.0, 365.0], [10.0, 1.0], preset)
+    assert [r.index for r in ranked] == [1, 0]
+    assert ranked[1].breakdown.score == 0.0 and all(
+        c.points == 0.0 for c in ranked[1].breakdown.contributions
+    )
+
+
 # Example 2: D relevance 0.55, 60 days old; E relevance 0.45, today; both unrated.
 RECENT = ([0.43, 0.37], [60.0, 0.0], [math.nan, math.nan])
 

@@ -16,7 +16,8 @@ with the profile's ``tie_band = 0.1``: an episode more relevant by more than ``t
 w_imp) / w_sum`` always ranks first; equally relevant -> newer first; equally relevant and equally
 old -> more important first. A preset may widen the band (``RankingWeights.tie_band``:
 ``agent_context``, ``cold_start`` and ``conversation`` use 1, so importance or recency can outrank a
-moderately better match) or use the seed formula (``formula="seed"``: the weighted mean of
+moderately better match; the lift is gated by relevance, :data:`WIDE_BAND_FULL_LIFT`) or use the
+seed formula (``formula="seed"``: the weighted mean of
 ``clip(cosine, 0, 1)``, recency and importance; :func:`scores_of`). Each hit's
 :class:`~memlane.models.ScoreBreakdown` carries the terms of this sum (``contributions``: value,
 weight and points of each signal), the boosts, the tie band and the signal that decided its place
@@ -387,26 +388,42 @@ def recency_of(signals: CandidateSignals, profile: RankingProfile, now_seconds: 
     return half_life_strength(age, signals.half_life_days)
 
 
+WIDE_BAND_FULL_LIFT = 0.2
+"""With a preset's own (wide) tie band, recency and importance lift a hit by ``min(1, relevance / 0.2)``
+of their full reach: an episode at least moderately relevant (0.2) gets all of it, an irrelevant one
+none, so importance alone never brings an unrelated episode into the results."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scores:
     """The scores of the candidates and the terms they are made of (module docstring).
 
     Attributes:
         values: ``[3, n]`` relevance, recency and importance (:data:`memlane.models.SIGNALS` order).
-        weights: ``(3,)`` each signal's weight in the score.
+        weights: ``(3,)`` each signal's weight in the score (before ``gate``).
         total: ``[n]`` the score.
         tie_band: The relevance lead within which recency and importance can still reorder
             (``None``: any lead, when relevance weighs nothing).
+        gate: ``[n]`` the share of recency's and importance's weight each candidate gets
+            (:data:`WIDE_BAND_FULL_LIFT`), or ``None`` for all of it.
     """
 
     values: FloatArray
     weights: tuple[float, float, float]
     total: FloatArray
     tie_band: float | None
+    gate: FloatArray | None = None
+
+    def weights_of(self, i: int) -> FloatArray:
+        """``(3,)`` the weight of each signal in candidate ``i``'s score."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        if self.gate is not None:
+            w = w * np.array([1.0, self.gate[i], self.gate[i]])
+        return w
 
     def points(self, i: int) -> FloatArray:
         """``(3,)`` the points each signal adds to candidate ``i``'s score."""
-        return np.asarray(self.values[:, i] * np.asarray(self.weights), dtype=np.float64)
+        return np.asarray(self.values[:, i] * self.weights_of(i), dtype=np.float64)
 
 
 def scores_of(
@@ -414,9 +431,10 @@ def scores_of(
 ) -> Scores:
     """The scores of ``weights.formula`` with normalised weights ``w``.
 
-    ``"relevance_first"``: ``(rel + band * (w_rec * rec + w_imp * imp)) / (1 + band)`` with ``band =
-    weights.tie_band`` or, when that is ``None``, ``tie_band`` (the profile's). ``"seed"``: ``w_rel * rel +
-    w_rec * rec + w_imp * imp``, whose tie band is ``(w_rec + w_imp) / w_rel``.
+    ``"relevance_first"``: ``(rel + band * g * (w_rec * rec + w_imp * imp)) / (1 + band)`` with ``band =
+    tie_band`` (the profile's) and ``g = 1`` when ``weights.tie_band`` is ``None``, else ``band =
+    weights.tie_band`` and ``g = min(1, rel / 0.2)`` (:data:`WIDE_BAND_FULL_LIFT`). ``"seed"``: ``w_rel *
+    rel + w_rec * rec + w_imp * imp``, whose tie band is ``(w_rec + w_imp) / w_rel``.
     """
     w_rel, w_rec, w_imp = weights.normalized()
     values = np.vstack([rel, rec, imp])
@@ -425,9 +443,11 @@ def scores_of(
         band = (w_rec + w_imp) / w_rel if w_rel > 0 else None
         return Scores(values, shares, w_rel * rel + w_rec * rec + w_imp * imp, band)
     tb = tie_band if weights.tie_band is None else weights.tie_band
+    gate = None if weights.tie_band is None else np.clip(rel / WIDE_BAND_FULL_LIFT, 0.0, 1.0)
     scale = 1.0 + tb
     shares = (1.0 / scale, tb * w_rec / scale, tb * w_imp / scale)
-    return Scores(values, shares, (rel + tb * (w_rec * rec + w_imp * imp)) / scale, tb * (w_rec + w_imp))
+    lift = tb * (w_rec * rec + w_imp * imp) * (1.0 if gate is None else gate)
+    return Scores(values, shares, (rel + lift) / scale, tb * (w_rec + w_imp), gate)
 
 
 def _eligible(
@@ -491,9 +511,9 @@ class _Ranking:
 
 def _breakdown(r: _Ranking, i: int, below: int | None) -> ScoreBreakdown:
     rel, scores, signals = r.relevance, r.scores, r.signals
-    points = scores.points(i)
+    points, weights = scores.points(i), scores.weights_of(i)
     contributions = tuple(
-        Contribution(name, float(scores.values[k, i]), scores.weights[k], float(points[k]))
+        Contribution(name, float(scores.values[k, i]), float(weights[k]), float(points[k]))
         for k, name in enumerate(SIGNALS)
     )
     return ScoreBreakdown(
