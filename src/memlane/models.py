@@ -189,10 +189,12 @@ class ScoreBreakdown:
             half-life of the episode's importance band (1 for never-forget episodes; see
             :mod:`memlane.lifecycle.forgetting`).
         importance: ``importance / 10``, or 0.5 for unrated episodes.
-        score: ``sum(c.points for c in contributions)``, i.e. ``(relevance + tie_band * (w_rec*recency
-            + w_imp*importance) / (w_rel+w_rec+w_imp)) / (1 + tie_band)``: recency and importance only
-            reorder hits whose relevance differs by less than the tie band (relevance-first;
-            :mod:`memlane.recall.ranking`). Not a weighted mean of the three signals.
+        score: ``sum(c.points for c in contributions)``, i.e. ``(relevance + band * (w_rec*recency
+            + w_imp*importance) / (w_rel+w_rec+w_imp)) / (1 + band)`` with the weights' band (the
+            profile's 0.1 unless the preset widens it): recency and importance only reorder hits whose
+            relevance differs by less than the tie band (relevance-first; :mod:`memlane.recall.ranking`).
+            With ``weights="seed"`` it is the seed formula, the weighted mean of ``clip(cosine, 0, 1)``,
+            recency and importance (relevance is then the clipped cosine: no keywords, context or boosts).
         dense: ``clip((cosine - 0.1) / 0.6, 0, 1)`` of the embeddings, or ``None`` when not
             computed (keyword-only recall, or the episode has no vector).
         keyword: Keyword match strength from per-scope BM25, ``(bm25 / best) * (1 - exp(-best /
@@ -216,7 +218,8 @@ class ScoreBreakdown:
         contributions: One :class:`Contribution` per signal (:data:`SIGNALS` order); their
             points add up to ``score``.
         tie_band: The relevance lead, in relevance units, within which recency and importance can
-            still reorder two hits: ``tie_band * (w_rec + w_imp) / (w_rel + w_rec + w_imp)``.
+            still reorder two hits: ``band * (w_rec + w_imp) / (w_rel + w_rec + w_imp)``, or for the seed
+            formula ``(w_rec + w_imp) / w_rel`` (``None`` when relevance weighs nothing).
         lead: ``score`` minus the score of the candidate ranked right after it, or ``None`` when
             nothing ranks below it.
 

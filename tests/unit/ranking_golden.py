@@ -67,6 +67,7 @@ CASES: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
     ("min_relevance", {}, {"min_relevance": 0.3}),
     ("limit_2", {}, {"limit": 2}),
     *((f"preset_{p}", {}, {"weights": p}) for p in ("specific_question", "conversation", "cold_start")),
+    *((f"preset_{p}", {}, {"weights": p}) for p in ("agent_context", "seed")),  # added in #20
     ("weights_map", {}, {"weights": {"relevance": 0.2, "recency": 1.0, "importance": 2.0}}),
 )
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from memlane.cli import cli
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.evaluation.locomo_run import MemoEmbedder, report_to_markdown, run_locomo
+from memlane.evaluation.locomo_run import DEFAULT_CONFIGURATIONS, MemoEmbedder, report_to_markdown, run_locomo
 from tests.unit.test_locomo_loader import make_sample
 
 
@@ -102,3 +102,21 @@ def test_cli_reports_missing_data(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--embedder", "hashing", "eval", "locomo", str(tmp_path / "nope.json")])
     assert result.exit_code == 2
     assert "not found" in result.output
+
+
+def test_defaults_are_compared_with_dense_and_keyword_by_paired_bootstrap(
+    locomo_file: Path, tmp_path: Path
+) -> None:
+    names = ("library defaults", "dense", "keyword")
+    report = run_locomo(
+        locomo_file,
+        embedder=HashingEmbedder(),
+        workdir=tmp_path,
+        configurations={n: DEFAULT_CONFIGURATIONS[n] for n in names},
+    )
+    differences = report.paired_differences()
+    assert list(differences) == ["library defaults - dense", "library defaults - keyword"]
+    for d in differences.values():
+        assert d.questions == report.questions and d.low <= d.mean <= d.high
+    assert set(report.to_dict()["paired_differences_r_at_10"]) == set(differences)
+    assert "| library defaults - dense |" in report_to_markdown(report)

@@ -2,9 +2,12 @@
 
 ``ranking_golden.json`` was recorded by :func:`tests.unit.ranking_golden.golden_runs` on the code
 before the ranking profile existed (commit 9cb98c9); the same function runs here on today's code.
-Hits must come in the same order with the same scores (to 1e-12). Regenerated once since, on
-purpose: session search joined the one recall pipeline and so the time-window boost, which moved
-the hits of the one session query that names a time ("what happened in May"); nothing else moved.
+Hits must come in the same order with the same scores (to 1e-12). Regenerated on purpose since:
+session search joined the one recall pipeline and so the time-window boost (#19), which moved the
+hits of the one session query that names a time ("what happened in May"); and issue #20 moved the
+``preset_conversation`` and ``preset_cold_start`` cases (those presets now reach as far as
+relevance) and added ``preset_agent_context`` and ``preset_seed``. Every other case is the
+recording of 9cb98c9.
 """
 
 from __future__ import annotations

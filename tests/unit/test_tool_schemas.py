@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from memlane import EpisodicMemory
 from memlane.embeddings.fake import HashingEmbedder
@@ -63,7 +64,13 @@ def _valid(schema: dict[str, Any]) -> Any:
 
 def _wrong_types(schema: dict[str, Any]) -> list[Any]:
     """Values of JSON types the schema does not allow (a single string counts as one tag)."""
-    if "anyOf" in schema:  # tags: a list of strings or one string
+    if "anyOf" in schema:  # the wrong types of each alternative that no alternative allows
+        alternatives = schema["anyOf"]
+        candidates = [v for alt in alternatives for v in _wrong_types(alt)]
+        return [
+            v for v in candidates if not any(Draft202012Validator(alt).is_valid(v) for alt in alternatives)
+        ]
+    if "const" in schema or "type" not in schema:
         return [5, True, {"x": 1}]
     kind = schema["type"]
     return {
@@ -72,6 +79,7 @@ def _wrong_types(schema: dict[str, Any]) -> list[Any]:
         "number": ["5", True, [1], {"x": 1}],
         "boolean": ["true", 1, 0.0],
         "array": [5, True, {"x": 1}],
+        "null": [5, "x", True],
     }[kind]
 
 

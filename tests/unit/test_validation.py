@@ -77,7 +77,7 @@ def test_clock_and_utc() -> None:
 def test_memory_config_validation() -> None:
     cfg = MemoryConfig(scope="tenant", weights="cold_start")
     assert cfg.scope is Scope.TENANT
-    assert cfg.ranking_weights == RankingWeights(0.3, 0.0, 0.7)
+    assert cfg.ranking_weights == RankingWeights(0.3, 0.0, 0.7, tie_band=1.0)
     for bad in (
         {"scope": "planet"},
         {"default_limit": 0},

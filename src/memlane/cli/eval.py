@@ -1,15 +1,18 @@
-"""``memlane eval``: retrieval-quality benchmarks (``memlane eval locomo``)."""
+"""``memlane eval``: retrieval-quality benchmarks (``memlane eval locomo``, ``memlane eval beam``)."""
 
 from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, stage_progress
+from memlane.evaluation import beam_report_to_markdown, default_beam_path, run_beam
 from memlane.evaluation.locomo import default_locomo_path
 from memlane.evaluation.locomo_run import (
     DEFAULT_CONFIGURATIONS,
@@ -20,6 +23,39 @@ from memlane.evaluation.locomo_run import (
 from memlane.recall import PRESETS
 
 __all__ = ["eval_group"]
+
+FC = TypeVar("FC", bound=Callable[..., Any])
+
+
+def write_report(state: CliState, stem: Path, document: dict[str, Any], markdown: str) -> None:
+    """Write ``<stem>.json`` and ``<stem>.md`` (creating the folder), then print the JSON or the Markdown."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    stem.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    if state.json_output:
+        echo_json(document)
+    else:
+        click.echo(markdown)
+        state.err.print(f"wrote {stem.with_suffix('.json')} and {stem.with_suffix('.md')}")
+
+
+_WORKDIR = click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the eval database goes (default: a temp dir).",
+)
+
+
+def _out_dir(stem: str, partial: str) -> Callable[[FC], FC]:
+    """The ``--out-dir`` option of a benchmark writing ``<stem>.json`` and ``<stem>.md``."""
+    return click.option(
+        "--out-dir",
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help=f"Where {stem}.json and {stem}.md are written. Default: benchmarks/results for a full run, "
+        f"{partial}.",
+    )
 
 
 @click.group(name="eval")
@@ -65,20 +101,12 @@ def _positions(text: str | None) -> list[int] | None:
     help="turn: turn-level retrieval (locomo.json/.md). session: session-level Hit@k of search_sessions "
     "(locomo_sessions.json/.md; only --preset applies).",
 )
-@click.option(
-    "--out-dir",
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where locomo.json and locomo.md are written. Default: benchmarks/results for a full run, "
+@_out_dir(
+    "locomo",
     "locomo-partial/ for a partial one (--conversations, --configuration, --preset), so a partial run "
-    "never overwrites the committed results.",
+    "never overwrites the committed results",
 )
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the eval database goes (default: a temp dir).",
-)
+@_WORKDIR
 @pass_state
 def locomo(
     state: CliState,
@@ -132,13 +160,45 @@ def locomo(
             conversations=_positions(conversations),
             progress=progress,
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    document = report.to_dict()
-    (out_dir / "locomo.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    markdown = report_to_markdown(report)
-    (out_dir / "locomo.md").write_text(markdown, encoding="utf-8")
-    if state.json_output:
-        echo_json(document)
-    else:
-        click.echo(markdown)
-        state.err.print(f"wrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
+    write_report(state, out_dir / "locomo", report.to_dict(), report_to_markdown(report))
+
+
+@eval_group.command(name="beam")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--conversations", help="Conversation numbers to run, e.g. '1-5' or '2,7'. Default: all.")
+@_out_dir(
+    "beam",
+    "beam-partial/ for a partial one (--conversations)",
+)
+@_WORKDIR
+@pass_state
+def beam(
+    state: CliState, path: Path | None, conversations: str | None, out_dir: Path | None, workdir: Path | None
+) -> None:
+    """Remember every BEAM message, ask every question with evidence, compare defaults with dense and keyword.
+
+    Reports R@5/R@10 overall and per question type for the library defaults (the headline row),
+    retrieval="dense" and retrieval="keyword", with per-conversation paired bootstrap 95% CIs of
+    defaults minus each baseline.
+
+    PATH defaults to ../shared/datasets/beam/100K (BEAM, no licence: read in place, never copied).
+    """
+    source = path or default_beam_path()
+    if source is None or not source.is_dir():
+        raise CliError(
+            "BEAM data not found: pass PATH to the 100K directory (default ../shared/datasets/beam/100K)"
+        )
+    if out_dir is None:
+        out_dir = Path("beam-partial") if conversations else Path("benchmarks/results")
+    with (
+        tempfile.TemporaryDirectory(prefix="memlane-beam-") as tmp,
+        stage_progress(state.err, disable=state.json_output) as progress,
+    ):
+        report = run_beam(
+            source,
+            embedder=state.make_embedder(),
+            workdir=workdir or tmp,
+            conversations=_positions(conversations),
+            progress=progress,
+        )
+    write_report(state, out_dir / "beam", report.to_dict(), beam_report_to_markdown(report))

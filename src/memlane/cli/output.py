@@ -155,6 +155,10 @@ def format_weights(weights: RankingWeights, preset: str | None = None) -> str:
     text = (
         f"relevance {weights.relevance:g} · recency {weights.recency:g} · importance {weights.importance:g}"
     )
+    if weights.formula == "seed":
+        text += " · seed formula (weighted mean)"
+    elif weights.tie_band is not None:
+        text += f" · tie band {weights.tie_band:g}"
     return f"{text} ({preset})" if preset else text
 
 

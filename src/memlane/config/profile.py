@@ -14,7 +14,8 @@ Named profiles are recipes, ready-made values to pass as they are or to adjust w
 (:attr:`memlane.MemoryConfig.profile`).
 
 The relevance/recency/importance weights (:class:`RankingWeights`, :data:`PRESETS`) are a per-recall
-choice (``weights=``), so they are not part of the profile; they only order hits inside its tie band.
+choice (``weights=``), so they are not part of the profile; by default they only order hits inside its
+tie band, a preset may widen that band (``tie_band``) or use the seed's plain mean (``formula="seed"``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from memlane.errors import ValidationError
 __all__ = [
     "DEFAULT_DECAY_PER_DAY",
     "DEFAULT_PROFILE",
+    "FORMULAS",
     "FUSION_METHODS",
     "HYBRID_CONVEX",
     "HYBRID_NOISY_OR",
@@ -287,22 +289,40 @@ PROFILES: Mapping[str, RankingProfile] = {
 """The named profiles, by the ``fusion`` name that selects them in :class:`memlane.MemoryConfig`."""
 
 
+FORMULAS = ("relevance_first", "seed")
+"""How :class:`RankingWeights` combine the signals (:func:`memlane.recall.ranking.scores_of`).
+
+``"relevance_first"``: ``(relevance + band * (w_rec * recency + w_imp * importance)) / (1 + band)``
+over memlane's relevance, where ``band`` is the weights' ``tie_band`` or the profile's. ``"seed"``: the
+seed formula, the weighted mean ``w_rel * clip(cosine, 0, 1) + w_rec * recency + w_imp * importance``
+of the raw cosine similarity (no keywords, context or boosts), recency and importance."""
+
+
 @dataclass(frozen=True, slots=True)
 class RankingWeights:
-    """Relative weights of the three signals; only their ratios matter.
+    """Relative weights of the three signals (only their ratios matter), and how they combine.
 
     Args:
         relevance: Weight of relevance, finite and >= 0.
         recency: Weight of recency, finite and >= 0.
         importance: Weight of importance, finite and >= 0.
+        tie_band: For ``formula="relevance_first"``: how far recency and importance reach, in
+            [0, 1]; ``None`` takes the profile's (0.1: they only break near-ties). At 1 they weigh
+            as much as relevance does (the ``agent_context``, ``cold_start`` and ``conversation``
+            presets).
+        formula: ``"relevance_first"`` or ``"seed"`` (:data:`FORMULAS`). This and ``tie_band`` are
+            keyword-only.
 
     Raises:
-        ValidationError: a weight is negative, NaN, infinite or not a number, or all are zero.
+        ValidationError: a weight is negative, NaN, infinite or not a number, or all are zero;
+            a tie band out of [0, 1]; an unknown formula.
     """
 
     relevance: float = 1.0
     recency: float = 1.0
     importance: float = 1.0
+    tie_band: float | None = field(default=None, kw_only=True)
+    formula: str = field(default="relevance_first", kw_only=True)
 
     def __post_init__(self) -> None:
         for name in ("relevance", "recency", "importance"):
@@ -313,6 +333,10 @@ class RankingWeights:
                 raise ValidationError(f"weight {name!r} must be finite and >= 0, got {value!r}")
         if self.relevance + self.recency + self.importance <= 0:
             raise ValidationError("at least one ranking weight must be > 0")
+        if self.tie_band is not None:
+            _check_unit(self, "tie_band")
+        if self.formula not in FORMULAS:
+            raise ValidationError(f"formula must be one of {list(FORMULAS)}, got {self.formula!r}")
 
     def normalized(self) -> tuple[float, float, float]:
         """Return ``(relevance, recency, importance)`` divided by their sum (they add up to 1)."""
@@ -323,12 +347,18 @@ class RankingWeights:
 PRESETS: Mapping[str, RankingWeights] = {
     "balanced": RankingWeights(1.0, 1.0, 1.0),
     "specific_question": RankingWeights(0.6, 0.2, 0.2),
-    "agent_context": RankingWeights(0.3, 0.2, 0.5),
-    "conversation": RankingWeights(0.3, 0.5, 0.2),
-    "cold_start": RankingWeights(0.3, 0.0, 0.7),
+    "agent_context": RankingWeights(0.3, 0.2, 0.5, tie_band=1.0),
+    "conversation": RankingWeights(0.3, 0.5, 0.2, tie_band=1.0),
+    "cold_start": RankingWeights(0.3, 0.0, 0.7, tie_band=1.0),
     "relevance_only": RankingWeights(1.0, 0.0, 0.0),
+    "seed": RankingWeights(1.0, 1.0, 1.0, formula="seed"),
 }
-"""Named weight presets. ``balanced`` (equal weights, Park et al. 2023) is the default."""
+"""Named weight presets. ``balanced`` (equal weights, Park et al. 2023) is the default.
+
+``balanced``, ``specific_question`` and ``relevance_only`` are relevance-first (the profile's tie band);
+``agent_context``, ``cold_start`` and ``conversation`` reach as far as relevance (``tie_band=1``), so an
+important (or recent) episode outranks a better match by up to ``w * (signal gap)`` of relevance;
+``seed`` is the seed formula: the plain average of cosine, ``0.995 ** days`` and ``importance / 10``."""
 
 
 def resolve_weights(

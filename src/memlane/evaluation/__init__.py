@@ -5,10 +5,21 @@
   format itself is :mod:`memlane.sessions.locomo_format`, which the session importer shares.
 - :mod:`memlane.evaluation.metrics` holds recall@k, nDCG@k, percentiles and a
   per-category aggregator.
+- :mod:`memlane.evaluation.beam` loads and runs the BEAM benchmark (no licence, never bundled; see
+  :func:`default_beam_path`); :mod:`memlane.evaluation.bootstrap` gives per-conversation paired
+  bootstrap intervals.
 """
 
 from __future__ import annotations
 
+from memlane.evaluation.beam import (
+    BeamReport,
+    beam_report_to_markdown,
+    default_beam_path,
+    load_beam,
+    run_beam,
+)
+from memlane.evaluation.bootstrap import PairedDifference, paired_bootstrap
 from memlane.evaluation.locomo import (
     LOCOMO_CATEGORIES,
     EvidenceCleaning,
@@ -36,6 +47,7 @@ from memlane.evaluation.metrics import (
 
 __all__ = [
     "LOCOMO_CATEGORIES",
+    "BeamReport",
     "EvidenceCleaning",
     "LocomoConversation",
     "LocomoFormatError",
@@ -43,16 +55,22 @@ __all__ = [
     "LocomoTurn",
     "MetricSummary",
     "MetricTable",
+    "PairedDifference",
     "QuestionScore",
     "aggregate",
+    "beam_report_to_markdown",
     "clean_evidence",
+    "default_beam_path",
     "default_locomo_path",
     "hit_at_k",
+    "load_beam",
     "load_locomo",
     "ndcg_at_k",
     "normalise_dia_id",
+    "paired_bootstrap",
     "parse_locomo",
     "parse_session_datetime",
     "percentile",
     "recall_at_k",
+    "run_beam",
 ]

@@ -26,7 +26,7 @@ import math
 import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from memlane.config import MemoryConfig
 from memlane.embeddings.base import Embedder
+from memlane.evaluation.bootstrap import PairedDifference, paired_bootstrap
 from memlane.evaluation.locomo import (
     LOCOMO_CATEGORIES,
     EvidenceCleaning,
@@ -177,6 +178,8 @@ class RunResult:
         configuration: What was run.
         recall_ms_p50: Median recall latency (ms), query embedding included.
         recall_ms_p95: 95th-percentile recall latency (ms), query embedding included.
+        per_question: ``(conversation position, R@10)`` of each question, in the order asked (the
+            same order for every configuration of a run), for paired comparisons.
     """
 
     name: str
@@ -186,6 +189,7 @@ class RunResult:
     configuration: EvalConfiguration = field(default_factory=EvalConfiguration)
     recall_ms_p50: float = math.nan
     recall_ms_p95: float = math.nan
+    per_question: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,20 @@ class LocomoReport:
     embedding_model: str
     categories: tuple[int, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def paired_differences(self) -> dict[str, PairedDifference]:
+        """R@10 of the first configuration minus ``dense`` and ``keyword`` (those present), with a
+        per-conversation paired bootstrap 95% CI (:func:`memlane.evaluation.bootstrap.paired_bootstrap`)."""
+        first = self.results[0]
+        return {
+            f"{first.name} - {r.name}": paired_bootstrap(
+                [v for _, v in first.per_question],
+                [v for _, v in r.per_question],
+                [pos for pos, _ in first.per_question],
+            )
+            for r in self.results[1:]
+            if r.name in ("dense", "keyword") and len(r.per_question) == len(first.per_question)
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict of the report."""
@@ -261,6 +279,7 @@ class LocomoReport:
                 }
                 for r in self.results
             ],
+            "paired_differences_r_at_10": {k: asdict(d) for k, d in self.paired_differences().items()},
             "baselines_hit_at_10": BASELINES,
             "meta": self.meta,
         }
@@ -359,6 +378,7 @@ def _run_result(
         configuration=setup,
         recall_ms_p50=percentile(latencies, 50),
         recall_ms_p95=percentile(latencies, 95),
+        per_question=tuple((pos, score.recall_at_10) for pos, score in rows),
     )
 
 
@@ -534,6 +554,17 @@ def report_to_markdown(report: LocomoReport) -> str:
                 for k in split_names
             )
             lines.append(f"| {r.name} | {c} ({LOCOMO_CATEGORIES.get(c, '?')}) | {_cells(m)} |{split_cells}")
+    differences = report.paired_differences()
+    if differences:
+        lines += [
+            "",
+            "| R@10 difference (per-conversation paired bootstrap) | mean | 95% CI | better on | worse on |",
+            "| --- | ---: | --- | ---: | ---: |",
+        ]
+        lines += [
+            f"| {k} | {d.mean:+.3f} | [{d.low:+.3f}, {d.high:+.3f}] | {d.better} | {d.worse} |"
+            for k, d in differences.items()
+        ]
     cleaning = report.cleaning
     legend = [
         f"`{r.name}`: {r.configuration.description}" for r in report.results if r.configuration.description

@@ -68,9 +68,10 @@ _DETAIL = (
     "counts, the score breakdown)."
 )
 _PRESET = (
-    "Named ranking weights: 'balanced' (default), 'specific_question' (favours relevance), "
-    "'agent_context' (favours importance), 'conversation' (favours recency), 'cold_start' (ignores "
-    "recency), 'relevance_only' (pure semantic similarity)."
+    "Named ranking weights: 'balanced' (default, relevance first), 'specific_question' (favours "
+    "relevance), 'agent_context' (important facts can outrank better matches), 'conversation' (recent "
+    "turns can outrank better matches), 'cold_start' (importance, ignores recency), 'relevance_only' "
+    "(pure semantic similarity), 'seed' (seed 000: plain mean of cosine, recency and importance/10)."
 )
 _SESSION = "Session within the key's tenant (1-200 characters). Default: 'default'."
 _SCOPE = (
@@ -112,7 +113,8 @@ class RememberRequest(Request):
         description=(
             "How much this matters for future work, 1-10: 1-3 passing detail; 4-6 useful context; "
             "7-8 a clear preference, decision or lesson; 9-10 critical (hard constraints, safety, must "
-            "never be forgotten). Values outside 1-10 are clamped. Omit if unsure (scored as neutral)."
+            "never be forgotten). Values outside 1-10 are clamped. Omit if unsure (scored as neutral), or "
+            "'auto' to have memlane estimate it from the content."
         ),
     )
     detail: Detail | None = Field(default=None, description=_DETAIL)

@@ -14,10 +14,14 @@ matches. Instead (a lexicographic order with a tolerance band)::
 
 with the profile's ``tie_band = 0.1``: an episode more relevant by more than ``tie_band * (w_rec +
 w_imp) / w_sum`` always ranks first; equally relevant -> newer first; equally relevant and equally
-old -> more important first. The presets (:data:`memlane.config.profile.PRESETS`) keep their
-meaning inside the band. Each hit's :class:`~memlane.models.ScoreBreakdown` carries the terms of
-this sum (``contributions``: value, weight and points of each signal), the boosts, the tie band and
-the signal that decided its place (``decided_by``), so displays render it and never recompute it.
+old -> more important first. A preset may widen the band (``RankingWeights.tie_band``:
+``agent_context``, ``cold_start`` and ``conversation`` use 1, so importance or recency can outrank a
+moderately better match; the lift is gated by relevance, :data:`WIDE_BAND_FULL_LIFT`) or use the
+seed formula (``formula="seed"``: the weighted mean of
+``clip(cosine, 0, 1)``, recency and importance; :func:`scores_of`). Each hit's
+:class:`~memlane.models.ScoreBreakdown` carries the terms of this sum (``contributions``: value,
+weight and points of each signal), the boosts, the tie band and the signal that decided its place
+(``decided_by``), so displays render it and never recompute it.
 
 Every constant comes from one :class:`memlane.config.profile.RankingProfile`; :func:`rank` takes
 the candidates' arrays as one :class:`CandidateSignals` and the per-recall choices as
@@ -92,6 +96,7 @@ __all__ = [
     "resolve_retrieval",
     "resolve_weights",
     "scores_of",
+    "seed_relevance",
 ]
 
 BALANCED = PRESETS["balanced"]
@@ -151,7 +156,7 @@ class RankOptions:
     Attributes:
         now_seconds: The read's ``now`` as Unix seconds.
         limit: Maximum number of results, >= 1.
-        weights: Preset weights; they shape only the tie-break within the profile's tie band.
+        weights: Preset weights: how far recency and importance reach, or the seed formula.
         retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"``: which signals make relevance.
             Default: ``"hybrid"`` if both arrays are given, else the one given.
         min_relevance: Candidates whose *own* relevance is below this (in [0, 1]) are dropped.
@@ -358,6 +363,23 @@ def relevance_of(signals: CandidateSignals, profile: RankingProfile, mode: str) 
     return Relevance(dense, kw, base, boosted(context, factor), boosted(base, factor), ent, win, fusion)
 
 
+def seed_relevance(signals: CandidateSignals, profile: RankingProfile, mode: str) -> tuple[Relevance, str]:
+    """The seed formula's relevance: ``clip(cosine, 0, 1)`` (0 without a vector), and its mode.
+
+    No keywords, context or boosts. Without cosines (keyword-only recall or the embedder's
+    fallback) or for ``retrieval="keyword"`` it is the keyword signal instead.
+    """
+    n = len(signals)
+    zeros = np.zeros(n)
+    if signals.cosine is not None and mode != "keyword":
+        cos = np.asarray(signals.cosine, dtype=np.float64)
+        rel = np.clip(np.nan_to_num(cos, nan=0.0), 0.0, 1.0)
+        return Relevance(rel, None, rel, rel, rel, zeros, zeros, None), "dense"
+    assert signals.keyword is not None
+    rel = keyword_relevance(signals.keyword, profile.keyword_saturation)
+    return Relevance(None, rel, rel, rel, rel, zeros, zeros, None), "keyword"
+
+
 def recency_of(signals: CandidateSignals, profile: RankingProfile, now_seconds: float) -> FloatArray:
     """``[n]`` recency: the forgetting half-life strength when given, else the profile's daily decay."""
     age = now_seconds - np.asarray(signals.created_at_seconds, dtype=np.float64)
@@ -366,36 +388,66 @@ def recency_of(signals: CandidateSignals, profile: RankingProfile, now_seconds: 
     return half_life_strength(age, signals.half_life_days)
 
 
+WIDE_BAND_FULL_LIFT = 0.2
+"""With a preset's own (wide) tie band, recency and importance lift a hit by ``min(1, relevance / 0.2)``
+of their full reach: an episode at least moderately relevant (0.2) gets all of it, an irrelevant one
+none, so importance alone never brings an unrelated episode into the results."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scores:
     """The scores of the candidates and the terms they are made of (module docstring).
 
     Attributes:
         values: ``[3, n]`` relevance, recency and importance (:data:`memlane.models.SIGNALS` order).
-        weights: ``(3,)`` each signal's weight in the score.
+        weights: ``(3,)`` each signal's weight in the score (before ``gate``).
         total: ``[n]`` the score.
-        tie_band: The relevance lead within which recency and importance can still reorder.
+        tie_band: The relevance lead within which recency and importance can still reorder
+            (``None``: any lead, when relevance weighs nothing).
+        gate: ``[n]`` the share of recency's and importance's weight each candidate gets
+            (:data:`WIDE_BAND_FULL_LIFT`), or ``None`` for all of it.
     """
 
     values: FloatArray
     weights: tuple[float, float, float]
     total: FloatArray
-    tie_band: float
+    tie_band: float | None
+    gate: FloatArray | None = None
+
+    def weights_of(self, i: int) -> FloatArray:
+        """``(3,)`` the weight of each signal in candidate ``i``'s score."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        if self.gate is not None:
+            w = w * np.array([1.0, self.gate[i], self.gate[i]])
+        return w
 
     def points(self, i: int) -> FloatArray:
         """``(3,)`` the points each signal adds to candidate ``i``'s score."""
-        return np.asarray(self.values[:, i] * np.asarray(self.weights), dtype=np.float64)
+        return np.asarray(self.values[:, i] * self.weights_of(i), dtype=np.float64)
 
 
 def scores_of(
     rel: FloatArray, rec: FloatArray, imp: FloatArray, weights: RankingWeights, tie_band: float
 ) -> Scores:
-    """``score = (rel + tie_band * (w_rec * rec + w_imp * imp)) / (1 + tie_band)`` with normalised weights."""
-    _, w_rec, w_imp = weights.normalized()
-    total = (rel + tie_band * (w_rec * rec + w_imp * imp)) / (1.0 + tie_band)
-    scale = 1.0 + tie_band
-    shares = (1.0 / scale, tie_band * w_rec / scale, tie_band * w_imp / scale)
-    return Scores(np.vstack([rel, rec, imp]), shares, total, tie_band * (w_rec + w_imp))
+    """The scores of ``weights.formula`` with normalised weights ``w``.
+
+    ``"relevance_first"``: ``(rel + band * g * (w_rec * rec + w_imp * imp)) / (1 + band)`` with ``band =
+    tie_band`` (the profile's) and ``g = 1`` when ``weights.tie_band`` is ``None``, else ``band =
+    weights.tie_band`` and ``g = min(1, rel / 0.2)`` (:data:`WIDE_BAND_FULL_LIFT`). ``"seed"``: ``w_rel *
+    rel + w_rec * rec + w_imp * imp``, whose tie band is ``(w_rec + w_imp) / w_rel``.
+    """
+    w_rel, w_rec, w_imp = weights.normalized()
+    values = np.vstack([rel, rec, imp])
+    if weights.formula == "seed":
+        shares = (w_rel, w_rec, w_imp)
+        band = (w_rec + w_imp) / w_rel if w_rel > 0 else None
+        return Scores(values, shares, w_rel * rel + w_rec * rec + w_imp * imp, band)
+    tb = tie_band if weights.tie_band is None else weights.tie_band
+    gate = None if weights.tie_band is None else np.clip(rel / WIDE_BAND_FULL_LIFT, 0.0, 1.0)
+    scale = 1.0 + tb
+    shares = (1.0 / scale, tb * w_rec / scale, tb * w_imp / scale)
+    lift = tb * (w_rec * rec + w_imp * imp) * (1.0 if gate is None else gate)
+    return Scores(values, shares, (rel + lift) / scale, tb * (w_rec + w_imp), gate)
 
 
 def _eligible(
@@ -459,9 +511,9 @@ class _Ranking:
 
 def _breakdown(r: _Ranking, i: int, below: int | None) -> ScoreBreakdown:
     rel, scores, signals = r.relevance, r.scores, r.signals
-    points = scores.points(i)
+    points, weights = scores.points(i), scores.weights_of(i)
     contributions = tuple(
-        Contribution(name, float(scores.values[k, i]), scores.weights[k], float(points[k]))
+        Contribution(name, float(scores.values[k, i]), float(weights[k]), float(points[k]))
         for k, name in enumerate(SIGNALS)
     )
     return ScoreBreakdown(
@@ -506,7 +558,10 @@ def rank(signals: CandidateSignals, profile: RankingProfile, options: RankOption
         raise ValidationError(f"min_relevance must be in [0, 1], got {options.min_relevance!r}")
     if len(signals) == 0:
         return []
-    relevance = relevance_of(signals, profile, mode)
+    if options.weights.formula == "seed":
+        relevance, mode = seed_relevance(signals, profile, mode)
+    else:
+        relevance = relevance_of(signals, profile, mode)
     recency = recency_of(signals, profile, options.now_seconds)
     scores = scores_of(
         relevance.relevance, recency, importance_signal(signals.importance), options.weights, profile.tie_band

@@ -129,10 +129,15 @@ def _weights_line(
     shares = weights.normalized()
     parts = ", ".join(f"{name} {share:.2f}" for name, share in zip(SIGNALS, shares, strict=True))
     band = "" if tie_band is None else f" (tie band {tie_band:.3f} for these weights)"
+    how = (
+        "score: the seed formula, the weighted mean of cosine, recency and importance"
+        if weights.formula == "seed"
+        else "score: relevance first; recency and importance only reorder hits whose relevance is within the "
+        f"tie band{band}"
+    )
     return el(
         "p",
-        "score: relevance first; recency and importance only reorder hits whose relevance is within the "
-        f"tie band{band}; the stacked bar shows what each signal adds (the parts add up to the score). "
+        f"{how}; the stacked bar shows what each signal adds (the parts add up to the score). "
         "Weight shares: ",
         el("b", parts),
         f" ({preset or 'configured default'}) · retrieval {retrieval}",
