@@ -47,7 +47,14 @@ from typing import Any
 
 from memlane.clock import ensure_utc
 
-__all__ = ["TimeWindow", "parse_time_window"]
+__all__ = [
+    "MAX_PARSE_CHARS",
+    "MAX_SPANS",
+    "SPAN_CONTEXT_CHARS",
+    "TimeWindow",
+    "parse_spans",
+    "parse_time_window",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +69,15 @@ _RELATIVE_RE = re.compile(
     re.IGNORECASE,
 )
 _GRANULARITIES = ("day", "week", "month", "year")
+
+MAX_PARSE_CHARS = 300
+"""A query up to this long is handed to dateparser whole; a longer one only as the spans
+around its anchors (:func:`parse_spans`), so a long query costs bounded work: dateparser's time
+grows faster than linearly with its input (a 100,000-character query took minutes)."""
+SPAN_CONTEXT_CHARS = 40
+"""Characters kept on each side of an anchor in a span (whole words; "on October 13, 2023")."""
+MAX_SPANS = 8
+"""At most this many spans (the first anchors of the query) are parsed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +138,49 @@ def _find(text: str, settings: dict[str, Any]) -> list[tuple[str, datetime, str 
     return [(str(phrase), at, period) for phrase, at, period in found]
 
 
+def _anchors(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every anchor in ``text``, in order (see the module docstring)."""
+    found = [m.span() for m in _YEAR_RE.finditer(text)] + [m.span() for m in _RELATIVE_RE.finditer(text)]
+    found += [m.span() for m in _MONTH_RE.finditer(text) if m.group(0)[:1].isupper()]
+    return sorted(found)
+
+
+def parse_spans(text: str) -> list[str]:
+    """The texts handed to dateparser for a query: the query itself when it is at most
+    :data:`MAX_PARSE_CHARS` long, else the first :data:`MAX_SPANS` spans of
+    :data:`SPAN_CONTEXT_CHARS` around its anchors (overlapping spans merged, cut at spaces).
+
+    Args:
+        text: The recall query.
+
+    Returns:
+        Up to :data:`MAX_SPANS` texts, each at most ``MAX_PARSE_CHARS`` characters (one query of
+        that length, or spans of anchor + context).
+    """
+    if len(text) <= MAX_PARSE_CHARS:
+        return [text]
+    spans: list[list[int]] = []
+    for start, end in _anchors(text):
+        lo, hi = max(0, start - SPAN_CONTEXT_CHARS), min(len(text), end + SPAN_CONTEXT_CHARS)
+        if spans and lo <= spans[-1][1] and hi - spans[-1][0] <= MAX_PARSE_CHARS:
+            spans[-1][1] = hi
+        elif len(spans) == MAX_SPANS:
+            break
+        else:
+            spans.append([lo, hi])
+    return [_whole_words(text, lo, hi) for lo, hi in spans]
+
+
+def _whole_words(text: str, lo: int, hi: int) -> str:
+    """``text[lo:hi]`` without the words the cut splits at either end."""
+    piece = text[lo:hi]
+    if lo > 0 and not text[lo - 1].isspace():
+        piece = piece.partition(" ")[2]
+    if hi < len(text) and not text[hi].isspace():
+        piece = piece.rpartition(" ")[0]
+    return piece
+
+
 def _anchored(phrase: str) -> bool:
     """Whether a matched phrase is really about time (see the module docstring)."""
     if _YEAR_RE.search(phrase) or _RELATIVE_RE.search(phrase):
@@ -178,9 +237,9 @@ def parse_time_window(text: str, now: datetime) -> TimeWindow | None:
     base = now.replace(tzinfo=None)  # dateparser counts back from local wall-clock time
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
     try:
-        found = _find(text, settings)
+        found = [hit for span in parse_spans(text) for hit in _find(span, settings)]
     except Exception:  # dateparser raises assorted errors on odd input; a query never fails for it
-        logger.debug("dateparser failed on %r", text, exc_info=True)
+        logger.debug("dateparser failed on %.200r", text, exc_info=True)
         return None
     windows: list[tuple[datetime, datetime, str, str]] = []
     for phrase, at, period in found:
