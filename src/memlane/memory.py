@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memlane.clock import Clock, SystemClock
-from memlane.config import MemoryConfig
+from memlane.config import DEFAULT_COMPACT_SIMILARITY, MemoryConfig
 from memlane.context import MemoryContext
 from memlane.embeddings.base import Embedder
 from memlane.episode_input import EpisodeInput
@@ -654,7 +654,7 @@ class EpisodicMemory:
     def compact(
         self,
         *,
-        similarity: float = 0.95,
+        similarity: float = DEFAULT_COMPACT_SIMILARITY,
         never_retrieved_older_than_days: float | None = None,
         dry_run: bool = False,
         now: datetime | None = None,

@@ -12,6 +12,7 @@ from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.confirm import confirm_destructive
 from memlane.cli.output import compact_table, echo_json, minute
 from memlane.cli.params import ISO_DATETIME
+from memlane.config import DEFAULT_COMPACT_SIMILARITY
 from memlane.errors import EpisodeNotFoundError, ValidationError
 
 __all__ = ["compact", "forget", "history"]
@@ -118,7 +119,7 @@ def forget(
 @click.option(
     "--similarity",
     type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-    default=0.95,
+    default=DEFAULT_COMPACT_SIMILARITY,
     show_default=True,
     help="Merge episodes of one tenant and event type whose embeddings have cosine above this.",
 )

@@ -21,10 +21,20 @@ from memlane.config.profile import (
 from memlane.errors import ConfigError, ValidationError
 from memlane.models import Scope
 
-__all__ = ["DEFAULT_DB_PATH", "MemoryConfig", "config_path_from_env", "database_from_env"]
+__all__ = [
+    "DEFAULT_COMPACT_SIMILARITY",
+    "DEFAULT_DB_PATH",
+    "MemoryConfig",
+    "config_path_from_env",
+    "database_from_env",
+]
 
 DEFAULT_DB_PATH = "memlane.db"
 """SQLite file used when neither ``--db`` nor ``MEMLANE_DB`` is given (relative to the working dir)."""
+
+DEFAULT_COMPACT_SIMILARITY = 0.95
+"""Cosine above which :meth:`memlane.EpisodicMemory.compact` merges episodes, unless told otherwise
+(every interface's default: Python, CLI, HTTP)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field
 
+from memlane.config import DEFAULT_COMPACT_SIMILARITY
 from memlane.operations.fields import (
     Confidence,
     Count,
@@ -386,7 +387,10 @@ class CompactBody(_Where):
     OPERATION: ClassVar[str] = "compact"
 
     similarity: OpenFraction | None = Field(
-        default=None, description="Cosine similarity in (0, 1) above which episodes merge (default 0.95)."
+        default=None,
+        description=(
+            f"Cosine similarity in (0, 1) above which episodes merge (default {DEFAULT_COMPACT_SIMILARITY})."
+        ),
     )
     never_retrieved_older_than_days: Positive | None = Field(
         default=None, description="Also archive episodes never retrieved and older than this many days."

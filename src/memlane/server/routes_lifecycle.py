@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from memlane import wire
+from memlane.config import DEFAULT_COMPACT_SIMILARITY
 from memlane.models import Scope
 from memlane.operations import handlers as operations
 from memlane.operations.fields import Request, bounded
@@ -144,7 +145,7 @@ def _admin_routes(router: APIRouter) -> None:
         """The :meth:`memlane.EpisodicMemory.compact` report (``dry_run`` changes nothing)."""
         args = _args(body)
         report = _memory(state, tenant, args).compact(
-            similarity=args.get("similarity", 0.95),
+            similarity=args.get("similarity", DEFAULT_COMPACT_SIMILARITY),
             never_retrieved_older_than_days=args.get("never_retrieved_older_than_days"),
             dry_run=args.get("dry_run", False),
             now=args.get("now"),
