@@ -110,11 +110,17 @@ class AppState:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def base(self) -> EpisodicMemory:
+        """The server's memory (opened at startup).
+
+        Raises:
+            HTTPException: 503 before startup or after shutdown.
+        """
         if self.memory is None:  # pragma: no cover - only before startup / after shutdown
             raise HTTPException(status_code=503, detail="the server is not ready")
         return self.memory
 
     def default_scope(self) -> Scope:
+        """The configured scope for a request that names none (``global`` serves as ``tenant``)."""
         scope = Scope(self.base().config.scope)
         return Scope.TENANT if scope is Scope.GLOBAL else scope
 
@@ -138,11 +144,17 @@ class AppState:
         return memory
 
     def check_limit(self, limit: int | None) -> None:
+        """Refuse a ``limit`` above the server's ``max_limit``.
+
+        Raises:
+            ValidationError: ``limit`` is not an integer in [1, ``max_limit``].
+        """
         if limit is not None:
             check_limit(limit, maximum=self.max_limit)
 
 
 def app_state(request: Request) -> AppState:
+    """The :class:`AppState` ``create_app`` put on the application (a FastAPI dependency)."""
     state: AppState = request.app.state.memlane
     return state
 
