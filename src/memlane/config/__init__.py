@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from memlane.config.forgetting import ForgettingPolicy
 from memlane.config.profile import (
@@ -35,6 +36,13 @@ DEFAULT_DB_PATH = "memlane.db"
 DEFAULT_COMPACT_SIMILARITY = 0.95
 """Cosine above which :meth:`memlane.EpisodicMemory.compact` merges episodes, unless told otherwise
 (every interface's default: Python, CLI, HTTP)."""
+
+
+@lru_cache(maxsize=64)
+def _profile_of(fusion: str, decay_per_day: float) -> RankingProfile:
+    """The named profile of ``fusion`` with ``decay_per_day`` (built and checked once per pair;
+    a profile is immutable, so every recall of a configuration shares it)."""
+    return replace(PROFILES[fusion], decay_per_day=decay_per_day)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +160,7 @@ class MemoryConfig:
         The named profile of ``fusion`` (:data:`memlane.config.profile.PROFILES`) with this
         configuration's ``decay_per_day``.
         """
-        return replace(PROFILES[self.fusion], decay_per_day=self.decay_per_day)
+        return _profile_of(self.fusion, self.decay_per_day)
 
     @property
     def policy(self) -> ForgettingPolicy:

@@ -65,13 +65,15 @@ def paired_bootstrap(
         The :class:`PairedDifference`.
 
     Raises:
-        ValueError: empty or unequal inputs, or ``level`` outside (0, 1).
+        ValueError: empty or unequal inputs, ``resamples`` < 1, or ``level`` outside (0, 1).
     """
-    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    if len(diff) == 0 or len(diff) != len(b) or len(diff) != len(clusters):
+    if len(a) == 0 or not len(a) == len(b) == len(clusters):
         raise ValueError("a, b and clusters must be non-empty and of equal length")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples!r}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     names = sorted(set(clusters), key=str)
     index = {name: k for k, name in enumerate(names)}
     cluster = np.array([index[c] for c in clusters])

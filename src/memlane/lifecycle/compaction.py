@@ -42,9 +42,9 @@ from numpy.typing import NDArray
 
 from memlane import wire
 from memlane.episode_input import new_episode_id
-from memlane.errors import ValidationError
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, Store
+from memlane.validation import check_open_fraction, check_positive
 
 __all__ = [
     "MERGE_REASON_PREFIX",
@@ -288,13 +288,8 @@ def compact(
 
 def _check_options(similarity: object, days: object) -> tuple[float, float | None]:
     """``(similarity, never_retrieved_older_than_days)`` checked (see :func:`compact`)."""
-    if isinstance(similarity, bool) or not isinstance(similarity, int | float) or not 0.0 < similarity < 1.0:
-        raise ValidationError(f"similarity must be a number in (0, 1), got {similarity!r}")
-    if days is not None and (
-        isinstance(days, bool) or not isinstance(days, int | float) or not 0.0 < days < float("inf")
-    ):
-        raise ValidationError(f"never_retrieved_older_than_days must be a number > 0, got {days!r}")
-    return float(similarity), None if days is None else float(days)
+    checked = check_open_fraction(similarity, "similarity")
+    return checked, None if days is None else check_positive(days, "never_retrieved_older_than_days")
 
 
 def _cutoff(at: datetime, days: float | None) -> datetime | None:

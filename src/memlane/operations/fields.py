@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
 import annotated_types
@@ -163,7 +164,14 @@ def check_request(cls: type[Request], raw: object) -> dict[str, Any]:
     missing = [name for name, info in fields.items() if info.is_required() and name not in present]
     if missing:
         raise ValidationError(f"missing required argument(s): {', '.join(missing)}")
-    return {name: field_check(name, fields[name])(value) for name, value in present.items()}
+    checks = _checks(cls)
+    return {name: checks[name](value) for name, value in present.items()}
+
+
+@cache
+def _checks(cls: type[Request]) -> dict[str, ArgumentCheck]:
+    """Each field's check of ``cls`` (:func:`field_check`), built once per request type."""
+    return {name: field_check(name, info) for name, info in cls.model_fields.items()}
 
 
 class Request(BaseModel):

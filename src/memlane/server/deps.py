@@ -40,7 +40,6 @@ __all__ = [
     "IdPath",
     "MemoryFactory",
     "ScopeName",
-    "SessionId",
     "State",
     "Tenant",
     "wire",
@@ -66,14 +65,6 @@ IdPath = Annotated[
 ]
 """An episode or session id in a path (what :func:`memlane.validation.check_identifier` accepts)."""
 
-SessionId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        description="Session within the key's tenant (1-200 characters). Default: 'default'.",
-    ),
-]
 ScopeName = Literal["session", "tenant"]
 SCOPE_HELP = (
     "What a read may see: 'session' (this session only) or 'tenant' (every session of the key's "

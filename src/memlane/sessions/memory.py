@@ -48,7 +48,14 @@ from memlane.stores.sessions_base import (
     SupportsSessions,
     WindowInput,
 )
-from memlane.validation import check_flag, check_identifier, check_limit, check_text, normalize_metadata
+from memlane.validation import (
+    check_at_least,
+    check_flag,
+    check_identifier,
+    check_limit,
+    check_text,
+    normalize_metadata,
+)
 
 __all__ = ["SessionMemory"]
 
@@ -60,12 +67,6 @@ def _session_store(ctx: MemoryContext) -> SessionStore:
     if not isinstance(store, SupportsSessions):
         raise StoreError(f"{type(store).__name__} does not store session episodes (no session_store)")
     return store.session_store
-
-
-def _check_count(value: object, name: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 class HasContext(Protocol):
@@ -320,10 +321,10 @@ class SessionMemory:
         owner = self._owner(agent_id, user_id)
         options = SnippetOptions(
             top_k=check_limit(top_k, "top_k"),
-            context_turns=_check_count(context_turns, "context_turns", minimum=0),
+            context_turns=check_at_least(context_turns, "context_turns", 0),
             max_per_session=None
             if max_per_session is None
-            else _check_count(max_per_session, "max_per_session", minimum=1),
+            else check_at_least(max_per_session, "max_per_session", 1),
             excluded=None
             if exclude_session_id is None
             else check_identifier(exclude_session_id, "exclude_session_id"),
@@ -433,7 +434,7 @@ class SessionMemory:
         query = check_text(query, "query")
         budget = check_budget(token_budget)
         counter = resolve_token_counter(tokenizer)
-        max_item_chars = _check_count(max_item_chars, "max_item_chars", minimum=1)
+        max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
         at = self._ctx.now(now)
         candidates: list[ContextItem] = []
         owner = self._owner(agent_id, user_id)

@@ -18,8 +18,9 @@ What a backend stores, per session (unique per ``(tenant_id, session_id)``):
 
 Keyword search (:meth:`SessionStore.window_keyword_candidates`) scores every window of the owner
 (within retention) that contains a query term with BM25 whose statistics (``N``, ``df``,
-``avgdl``) are the owner's windows only (:func:`memlane.stores.common_terms.score_matches`, the
-episodes' scoring and common-term rule): another owner's sessions never change a score.
+``avgdl``) are the owner's windows only (:func:`memlane.bm25.score_matches`, the
+episodes' scoring, and :class:`~memlane.stores.common_terms.CommonTermFilter`, their
+common-term rule): another owner's sessions never change a score.
 
 Like the episode stores, session stores filter and fetch; ranking happens in the recall
 pipeline (:mod:`memlane.recall.pipeline`, run by :mod:`memlane.sessions.search`). Every
