@@ -361,3 +361,15 @@ def test_memlane_serve_command(tmp_path: Path) -> None:
             process.kill()
             process.wait()
     assert (tmp_path / "served.db").exists()
+
+
+def test_every_ranked_read_refuses_preset_and_weights_together(api: Api) -> None:
+    """The rule lives where preset and weights meet (operations.handlers), so each ranked read has it."""
+    both = {"preset": "balanced", "weights": {"relevance": 1}}
+    for path, body in (
+        ("/v1/recall", {"query": "x"}),
+        ("/v1/sessions/search", {"query": "x"}),
+        ("/v1/context", {"query": "x"}),
+    ):
+        response = api.acme.post(path, json={**body, **both})
+        assert "not both" in _error(response, 422, "ValidationError"), path

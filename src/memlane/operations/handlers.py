@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memlane import wire
+from memlane.errors import ValidationError
 
 if TYPE_CHECKING:
     from memlane import EpisodicMemory
@@ -63,6 +64,13 @@ def _episode(episode: Any, detail: wire.Detail) -> dict[str, Any]:
 
 
 def _weights(args: Mapping[str, Any]) -> Any:
+    """The ranking weights of a read: custom ``weights`` or a named ``preset`` (not both).
+
+    Raises:
+        ValidationError: both were given.
+    """
+    if "preset" in args and "weights" in args:
+        raise ValidationError("give either preset or weights, not both")
     return args.get("weights", args.get("preset"))
 
 

@@ -51,7 +51,7 @@ from starlette.types import Scope as AsgiScope
 from memlane import EpisodicMemory, __version__
 from memlane import wire as wire_format
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
-from memlane.errors import ConfigError, ValidationError
+from memlane.errors import ConfigError
 from memlane.models import Scope
 from memlane.operations import handlers as operations
 from memlane.operations.fields import Request, bounded
@@ -136,8 +136,6 @@ def episodes_router(max_limit: int) -> APIRouter:
         ``min_relevance`` override the configured ones for this call.
         """
         args: dict[str, Any] = {} if body is None else body.arguments()
-        if "preset" in args and "weights" in args:
-            raise ValidationError("give either preset or weights, not both")
         memory = state.context(tenant, args.pop("session_id", None), args.pop("scope", None))
         return wire(operations.recall_episodes(memory, args, "full", key="hits"))
 
