@@ -63,9 +63,17 @@ def build_store(settings: StoreSettings) -> Store:
         An open :class:`memlane.stores.base.Store` (the caller closes it).
 
     Raises:
-        ConfigError: ``postgres`` without the ``postgres`` extra installed.
+        ConfigError: ``postgres`` without the ``postgres`` extra installed, or a host memory
+            type (``redis``, ``sliding_window``, ``buffer``, ``custom``: episodic memory is a no-op,
+            memlane has no store to open).
         StoreError: the database cannot be opened.
     """
+    if settings.host_managed:
+        raise ConfigError(
+            f"memory.type: {settings.type!r} is the host agent's own memory, so memlane's episodic memory "
+            "is a no-op with this file (tools_for() returns no tools); set memory.type: sqlite or postgres "
+            "to store episodes"
+        )
     if settings.type == "postgres":
         if settings.dsn is None:
             raise ConfigError("store.dsn: required for a postgres store")

@@ -163,7 +163,10 @@ def test_config_path_from_env() -> None:
             "episodic_memory.embedding_dims: dims is required",
         ),
         ({"episodic_memory": {"embedding_base_url": "http://x"}}, "episodic_memory.embedding_base_url: only"),
-        ({"memory": {"type": "mysql"}}, "memory.type: must be one of ['sqlite', 'postgres'], got 'mysql'"),
+        (
+            {"memory": {"type": "mysql"}},
+            "memory.type: must be one of ['sqlite', 'postgres', 'redis', 'sliding_window',",
+        ),
         ({"memory": {"type": "postgres"}}, "memory.dsn: required with memory.type: postgres"),
         ({"memory": {"type": "postgres", "dsn": "x", "path": "a.db"}}, "memory.path: only valid with"),
         ({"memory": {"dsn": "postgresql://x"}}, "memory.dsn: only valid with memory.type: postgres"),
@@ -295,3 +298,75 @@ def test_from_config_opens_a_postgres_store(pg_url: str, pg_schema: str) -> None
         assert type(memory.store).__name__ == "PostgresStore"
         stored = memory.remember_episode("note", "stored in postgres")
         assert [h.episode.id for h in memory.recall_episodes("postgres")] == [stored.id]
+
+
+SEED_YAML = """
+agent:
+  model: some-llm
+memory:
+  type: {memory_type}
+  max_messages: 40
+  shared_scope: team
+  run_log_retention_days: 14
+rag:
+  embedding_model: text-embedding-3-small
+episodic_memory:
+  scope: tenant
+"""
+
+
+@pytest.mark.parametrize("memory_type", ["redis", "sliding_window", "buffer", "custom"])
+def test_a_seed_shaped_file_with_a_host_memory_type_makes_episodic_memory_a_no_op(
+    tmp_path: Path, memory_type: str
+) -> None:
+    from memlane.tools import tools_for
+
+    path = write(tmp_path, SEED_YAML.format(memory_type=memory_type))
+    config = load_config(path)
+    assert config.store.type == memory_type and config.store.host_managed
+    assert config.episodic is None
+    assert tools_for(path, "openai") == [] and tools_for(path, "anthropic") == []
+    with pytest.raises(ConfigError, match=r"^memory\.type: .*no-op"):
+        EpisodicMemory.from_config(path)
+    assert not list(tmp_path.glob("*.db"))  # nothing was created
+
+
+def test_the_host_memory_keys_are_accepted_with_memlanes_own_store(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, SEED_YAML.format(memory_type="sqlite")))
+    assert config.store.type == "sqlite" and not config.store.host_managed
+    assert config.episodic is not None and config.episodic.memory.scope == Scope.TENANT
+
+
+def test_the_embedding_model_defaults_to_rags(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, SEED_YAML.format(memory_type="sqlite")))
+    assert config.episodic is not None
+    assert (config.episodic.embedding_model, config.episodic.embedding_provider) == (
+        "text-embedding-3-small",
+        "openai",
+    )
+    own = load_config(
+        {
+            "rag": {"embedding_model": "text-embedding-3-small"},
+            "episodic_memory": {"embedding_provider": "hashing"},
+        }
+    )
+    assert own.episodic is not None and own.episodic.embedding_provider == "hashing"
+    explicit = load_config(
+        {
+            "rag": {"embedding_model": "text-embedding-3-small"},
+            "episodic_memory": {"embedding_model": "all-MiniLM-L6-v2"},
+        }
+    )
+    assert explicit.episodic is not None and explicit.episodic.embedding_provider == "local"
+    with pytest.raises(ConfigError, match=r"^episodic_memory\.embedding_model: .*from rag\.embedding_model"):
+        load_config({"rag": {"embedding_model": "bge-small"}, "episodic_memory": None})
+
+
+def test_a_misspelt_section_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(ConfigError, match=r"^episodic_memroy: .*did you mean 'episodic_memory'"):
+        load_config({"episodic_memroy": {"scope": "tenant"}})
+    with caplog.at_level("WARNING", logger="memlane.config.file"):
+        config = load_config({"memroy": {"type": "sqlite"}, "sever": {}, "agent": {}, "tools": []})
+    assert config.episodic is None
+    assert "did you mean 'memory'" in caplog.text and "did you mean 'server'" in caplog.text
+    assert "agent" not in caplog.text and "tools" not in caplog.text

@@ -4,12 +4,12 @@ One file configures every interface (the library's :meth:`memlane.EpisodicMemory
 every CLI command through ``--config``, the tool schemas, the MCP and HTTP servers)::
 
     memory:                    # where episodes live (optional; default: SQLite ./memlane.db)
-      type: sqlite             # sqlite | postgres
+      type: sqlite             # sqlite | postgres (redis | sliding_window | buffer | custom: no-op)
       path: ./memlane.db       # sqlite: file, relative to this config file's directory
       # dsn: postgresql://user@host/db    # postgres (psycopg also reads PGPASSWORD etc.)
       # schema: memlane                   # postgres: optional schema name
     episodic_memory:           # present => the remember_episode / recall_episodes tools exist
-      embedding_model: all-MiniLM-L6-v2
+      embedding_model: all-MiniLM-L6-v2   # default: rag.embedding_model, else all-MiniLM-L6-v2
       scope: session           # session | tenant | global
       default_limit: 5
       retention_days: null
@@ -36,6 +36,22 @@ Rules:
 
 * Unknown keys inside memlane's sections are errors (with a did-you-mean hint); unknown
   *top-level* keys are ignored, so the sections can live inside an agent's own config file.
+  A top-level key that looks like a misspelt ``episodic_memory`` (``episodic_memroy:``) is an
+  error with a did-you-mean hint (otherwise the agent would silently get no tools); one that
+  looks like ``memory`` or ``server`` only logs a warning (host files use such names).
+* The host agent's own ``memory:`` keys (:data:`HOST_MEMORY_KEYS`: ``max_messages``,
+  ``shared_scope``, ``run_log_retention_days``) are accepted and ignored: they configure the
+  host's short-term memory, not memlane's store.
+* ``memory.type`` one of :data:`HOST_MEMORY_TYPES` (``redis``, ``sliding_window``, ``buffer``,
+  ``custom``: the host keeps its own memory) makes episodic memory a **no-op**:
+  :attr:`MemlaneConfig.episodic` is ``None`` even with an ``episodic_memory:`` section (which
+  is still validated), so :func:`memlane.tools.tools_for` returns ``[]`` (no tools are
+  registered and a model has nothing to call); opening a store from such a file
+  (:meth:`memlane.EpisodicMemory.from_config`, every CLI command, ``memlane serve`` and
+  ``memlane mcp``) raises :class:`~memlane.errors.ConfigError` naming ``memory.type``, so
+  nothing is stored or read by accident.
+* ``episodic_memory.embedding_model`` defaults to ``rag.embedding_model`` when the file has a
+  ``rag:`` section naming one (the host's retrieval model), else to ``all-MiniLM-L6-v2``.
 * Every error is a :class:`memlane.errors.ConfigError` whose message starts with the dotted
   key, e.g. ``episodic_memory.scope: must be one of ['session', 'tenant', 'global'], got 'team'``.
 * ``episodic_memory:`` with no value (YAML null) counts as present with every default;
@@ -70,6 +86,8 @@ from memlane.validation import check_identifier
 __all__ = [
     "DEFAULT_MAX_LIMIT",
     "DEFAULT_MAX_REQUEST_BYTES",
+    "HOST_MEMORY_KEYS",
+    "HOST_MEMORY_TYPES",
     "LOCAL_MODEL_NAMES",
     "OPENAI_MODEL_DIMS",
     "ApiKey",
@@ -126,7 +144,11 @@ def openai_dims(model: str, dims: int | None) -> int:
 
 _PROVIDERS = ("local", "openai", "hashing")
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-_STORE_TYPES = ("sqlite", "postgres")
+HOST_MEMORY_TYPES = ("redis", "sliding_window", "buffer", "custom")
+"""``memory.type`` values of a host agent's own memory: with one, episodic memory is a no-op."""
+HOST_MEMORY_KEYS = ("max_messages", "shared_scope", "run_log_retention_days")
+"""The host agent's own ``memory:`` keys: accepted and ignored."""
+_STORE_TYPES = ("sqlite", "postgres", *HOST_MEMORY_TYPES)
 
 # -- the parsed configuration ------------------------------------------------------------
 
@@ -136,7 +158,8 @@ class StoreSettings:
     """The ``memory:`` section: which store backend and where.
 
     Attributes:
-        type: ``"sqlite"`` (default) or ``"postgres"``.
+        type: ``"sqlite"`` (default), ``"postgres"``, or one of :data:`HOST_MEMORY_TYPES` (the
+            host keeps its own memory: memlane stores nothing, see :attr:`host_managed`).
         path: SQLite file (absolute, resolved against the config file's directory), or
             ``None`` for ``$MEMLANE_DB`` / ``./memlane.db``.
         dsn: PostgreSQL connection string (``postgres`` only).
@@ -151,6 +174,11 @@ class StoreSettings:
     def sqlite_path(self) -> str:
         """The SQLite file to open: ``path``, else ``$MEMLANE_DB``, else ``./memlane.db``."""
         return self.path or database_from_env()
+
+    @property
+    def host_managed(self) -> bool:
+        """``True`` when ``type`` is a host memory type: episodic memory is a no-op."""
+        return self.type in HOST_MEMORY_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +248,9 @@ class MemlaneConfig:
 
     Attributes:
         store: The ``memory:`` section (defaults when absent).
-        episodic: The ``episodic_memory:`` section, or ``None`` when absent (then no tools
-            are registered by :func:`memlane.tools.tools_for`).
+        episodic: The ``episodic_memory:`` section, or ``None`` when absent or when
+            ``memory.type`` is a host memory type (then no tools are registered by
+            :func:`memlane.tools.tools_for`).
         server: The ``server:`` section (defaults when absent).
         source: The file it was read from, or ``None`` for a mapping.
     """
@@ -293,11 +322,19 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConf
 
 
 def _parse(data: Mapping[Any, Any], *, base_dir: Path, source: Path | None) -> MemlaneConfig:
+    _check_sections(data)
+    store = _parse_store(_Section("memory", data.get("memory"), _STORE_KEYS), base_dir)
     episodic = None
     if "episodic_memory" in data and data["episodic_memory"] is not False:
-        episodic = _parse_episodic(_Section("episodic_memory", data["episodic_memory"], _EPISODIC_KEYS))
+        section = _Section("episodic_memory", data["episodic_memory"], _EPISODIC_KEYS)
+        episodic = _parse_episodic(section, None if store.host_managed else _rag_model(data))
+        if store.host_managed:
+            logger.info(
+                "memory.type %s: the host keeps its own memory; episodic memory is a no-op", store.type
+            )
+            episodic = None
     return MemlaneConfig(
-        store=_parse_store(_Section("memory", data.get("memory"), _STORE_KEYS), base_dir),
+        store=store,
         episodic=episodic,
         server=_parse_server(_Section("server", data.get("server"), _SERVER_KEYS)),
         source=source,
@@ -306,7 +343,8 @@ def _parse(data: Mapping[Any, Any], *, base_dir: Path, source: Path | None) -> M
 
 # -- sections ----------------------------------------------------------------------------
 
-_STORE_KEYS = ("type", "path", "dsn", "schema")
+_SECTIONS = ("memory", "episodic_memory", "server")
+_STORE_KEYS = ("type", "path", "dsn", "schema", *HOST_MEMORY_KEYS)
 _MEMORY_KEYS: tuple[str, ...] = tuple(f.name for f in fields(MemoryConfig))
 """``episodic_memory:`` keys that are :class:`memlane.MemoryConfig` fields, passed through as they are."""
 
@@ -325,6 +363,31 @@ _SERVER_KEYS = ("host", "port", "api_keys", "max_request_bytes")
 
 def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
+
+
+def _check_sections(data: Mapping[Any, Any]) -> None:
+    """Refuse a near-miss of ``episodic_memory``; warn about near-misses of ``memory``/``server``.
+
+    Other unknown top-level keys are the host's own sections and are ignored.
+    """
+    for key in data:
+        if not isinstance(key, str) or key in _SECTIONS:
+            continue
+        absent = [name for name in _SECTIONS if name not in data]
+        close = difflib.get_close_matches(key, absent, n=1, cutoff=0.8)
+        if not close:
+            continue
+        message = f"{key}: unknown top-level section (did you mean {close[0]!r}?)"
+        if close[0] == "episodic_memory":
+            raise ConfigError(f"{message}; without episodic_memory: the agent gets no memory tools")
+        logger.warning("%s; it is ignored", message)
+
+
+def _rag_model(data: Mapping[Any, Any]) -> str | None:
+    """``rag.embedding_model`` of the host's ``rag:`` section, if the file has one."""
+    rag = data.get("rag")
+    model = rag.get("embedding_model") if isinstance(rag, Mapping) else None
+    return model.strip() if isinstance(model, str) and model.strip() else None
 
 
 class _Section:
@@ -390,6 +453,8 @@ class _Section:
 def _parse_store(sec: _Section, base_dir: Path) -> StoreSettings:
     kind = sec.string("type", "sqlite", choices=_STORE_TYPES)
     assert kind is not None
+    if kind in HOST_MEMORY_TYPES:
+        return StoreSettings(type=kind)
     path = sec.string("path", None)
     dsn = sec.string("dsn", None)
     schema = sec.string("schema", None)
@@ -420,30 +485,35 @@ def _infer_provider(model: str) -> str | None:
     return None
 
 
-def _parse_provider(sec: _Section) -> tuple[str, str]:
-    """``(model, provider)`` of the section: the provider given or inferred from the model name."""
-    model = sec.string("embedding_model", "all-MiniLM-L6-v2")
+def _parse_provider(sec: _Section, default_model: str | None) -> tuple[str, str]:
+    """``(model, provider)`` of the section: the provider given or inferred from the model name.
+
+    ``default_model`` (``rag.embedding_model``) stands in for an absent ``embedding_model``.
+    """
+    model = sec.string("embedding_model", default_model or "all-MiniLM-L6-v2")
     assert model is not None
+    origin = " (the default taken from rag.embedding_model)" if not sec.has("embedding_model") else ""
     provider = sec.string("embedding_provider", None, choices=_PROVIDERS) or _infer_provider(model)
     if provider is None:
         raise sec.error(
             "embedding_model",
-            f"unknown model {model!r}: use all-MiniLM-L6-v2 (bundled, offline), an OpenAI model such as "
-            "text-embedding-3-small, or set embedding_provider: openai for another OpenAI-compatible model",
+            f"unknown model {model!r}{origin}: use all-MiniLM-L6-v2 (bundled, offline), an OpenAI model "
+            "such as text-embedding-3-small, or set embedding_provider: openai for another "
+            "OpenAI-compatible model",
         )
     if provider == "local" and model not in LOCAL_MODEL_NAMES:
         raise sec.error(
             "embedding_model",
-            f"the local provider only runs the bundled all-MiniLM-L6-v2, got {model!r}",
+            f"the local provider only runs the bundled all-MiniLM-L6-v2, got {model!r}{origin}",
         )
     if provider == "openai":
         model = model.removeprefix("openai:")
     return model, provider
 
 
-def _parse_embedding(sec: _Section) -> tuple[str, str, int | None, str | None]:
+def _parse_embedding(sec: _Section, default_model: str | None) -> tuple[str, str, int | None, str | None]:
     """``(model, provider, dims, base_url)`` of the section, checked against each other."""
-    model, provider = _parse_provider(sec)
+    model, provider = _parse_provider(sec, default_model)
     dims = sec.integer("embedding_dims", None, minimum=1)
     if dims is not None and provider == "local":
         raise sec.error("embedding_dims", "not configurable for the local model (always 384)")
@@ -480,8 +550,8 @@ def _parse_identifier(sec: _Section, key: str) -> str | None:
         raise sec.error(key, str(exc)) from None
 
 
-def _parse_episodic(sec: _Section) -> EpisodicSettings:
-    model, provider, dims, base_url = _parse_embedding(sec)
+def _parse_episodic(sec: _Section, default_model: str | None = None) -> EpisodicSettings:
+    model, provider, dims, base_url = _parse_embedding(sec, default_model)
     memory = _parse_memory(sec)
     max_limit = sec.integer("max_limit", max(DEFAULT_MAX_LIMIT, memory.default_limit), minimum=1)
     assert max_limit is not None
