@@ -351,7 +351,7 @@ class EpisodicMemory:
 
     def supersede(
         self,
-        old_id: str,
+        episode_id: str,
         event_type: str,
         content: str,
         tags: Sequence[str] | str | None = None,
@@ -361,7 +361,7 @@ class EpisodicMemory:
         metadata: Mapping[str, Any] | None = None,
         reason: str | None = None,
     ) -> Episode:
-        """Replace episode ``old_id`` with a new one, keeping the old one as history.
+        """Replace episode ``episode_id`` with a new one, keeping the old one as history.
 
         In one transaction: the new episode is inserted, and the old one gets
         ``valid_until`` = the new ``valid_from`` (the fact stopped being true then),
@@ -371,7 +371,8 @@ class EpisodicMemory:
         the chain.
 
         Args:
-            old_id: Id of the episode to supersede (in this memory's scope).
+            episode_id: Id of the episode to supersede (in this memory's scope; named as in
+                :meth:`history`, and ``episode_id`` in the ``supersede_episode`` tool).
             event_type: As for :meth:`remember_episode`.
             content: As for :meth:`remember_episode`.
             tags: As for :meth:`remember_episode`.
@@ -384,11 +385,11 @@ class EpisodicMemory:
             The new episode.
 
         Raises:
-            EpisodeNotFoundError: ``old_id`` is not in scope or already superseded.
+            EpisodeNotFoundError: ``episode_id`` is not in scope or already superseded.
             ValidationError, EmbeddingError, StoreError: as for :meth:`remember_episode`.
         """
         item = EpisodeInput(event_type, content, tags, importance, metadata=metadata, valid_from=valid_from)
-        return lifecycle.supersede(self._ctx, old_id, item, reason)
+        return lifecycle.supersede(self._ctx, episode_id, item, reason)
 
     def delete_episode(self, episode_id: str) -> bool:
         """Delete one episode by id if it is within this memory's scope.

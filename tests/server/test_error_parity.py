@@ -166,7 +166,7 @@ _CONTEXT = {**_OWNER, "token_budget": 1000}
 _PYTHON = {
     "remember_episode": ("remember_episode", {}, {}),
     "recall_episodes": ("recall_episodes", {}, {}),
-    "supersede_episode": ("supersede", {"old_id": "ep-1"}, {}),
+    "supersede_episode": ("supersede", {"episode_id": "ep-1"}, {}),
     "episode_history": ("history", {}, {}),
     "find_contradictions": ("find_contradictions", {}, {"text": "episode_or_text"}),
     "search_sessions": ("sessions.search_sessions", _OWNER, {}),

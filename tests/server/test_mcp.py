@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,11 +18,12 @@ import pytest
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent, TextResourceContents
 
 from memlane import EpisodicMemory
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.server.mcp import create_mcp_server, to_call_tool_result
+from memlane.server.mcp import SESSION_URI, create_mcp_server, to_call_tool_result
 from memlane.tools import RECALL_EPISODES, REMEMBER_EPISODE, tool_definitions
 from tests.server.conftest import serve_in_thread
 
@@ -207,3 +210,70 @@ def test_building_the_server_configures_no_logging(tmp_path: Path) -> None:
     with EpisodicMemory.open(tmp_path / "x.db", embedder=HashingEmbedder()) as memory:
         create_mcp_server(memory)
     assert (list(root.handlers), root.level) == before
+
+
+def _start_streamable_http(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    """``memlane mcp --transport streamable-http --port 0`` and the URL it printed at start."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    argv = [sys.executable, "-m", "memlane", "--db", str(tmp_path / "h.db"), "--embedder", "hashing"]
+    process = subprocess.Popen(
+        [*argv, "--tenant", "t", "mcp", "--transport", "streamable-http", "--port", "0"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()  # the first line: logs are at warning level
+    found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)\s*$", line)
+    if found is None:
+        process.kill()
+        raise AssertionError(f"no URL at start: {line!r}")
+    return process, found.group(1)
+
+
+def test_streamable_http_prints_its_url_at_start(tmp_path: Path) -> None:
+    process, url = _start_streamable_http(tmp_path)
+    try:
+
+        async def main() -> None:
+            async with Client(url, read_timeout_seconds=30) as client:
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                assert names == [d.name for d in tool_definitions()]
+
+        _run(main)  # the URL is printed once the server accepts connections
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_stored_conversations_are_resources(tmp_path: Path) -> None:
+    memory = EpisodicMemory.open(tmp_path / "r.db", embedder=HashingEmbedder(), tenant_id="t")
+    messages = [{"role": "user", "content": "I moved to Lisbon"}, {"role": "assistant", "content": "Noted."}]
+    memory.sessions.store_session("chat 1/é", messages, agent_id="bot", user_id="ana")
+    memory.sessions.store_session("a%41b", messages[:1], agent_id="bot", user_id="ana")
+    memory.sessions.store_session("someone-else", messages, agent_id="bot", user_id="bo")
+
+    async def main() -> None:
+        async with Client(create_mcp_server(memory, agent_id="bot", user_id="ana")) as client:
+            listed = (await client.list_resources()).resources
+            assert sorted(r.name for r in listed) == ["a%41b", "chat 1/é"]
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == [SESSION_URI]
+            for resource in listed:
+                read = (await client.read_resource(resource.uri)).contents
+                assert len(read) == 1 and read[0].mime_type == "application/json"
+                assert isinstance(read[0], TextResourceContents)
+                body = json.loads(read[0].text)
+                assert body["session_id"] == resource.name and body["user_id"] == "ana"
+                assert [m["content"] for m in body["messages"]] == [
+                    m["content"] for m in messages[: len(body["messages"])]
+                ]
+            with pytest.raises(MCPError, match="no stored conversation 'someone-else'"):
+                await client.read_resource("memlane://sessions/someone-else")
+
+    try:
+        _run(main)
+    finally:
+        memory.close()

@@ -138,7 +138,7 @@ def _steps(ids: dict[str, str]) -> list[Step]:
             wire.episode,
             ("POST", f"/v1/episodes/{ids['Lisbon']}/supersede", {k: v for k, v in porto.items()}),
             lambda r: r["episode"],
-            ("supersede_episode", {"old_id": ids["Lisbon"], **porto, **full}),
+            ("supersede_episode", {"episode_id": ids["Lisbon"], **porto, **full}),
             lambda r: r["episode"],
             creates=True,
         ),

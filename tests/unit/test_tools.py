@@ -330,3 +330,29 @@ def test_no_arguments_can_make_handle_tool_call_raise(tools: MemoryTools, name: 
     assert json.loads(json.dumps(result)) == result
     if not result["ok"]:
         assert result["error"]["type"] != "InternalError", result
+
+
+def test_supersede_takes_episode_id_like_history_and_still_accepts_old_id(
+    tools: MemoryTools, caplog: pytest.LogCaptureFixture
+) -> None:
+    schemas = {s["name"]: s["parameters"] for s in tools.schemas("json-schema")}
+    assert "episode_id" in schemas["supersede_episode"]["required"]
+    assert "episode_id" in schemas["episode_history"]["required"]
+    assert "old_id" not in schemas["supersede_episode"]["properties"]
+    first = tools.handle_tool_call(REMEMBER_EPISODE, {"event_type": "fact", "content": "Lives in Paris"})
+    moved = tools.handle_tool_call(
+        "supersede_episode", {"episode_id": first["episode"]["id"], "event_type": "fact", "content": "Lisbon"}
+    )
+    assert moved["ok"] and moved["superseded"] == first["episode"]["id"]
+    with caplog.at_level("WARNING", logger="memlane.operations.fields"):
+        again = tools.handle_tool_call(
+            "supersede_episode", {"old_id": moved["episode"]["id"], "event_type": "fact", "content": "Porto"}
+        )
+    assert again["ok"] and again["superseded"] == moved["episode"]["id"]
+    assert "'old_id' is deprecated" in caplog.text
+    both = tools.handle_tool_call(
+        "supersede_episode", {"old_id": "a", "episode_id": "b", "event_type": "fact", "content": "x"}
+    )
+    assert both["error"]["type"] == "ValidationError" and "not both" in both["error"]["message"]
+    history = tools.handle_tool_call("episode_history", {"episode_id": again["episode"]["id"]})
+    assert {e["content"] for e in history["episodes"]} == {"Lives in Paris", "Lisbon", "Porto"}

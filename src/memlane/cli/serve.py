@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import secrets
+import socket
 from typing import Any
 
 import click
@@ -161,7 +162,28 @@ def mcp(
     if not _is_loopback(host):
         logger.warning("the MCP HTTP transport has no authentication and is bound to %s", host)
     app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    sock = _bind(host, port)  # bound here, so the URL printed has the real port (also for --port 0)
+    bound = "[" + host + "]" if ":" in host else host
+    url = f"http://{bound}:{sock.getsockname()[1]}{path}"
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            click.echo(f"MCP server (streamable-http) at {url}", err=True)  # once it accepts connections
+
+    _Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv6 when ``host`` is an IPv6 address)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CliError(f"cannot listen on {host}:{port}: {exc}") from exc
+    return sock
 
 
 @click.command(name="api-key")

@@ -91,9 +91,9 @@ def delete_episode(ctx: MemoryContext, episode_id: str) -> bool:
 # -- superseding and contradictions ---------------------------------------------------------
 
 
-def supersede(ctx: MemoryContext, old_id: str, item: EpisodeInput, reason: str | None) -> Episode:
-    """:meth:`memlane.EpisodicMemory.supersede`: store ``item``, retiring ``old_id``."""
-    return remember_superseding(ctx, item, [check_identifier(old_id, "old_id")], reason=reason)
+def supersede(ctx: MemoryContext, episode_id: str, item: EpisodeInput, reason: str | None) -> Episode:
+    """:meth:`memlane.EpisodicMemory.supersede`: store ``item``, retiring ``episode_id``."""
+    return remember_superseding(ctx, item, [check_identifier(episode_id, "episode_id")], reason=reason)
 
 
 def remember_superseding(

@@ -32,6 +32,7 @@ Field markers (``Annotated`` metadata):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,6 +90,8 @@ INTERFACE_ONLY = _Marker("interface-only")
 """A field the Python method does not take (``detail``, ``preset``)."""
 
 ArgumentCheck = Callable[[Any], Any]
+
+logger = logging.getLogger(__name__)
 
 
 def metadata_of(info: FieldInfo) -> list[Any]:
@@ -156,6 +159,8 @@ def check_request(cls: type[Request], raw: object) -> dict[str, Any]:
         raw = {}
     if not isinstance(raw, Mapping):
         raise ValidationError(f"arguments must be a JSON object, got {v.json_type_name(raw)}")
+    if cls.ALIASES:
+        raw = _renamed(cls, raw)
     fields = cls.model_fields
     unknown = sorted(v.safe_text(str(key)) for key in raw if key not in fields)
     if unknown:
@@ -166,6 +171,25 @@ def check_request(cls: type[Request], raw: object) -> dict[str, Any]:
         raise ValidationError(f"missing required argument(s): {', '.join(missing)}")
     checks = _checks(cls)
     return {name: checks[name](value) for name, value in present.items()}
+
+
+def _renamed(cls: type[Request], raw: Mapping[Any, Any]) -> dict[Any, Any]:
+    """``raw`` with each deprecated alias of ``cls.ALIASES`` renamed to its field (logged once a call).
+
+    Raises:
+        ValidationError: both an alias and its field are given.
+    """
+    renamed = dict(raw)
+    for alias, name in cls.ALIASES.items():
+        if alias not in renamed:
+            continue
+        if renamed.get(name) is not None and renamed[alias] is not None:
+            raise ValidationError(f"give {name} or its deprecated alias {alias}, not both")
+        value = renamed.pop(alias)
+        if renamed.get(name) is None:
+            renamed[name] = value
+        logger.warning("%s: argument %r is deprecated, use %r", cls.OPERATION, alias, name)
+    return renamed
 
 
 @cache
@@ -179,10 +203,13 @@ class Request(BaseModel):
 
     Attributes:
         OPERATION: The operation's name in messages (``recall_episodes``).
+        ALIASES: Deprecated argument name -> field name, accepted by :func:`check_request`
+            (with a logged warning) but not published in any schema.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     OPERATION: ClassVar[str] = ""
+    ALIASES: ClassVar[Mapping[str, str]] = {}
 
     @model_validator(mode="before")
     @classmethod

@@ -116,7 +116,7 @@ def supersede_episode(
 ) -> dict[str, Any]:
     """``supersede_episode`` -> ``{"ok": true, "episode": <the new one>, "superseded": <old id>}``."""
     episode = memory.supersede(
-        args["old_id"],
+        args["episode_id"],
         args["event_type"],
         args["content"],
         args.get("tags"),
@@ -125,7 +125,11 @@ def supersede_episode(
         metadata=args.get("metadata"),
         reason=args.get("reason"),
     )
-    return {"ok": True, "episode": _episode(episode, _detail(args, default)), "superseded": args["old_id"]}
+    return {
+        "ok": True,
+        "episode": _episode(episode, _detail(args, default)),
+        "superseded": args["episode_id"],
+    }
 
 
 def episode_history(memory: EpisodicMemory, args: Mapping[str, Any], default: wire.Detail) -> dict[str, Any]:

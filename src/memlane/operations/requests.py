@@ -11,6 +11,7 @@ interface checks its arguments with :func:`~memlane.operations.fields.check_requ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, ClassVar
 
 from pydantic import Field
@@ -206,9 +207,15 @@ class _SupersedeFields(Request):
 
 
 class SupersedeRequest(_SupersedeFields):
-    """Replace an outdated fact with its new version (the ``supersede_episode`` tool)."""
+    """Replace an outdated fact with its new version (the ``supersede_episode`` tool).
 
-    old_id: Label = Field(description="Id of the outdated episode.")
+    ``episode_id`` as in ``episode_history``; ``old_id``, its earlier name, is still accepted
+    as a deprecated alias (not in the schema; a call using it logs a warning).
+    """
+
+    ALIASES: ClassVar[Mapping[str, str]] = {"old_id": "episode_id"}
+
+    episode_id: Label = Field(description="Id of the outdated episode (from recall_episodes).")
 
 
 class SupersedeBody(_SupersedeFields):

@@ -26,6 +26,12 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
   ``CallToolResult`` with ``isError: true`` whose text (and ``structuredContent``) is the
   tool's JSON error ``{"ok": false, "error": {"type", "message"}}``; the model reads it and
   can retry. Protocol-level JSON-RPC errors are left to the SDK.
+* Resources: the stored conversations of the server's agent and user (``--agent/--user``)
+  are offered as MCP resources, newest first (``resources/list``: up to
+  :data:`RESOURCE_LIST_LIMIT`, each ``memlane://sessions/{session_id}``, JSON), and any of
+  them can be read by that URI (``resources/read``: the session's wire form, every message;
+  the template ``memlane://sessions/{session_id}`` is listed by ``resources/templates/list``).
+  An unknown id, another agent's or user's session, or an expired one is "not found".
 * The streamable HTTP transport has no authentication: bind it to 127.0.0.1 (the default;
   the SDK then also enables DNS-rebinding protection) or put it behind an authenticating proxy.
 """
@@ -40,13 +46,23 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterable
 from io import TextIOWrapper
 from typing import Any, cast
+from urllib.parse import quote
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp_types import CallToolResult, ErrorData, JSONRPCError, JSONRPCResponse, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCResponse,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types import Resource as MCPResource
 from pydantic import Field
 
 from memlane import EpisodicMemory, __version__
@@ -65,7 +81,14 @@ from memlane.tools import (
 )
 from memlane.validation import check_json_value
 
-__all__ = ["SERVER_INSTRUCTIONS", "create_mcp_server", "run_stdio", "to_call_tool_result"]
+__all__ = [
+    "RESOURCE_LIST_LIMIT",
+    "SERVER_INSTRUCTIONS",
+    "SESSION_URI",
+    "create_mcp_server",
+    "run_stdio",
+    "to_call_tool_result",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +100,13 @@ SERVER_INSTRUCTIONS = (
     "preference, a decision, a lesson, an outcome); when a saved fact changed (the user moved), "
     "call supersede_episode with the old episode's id instead. Memories persist across sessions."
 )
+
+SESSION_URI = "memlane://sessions/{session_id}"
+"""The URI template of a stored conversation offered as an MCP resource (the id percent-encoded;
+the SDK decodes it)."""
+
+RESOURCE_LIST_LIMIT = 50
+"""How many stored conversations ``resources/list`` offers (the newest; older ones stay readable)."""
 
 _ANNOTATIONS = {
     REMEMBER_EPISODE: ToolAnnotations(
@@ -205,9 +235,19 @@ def create_mcp_server(
 class _MemoryServer(MCPServer[Any]):
     """The SDK's server, except that a call to an unknown tool gets memlane's JSON error
     (``UnknownTool``, with the available tools) like every other failed call, not the SDK's
-    plain text ``Unknown tool: nope``."""
+    plain text ``Unknown tool: nope``, and that the stored conversations are listed as resources."""
 
     memory_tools: MemoryTools | None = None
+
+    async def list_resources(self) -> list[MCPResource]:
+        """The static resources, then the newest stored conversations of the server's agent and user."""
+        listed = await super().list_resources()
+        tools = self.memory_tools
+        if tools is None:
+            return listed
+        owner = tools.owner
+        recent = tools.memory.sessions.recall_recent(owner.agent_id, owner.user_id, RESOURCE_LIST_LIMIT)
+        return [*listed, *(_session_resource(session) for session in recent)]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Run tool ``name``; an unknown name is answered with :func:`memlane.tools.tool_error`'s envelope."""
@@ -215,6 +255,45 @@ class _MemoryServer(MCPServer[Any]):
         if tools is not None and name not in tools.names:
             return to_call_tool_result(tools.handle_tool_call(name, arguments))
         return await super().call_tool(name, arguments, context)
+
+
+def _session_uri(session_id: str) -> str:
+    return SESSION_URI.format(session_id=quote(session_id, safe=""))
+
+
+def _session_resource(session: Any) -> MCPResource:
+    """A stored conversation's ``resources/list`` entry."""
+    return MCPResource(
+        uri=_session_uri(session.session_id),
+        name=session.session_id,
+        title=f"conversation {session.session_id} ({len(session.messages)} messages)",
+        description=f"{session.started_at.isoformat()} to {session.ended_at.isoformat()}, "
+        f"agent {session.agent_id!r}, user {session.user_id!r}",
+        mime_type="application/json",
+    )
+
+
+def _add_session_resources(server: MCPServer[Any], tools: MemoryTools) -> None:
+    """Register the ``memlane://sessions/{session_id}`` template (read one stored conversation)."""
+
+    @server.resource(
+        SESSION_URI,
+        name="session",
+        title="A stored conversation",
+        description="One stored conversation of this server's agent and user, every message (JSON).",
+        mime_type="application/json",
+    )
+    def read_session(session_id: str) -> str:
+        owner = tools.owner
+        try:
+            found = tools.memory.sessions.get_session(
+                session_id, agent_id=owner.agent_id, user_id=owner.user_id
+            )
+        except ValidationError as exc:
+            raise ResourceError(str(exc)) from None
+        if found is None:
+            raise ResourceError(f"no stored conversation {session_id!r}")
+        return json.dumps(found.to_dict(), ensure_ascii=False)
 
 
 def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
@@ -232,6 +311,7 @@ def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
             log_level="WARNING",
         )
         server.memory_tools = tools
+        _add_session_resources(server, tools)
         return server
     finally:
         root.handlers[:] = handlers

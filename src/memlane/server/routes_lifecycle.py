@@ -83,7 +83,7 @@ def _episode_routes(router: APIRouter, max_limit: int) -> None:
         """``{"episode": <new>, "superseded": <old id>}``; 404 if the old one is unknown or superseded."""
         args = _args(body)
         memory = state.context(tenant, args.pop("session_id", None), Scope.TENANT.value)
-        result = operations.supersede_episode(memory, {**args, "old_id": episode_id}, "full")
+        result = operations.supersede_episode(memory, {**args, "episode_id": episode_id}, "full")
         return respond(result, status_code=201)
 
     @router.get(
