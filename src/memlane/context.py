@@ -133,12 +133,14 @@ class MemoryContext:
                 (the search continues by keywords); only the warning differs.
 
         Returns:
-            The checked vectors, or ``None`` when the embedder raised
-            :class:`~memlane.errors.EmbeddingError` and ``config.embedding_fallback`` is on
+            The checked vectors, or ``None`` when the embedder raised (an
+            :class:`~memlane.errors.EmbeddingError`, or any other ``Exception`` such as a
+            ``ConnectionError`` from a custom embedder) and ``config.embedding_fallback`` is on
             (a warning is logged).
 
         Raises:
-            EmbeddingError: the embedder failed and the fallback is off.
+            EmbeddingError: the embedder failed and the fallback is off (another exception is
+                translated into one, chained as its ``__cause__``).
             EmbeddingModelMismatchError: always (vectors of another model are never used).
         """
         try:
@@ -147,9 +149,13 @@ class MemoryContext:
             )
         except EmbeddingModelMismatchError:
             raise
-        except EmbeddingError as exc:
+        except Exception as caught:  # a third-party embedder's own error (ConnectionError, ...) too
+            if isinstance(caught, EmbeddingError):
+                exc = caught
+            else:
+                exc = EmbeddingError(f"{type(caught).__name__}: {caught}")
             if not self.config.embedding_fallback:
-                raise
+                raise exc from (None if exc is caught else caught)
             if action == "remember":
                 logger.warning(
                     "embedder %s failed (%s): storing %d text(s) without vectors; "

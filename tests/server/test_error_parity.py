@@ -59,7 +59,7 @@ def _valid(schema: dict[str, Any]) -> Any:
     kind = schema.get("type")
     if kind == "array":
         items = schema.get("items", {})
-        return _MESSAGES if items.get("type") == "object" or "oneOf" in items else ["travel"]
+        return _MESSAGES if items.get("type") == "object" or "anyOf" in items else ["travel"]
     if schema.get("format") == "date-time":
         return _TIME
     return {"string": "travel", "integer": schema.get("minimum", 1), "number": 0.5, "boolean": True}[kind]

@@ -109,3 +109,41 @@ def test_openapi_documents_every_route_with_bodies(client: httpx.Client) -> None
         assert schemas[name]["properties"] and schemas[name]["additionalProperties"] is False, path
     breakdown = spec["components"]["schemas"]["ScoreBreakdownOut"]["properties"]
     assert {"relevance", "recency", "importance", "score"} <= set(breakdown)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("PUT", "/v1/episodes", "GET, POST"),
+        ("PATCH", "/v1/episodes/some-id", "DELETE, GET"),
+        ("PUT", "/v1/sessions/chat-1", "DELETE, GET"),
+        ("GET", "/v1/recall", "POST"),
+        ("POST", "/health", "GET"),
+    ],
+)
+def test_a_405_names_every_method_of_the_path(
+    client: httpx.Client, method: str, path: str, allow: str
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == allow
+    assert response.json()["error"]["type"] == "MethodNotAllowed"
+
+
+def test_recall_without_arguments_lists_the_newest_like_the_tool(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    from memlane.tools import MemoryTools
+
+    for content in ("first", "second"):
+        assert client.post("/v1/episodes", json={"event_type": "note", "content": content}).status_code == 201
+    over_http = [
+        [hit["content"] for hit in client.post("/v1/recall", **kw).json()["hits"]]
+        for kw in ({"json": {}}, {})
+    ]
+    with EpisodicMemory.open(tmp_path / "tool.db", embedder=HashingEmbedder()) as memory:
+        tools = MemoryTools(memory)
+        for content in ("first", "second"):
+            tools.handle_tool_call("remember_episode", {"event_type": "note", "content": content})
+        by_tool = [e["content"] for e in tools.handle_tool_call("recall_episodes", {})["episodes"]]
+    assert over_http == [by_tool, by_tool] == [["second", "first"]] * 2

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from memlane import EpisodicMemory
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, truncate_words
 from memlane.errors import FormationError
-from memlane.formation import OpenAICompatibleLLM, form_episodes
+from memlane.formation import OpenAICompatibleLLM, form_episodes, previous_formation
 from memlane.formation.llm import ResponseFormat
-from memlane.models import Episode, Scope
+from memlane.models import Episode
 
 __all__ = ["form"]
 
@@ -41,22 +38,6 @@ def _episodes_table(episodes: list[Episode], session_id: str) -> Table:
             escape(method),
         )
     return table
-
-
-def _in_session(memory: EpisodicMemory, session_id: str) -> EpisodicMemory:
-    config = dataclasses.replace(memory.config, scope=Scope.SESSION.value)
-    return memory.with_context(session_id=session_id, config=config)
-
-
-def previous_formation(memory: EpisodicMemory, session_id: str) -> list[Episode]:
-    """The episodes an earlier ``form`` stored from ``session_id`` (its provenance names the session)."""
-    in_session = _in_session(memory, session_id)
-    return [
-        episode
-        for episode in in_session.iter_episodes()
-        if isinstance(episode.metadata.get("formation"), dict)
-        and episode.metadata["formation"].get("source_session_id") == session_id
-    ]
 
 
 @click.command()
@@ -176,6 +157,7 @@ def form(  # noqa: PLR0913  (a click command: one parameter per option)
             extract=not no_extract,
             on_llm_error="fallback" if fallback else "raise",
             summary_importance=summary_importance,
+            replace=replace,
         )
     except FormationError as exc:
         message = str(exc)
@@ -184,10 +166,9 @@ def form(  # noqa: PLR0913  (a click command: one parameter per option)
             message += f"; raw replies: {shown!r}"
         raise CliError(message, kind=type(exc).__name__, json_output=state.json_output) from exc
     if earlier:
-        in_session = _in_session(memory, session.session_id)
-        removed = sum(in_session.delete_episode(e.id) for e in earlier)
         click.echo(
-            f"replaced the earlier formation of session {session.session_id!r}: deleted {removed} episode(s)",
+            f"replaced the earlier formation of session {session.session_id!r}: deleted {len(earlier)} "
+            "episode(s)",
             err=True,
         )
     if state.json_output:

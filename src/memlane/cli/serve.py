@@ -176,7 +176,8 @@ def mcp(
 
 def _bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (IPv6 when ``host`` is an IPv6 address)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY (asyncio)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

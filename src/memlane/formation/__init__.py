@@ -37,7 +37,7 @@ from memlane.formation.extract import (
     extract_facts,
     raw_turn_episodes,
 )
-from memlane.formation.form import form_episodes
+from memlane.formation.form import form_episodes, previous_formation
 from memlane.formation.llm import ChatLLM, ChatReply, OpenAICompatibleLLM, StructuredOutput, complete_json
 from memlane.formation.summarize import (
     SUMMARY_EVENT_TYPE,
@@ -63,6 +63,7 @@ __all__ = [
     "extract_facts",
     "extractive_summary",
     "form_episodes",
+    "previous_formation",
     "raw_turn_episodes",
     "summarize_session",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,13 +12,42 @@ from memlane.formation.conversation import conversation_turns
 from memlane.formation.extract import DEFAULT_MAX_CHUNK_CHARS, extract_facts
 from memlane.formation.llm import ChatLLM, OnLLMError, check_on_llm_error
 from memlane.formation.summarize import summarize_session
-from memlane.models import Episode
+from memlane.models import Episode, Scope
 from memlane.validation import check_identifier
 
 if TYPE_CHECKING:
     from memlane.memory import EpisodeInput, EpisodicMemory
 
-__all__ = ["form_episodes"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["form_episodes", "previous_formation"]
+
+
+def previous_formation(memory: EpisodicMemory, session_id: str) -> list[Episode]:
+    """The episodes an earlier formation stored from ``session_id`` (their provenance names it).
+
+    Args:
+        memory: The memory (its tenant); the episodes are looked up in session ``session_id``.
+        session_id: The conversation's session id.
+
+    Returns:
+        Those episodes, oldest first; empty if the session was never formed.
+
+    Raises:
+        ValidationError: a bad ``session_id``. StoreError: the store failed.
+    """
+    in_session = _in_session(memory, session_id)
+    return [
+        episode
+        for episode in in_session.iter_episodes()
+        if isinstance(episode.metadata.get("formation"), dict)
+        and episode.metadata["formation"].get("source_session_id") == session_id
+    ]
+
+
+def _in_session(memory: EpisodicMemory, session_id: str) -> EpisodicMemory:
+    config = dataclasses.replace(memory.config, scope=Scope.SESSION.value)
+    return memory.with_context(session_id=session_id, config=config)
 
 
 def form_episodes(  # noqa: PLR0913  (keyword-only options = `memlane form` flags)
@@ -31,6 +61,7 @@ def form_episodes(  # noqa: PLR0913  (keyword-only options = `memlane form` flag
     on_llm_error: OnLLMError = "raise",
     summary_importance: float | None = None,
     max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS,
+    replace: bool = False,
 ) -> list[Episode]:
     """Form episodes from a conversation and remember them atomically.
 
@@ -55,10 +86,15 @@ def form_episodes(  # noqa: PLR0913  (keyword-only options = `memlane form` flag
             replies recorded under ``metadata["formation"]["llm_error"]``.
         summary_importance: Importance of the summary episode, 1-10, or ``None`` (unrated).
         max_chunk_chars: Transcript characters per extraction request, >= 200.
+        replace: With ``session_id``, when the session was formed before
+            (:func:`previous_formation`): ``False`` (default) forms and stores nothing and
+            returns the earlier episodes (a second call is idempotent, like ``memlane form``);
+            ``True`` stores the new episodes, then deletes the earlier ones.
 
     Returns:
-        The stored episodes: facts (or turns) in conversation order, then the summary.
-        Empty, and nothing stored, when the conversation has no user/assistant text.
+        The stored episodes: facts (or turns) in conversation order, then the summary (or
+        the earlier formation's episodes, see ``replace``). Empty, and nothing stored, when
+        the conversation has no user/assistant text.
 
     Raises:
         ValidationError: malformed messages or arguments (e.g. both ``summarize`` and
@@ -73,6 +109,10 @@ def form_episodes(  # noqa: PLR0913  (keyword-only options = `memlane form` flag
     source = None if session_id is None else check_identifier(session_id, "session_id")
     if not conversation_turns(messages):
         return []
+    earlier = [] if source is None else previous_formation(memory, source)
+    if earlier and not replace:
+        logger.info("session %r was already formed (%d episodes): nothing stored", source, len(earlier))
+        return earlier
     items: list[EpisodeInput] = []
     if extract:
         items.extend(
@@ -88,4 +128,9 @@ def form_episodes(  # noqa: PLR0913  (keyword-only options = `memlane form` flag
         )
     if source is not None:
         items = [dataclasses.replace(item, session_id=source) for item in items]
-    return memory.remember_episodes(items)
+    stored = memory.remember_episodes(items)
+    if earlier:
+        in_session = _in_session(memory, earlier[0].session_id)
+        for episode in earlier:
+            in_session.delete_episode(episode.id)
+    return stored

@@ -268,7 +268,13 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=v.V
 _Tag = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
 Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
 """Tags: a list, or one string as the single tag (accepted everywhere, so declared); blank ones dropped."""
-Importance = Annotated[float | Literal["auto"], Check(_importance)]
+Importance = Annotated[
+    float | Literal["auto"],
+    # "enum": ["auto"], not pydantic's "const": generated clients (openapi-python-client) then try
+    # the number first instead of refusing every number as "not 'auto'"
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "enum": [AUTO_IMPORTANCE]}]}),
+    Check(_importance),
+]
 """A rating (clamped to 1-10), or ``"auto"``: estimated from the content (:mod:`memlane.importance`)."""
 Instant = Annotated[datetime, Check(v.check_timestamp)]
 Fraction = Annotated[float, Field(ge=0, le=1), Check(v.check_fraction)]
@@ -327,9 +333,23 @@ def _role(roles: list[str], required: list[str], **properties: Any) -> dict[str,
     }
 
 
+def _assistant(required: str, **narrowed: Any) -> dict[str, Any]:
+    """An assistant message that has ``required`` (narrowed to a non-empty value)."""
+    properties = {
+        "content": {"anyOf": [_CONTENT, _NONE]},
+        "tool_calls": {"anyOf": [{"type": "array", "items": _TOOL_CALL}, _NONE]},
+        "tool_call_id": _NONE,
+        "refusal": {},  # kept as given
+        **narrowed,
+    }
+    return _role(["assistant"], [required], **properties)
+
+
 MESSAGE_SCHEMA: dict[str, Any] = {
     "description": "An OpenAI-format chat message (the rules of memlane.sessions.validate_message).",
-    "oneOf": [
+    # anyOf of plain object schemas (the roles are disjoint; an assistant message needs content,
+    # tool calls or a refusal, one branch each), so client generators can model it as a union
+    "anyOf": [
         _role(
             ["system", "developer", "user"],
             ["content"],
@@ -344,21 +364,9 @@ MESSAGE_SCHEMA: dict[str, Any] = {
             tool_call_id=_NON_BLANK,
             tool_calls=_NONE,
         ),
-        {
-            **_role(
-                ["assistant"],
-                [],
-                content={"anyOf": [_CONTENT, _NONE]},
-                tool_calls={"anyOf": [{"type": "array", "items": _TOOL_CALL}, _NONE]},
-                tool_call_id=_NONE,
-                refusal={},  # kept as given
-            ),
-            "anyOf": [
-                {"required": ["content"], "properties": {"content": _CONTENT}},
-                {"required": ["tool_calls"], "properties": {"tool_calls": {"type": "array", "minItems": 1}}},
-                {"required": ["refusal"], "properties": {"refusal": {"not": _NONE}}},
-            ],
-        },
+        _assistant("content", content=_CONTENT),
+        _assistant("tool_calls", tool_calls={"type": "array", "items": _TOOL_CALL, "minItems": 1}),
+        _assistant("refusal", refusal={"not": _NONE}),
     ],
 }
 """The JSON schema of one message, as :func:`memlane.sessions.validate_message` checks it."""

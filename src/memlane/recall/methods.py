@@ -8,15 +8,16 @@ facade's (:meth:`memlane.EpisodicMemory.recall_episodes` and the others).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memlane.context import MemoryContext
 from memlane.models import Episode, RecallHit
 from memlane.recall.pipeline import RecallQuery, ranked_recall, scoped_recall_filter
 from memlane.recall.ranking import RETRIEVAL_MODES, RankingWeights, resolve_weights
-from memlane.stores.base import StoreStats
+from memlane.stores.base import EpisodeFilter, StoreStats
 from memlane.validation import (
     check_choice,
     check_flag,
@@ -28,6 +29,8 @@ from memlane.validation import (
 )
 
 __all__ = ["RecallOptions", "count", "iter_episodes", "recall_episodes", "stats"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,7 @@ def recall_episodes(
         include_archived=check_flag(options.include_archived, "include_archived"),
     )
     if query is None:
-        return [RecallHit(episode=ep) for ep in ctx.store.list_recent(flt, limit)]
+        return _hint_if_empty(ctx, [RecallHit(episode=ep) for ep in ctx.store.list_recent(flt, limit)], flt)
     recall = RecallQuery(
         text=check_text(query, "query"),
         limit=limit,
@@ -103,7 +106,28 @@ def recall_episodes(
         min_relevance=threshold,
         local_now=options.now,
     )
-    return ranked_recall(ctx.store, ctx.config, ctx.embed_query, recall, flt)
+    return _hint_if_empty(ctx, ranked_recall(ctx.store, ctx.config, ctx.embed_query, recall, flt), flt)
+
+
+def _hint_if_empty(ctx: MemoryContext, hits: list[RecallHit], flt: EpisodeFilter) -> list[RecallHit]:
+    """``hits``; when a session-scoped recall found nothing, log if other sessions of the tenant match.
+
+    The check is one structured lookup (limit 1) with the same filters but the tenant's scope;
+    the hint is a ``WARNING`` on the ``memlane.recall.methods`` logger (the library configures no
+    handler: Python prints warnings to stderr by default) naming ``scope="tenant"``.
+    """
+    if hits or flt.session_id is None:
+        return hits
+    if ctx.store.list_recent(replace(flt, session_id=None), 1):
+        logger.warning(
+            "recall in session %r of tenant %r found nothing, but other sessions of the tenant have "
+            "matching episodes: the scope is 'session' (the default); open the memory with "
+            "MemoryConfig(scope='tenant') (YAML episodic_memory.scope: tenant, CLI --scope tenant, HTTP "
+            '"scope": "tenant") to recall across sessions',
+            ctx.session_id,
+            ctx.tenant_id,
+        )
+    return hits
 
 
 def iter_episodes(

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -150,13 +150,23 @@ async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
     return SafeJSONResponse(error_body(type(exc).__name__, message), status_code=status)
 
 
+def _endpoints(routes: Iterable[Any]) -> Iterator[Any]:
+    """The routes with methods, also those of included routers (FastAPI wraps each one)."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            yield from _endpoints(included.routes)
+        elif getattr(route, "methods", None):
+            yield route
+
+
 def _allowed_methods(request: Request) -> str:
     """Every method the request's path supports (Starlette names only the first matching route's)."""
     methods: set[str] = set()
-    for route in request.app.router.routes:
+    for route in _endpoints(request.app.router.routes):
         match, _ = route.matches(request.scope)
         if match is not Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
+            methods |= set(route.methods)
     return ", ".join(sorted(methods))
 
 
