@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from memlane import EpisodicMemory
+from memlane.embeddings.fake import HashingEmbedder
 from tests.cli.conftest import Invoke
 
 GOOD = [
@@ -116,6 +121,8 @@ def test_ingest_json_summary_and_stdin(invoke: Invoke) -> None:
     assert json.loads(result.stdout) == {
         "stored": 1,
         "rejected": 1,
+        "skipped": 0,
+        "interrupted": False,
         "errors": [{"line": 2, "error": "invalid JSON: Expecting value (column 1)"}],
     }
 
@@ -168,3 +175,41 @@ def test_export_json_summary(invoke: Invoke, tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"exported": 1, "out": str(out)}
     assert len(out.read_text().splitlines()) == 1
+
+
+def test_an_interrupted_ingest_reports_its_counts_and_a_rerun_stores_no_duplicates(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Path
+) -> None:
+    from memlane.cli import transfer
+
+    source = tmp_path / "many.jsonl"
+    source.write_text(
+        "".join(json.dumps({"event_type": "note", "content": f"note number {i}"}) + "\n" for i in range(200)),
+        encoding="utf-8",
+    )
+    parse = transfer.parse_episode_line
+
+    def interrupted(raw: bytes | str) -> Any:
+        if b"note number 150" in (raw if isinstance(raw, bytes) else raw.encode()):
+            raise KeyboardInterrupt  # Ctrl-C while the 3rd batch is being read
+        return parse(raw)
+
+    monkeypatch.setattr(transfer, "parse_episode_line", interrupted)
+    first = invoke("ingest", str(source), "--batch-size", "64")
+    assert first.exit_code == transfer.EXIT_INTERRUPTED == 130
+    assert "interrupted: 128 stored, 0 rejected" in first.output and "rerun the same command" in first.output
+    monkeypatch.setattr(transfer, "parse_episode_line", parse)
+    again = invoke("--json", "ingest", str(source), "--batch-size", "64")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) | {"errors": []} == {
+        "stored": 72,
+        "rejected": 0,
+        "skipped": 128,
+        "interrupted": False,
+        "errors": [],
+    }
+    with EpisodicMemory.open(db, embedder=HashingEmbedder()) as memory:
+        contents = [e.content for e in memory.iter_episodes()]
+    assert len(contents) == 200 and len(set(contents)) == 200
+    third = invoke("ingest", str(source))
+    assert third.exit_code == 0 and "0 stored, 0 rejected, 200 already stored" in third.output

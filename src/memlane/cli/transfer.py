@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,8 +19,20 @@ from memlane.cli.app import CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json
 from memlane.errors import DuplicateEpisodeError, ValidationError
+from memlane.models import Scope
 
-__all__ = ["IngestReport", "count_episode_lines", "export", "ingest", "ingest_stream"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "IngestReport",
+    "count_episode_lines",
+    "export",
+    "ingest",
+    "ingest_stream",
+    "line_episode_id",
+]
+
+EXIT_INTERRUPTED = 130
+"""``memlane ingest``'s exit code when interrupted (Ctrl-C; 128 + SIGINT, as shells report it)."""
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +47,23 @@ class IngestReport:
     Attributes:
         stored: Episodes stored.
         rejected: ``(line_number, reason)`` for each refused line (1-based line numbers).
+        skipped: Lines an earlier run of the same file already stored (see :func:`ingest_stream`).
     """
 
     stored: int = 0
     rejected: list[tuple[int, str]] = field(default_factory=list)
+    skipped: int = 0
+
+
+def line_episode_id(file_key: str, tenant_id: str, session_id: str, line_number: int, raw: bytes) -> str:
+    """The id of an episode read from a line without one: the same line of the same file, same id.
+
+    32 hex characters: 8 of sha256(``file_key``, tenant, session), the line number as 12, and 12
+    of sha256(line). Ids of one file ascend with the line number (the unique index grows at one
+    place, as with :func:`memlane.episode_input.new_episode_id`'s time-ordered ids).
+    """
+    prefix = hashlib.sha256(f"{file_key}\0{tenant_id}\0{session_id}".encode()).hexdigest()[:8]
+    return f"{prefix}{line_number:012x}{hashlib.sha256(raw.strip()).hexdigest()[:12]}"
 
 
 def _store_batch(
@@ -46,6 +73,8 @@ def _store_batch(
     on_reject: Callable[[int, str], None],
 ) -> None:
     """Store a batch in one call; if an item is bad, retry the items one by one to keep the good ones."""
+    if not batch:
+        return
     try:
         memory.remember_episodes([item for _, item in batch])
     except _ITEM_ERRORS as exc:
@@ -72,11 +101,17 @@ def ingest_stream(
     batch_size: int = 64,
     on_reject: Callable[[int, str], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    report: IngestReport | None = None,
 ) -> IngestReport:
     """Remember every good line of a JSONL stream, in batches of ``batch_size`` (one embedder call each).
 
     Rejections are reported in line order: a batch's lines are parsed, the batch is stored,
     and only then are its malformed and refused lines reported, sorted by line number.
+
+    Idempotent: a line without an ``id`` gets :func:`line_episode_id` (from the file's first
+    line, the tenant, the session, the line number and the line), and a line whose episode
+    already exists is skipped (``report.skipped``), so a rerun after an interruption stores
+    only what the first run had not (each batch is stored atomically: all of it or none).
 
     Args:
         memory: Where to store the episodes.
@@ -85,6 +120,8 @@ def ingest_stream(
         on_reject: Called with ``(line_number, reason)`` for each refused line, in line order.
         on_progress: Called after each batch with the number of episodes (non-blank lines)
             handled so far, stored or rejected.
+        report: The report to fill in (default a new one): given, it holds the counts so far
+            when the ingest is interrupted (``KeyboardInterrupt``).
 
     Returns:
         The :class:`IngestReport` (rejections in line order).
@@ -92,17 +129,20 @@ def ingest_stream(
     Raises:
         EmbeddingError, StoreError: a failure not tied to one line; earlier batches stay stored.
     """
-    report = IngestReport()
+    report = IngestReport() if report is None else report
     lines = _PendingLines(memory, report, on_reject, on_progress)
-    handled = 0
+    handled, file_key = 0, None
     for line_number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
         handled += 1
+        file_key = file_key or hashlib.sha256(raw.strip()).hexdigest()
         try:
-            lines.batch.append((line_number, parse_episode_line(raw)))
+            item = parse_episode_line(raw)
         except LineError as exc:
             lines.hold(line_number, str(exc))
+        else:
+            lines.add(line_number, item, raw, file_key)
         if len(lines.batch) >= batch_size:
             lines.flush(handled)
     if lines.batch or lines.rejected:
@@ -127,14 +167,28 @@ class _PendingLines:
         self.on_progress = on_progress
         self.batch: list[tuple[int, EpisodeInput]] = []
         self.rejected: list[tuple[int, str]] = []
+        self.anywhere = memory.with_context(
+            config=dataclasses.replace(memory.config, scope=Scope.GLOBAL.value)
+        )
 
     def hold(self, line_number: int, reason: str) -> None:
         self.rejected.append((line_number, reason))
 
+    def add(self, line_number: int, item: EpisodeInput, raw: bytes, file_key: str) -> None:
+        """Queue ``item``; one without an id gets its line's id, and is skipped if already stored."""
+        if item.id is None:
+            tenant = item.tenant_id or self.memory.tenant_id
+            session = item.session_id or self.memory.session_id
+            episode_id = line_episode_id(file_key, tenant, session, line_number, raw)
+            if self.anywhere.get_episode(episode_id) is not None:
+                self.report.skipped += 1
+                return
+            item = dataclasses.replace(item, id=episode_id)
+        self.batch.append((line_number, item))
+
     def flush(self, handled: int) -> None:
         """Store the batch, report its rejections in line order, then the progress (``handled`` lines)."""
-        if self.batch:
-            _store_batch(self.memory, self.batch, self.report, self.hold)
+        _store_batch(self.memory, self.batch, self.report, self.hold)
         for line_number, reason in sorted(self.rejected):
             self.report.rejected.append((line_number, reason))
             if self.on_reject is not None:
@@ -185,7 +239,10 @@ def ingest(ctx: click.Context, state: CliState, file: BinaryIO, batch_size: int)
     Bad lines (invalid JSON, missing or unknown fields, invalid values, ids that already
     exist) are reported on stderr with their line numbers, in line order, and skipped;
     good lines are stored. On a terminal, a progress bar counts episodes (lines) stored
-    or rejected. Exit code 0 if every line was stored, 1 if some were rejected.
+    or rejected. A rerun of the same file skips the lines already stored (a line without
+    an id gets one from its place in the file), so an interrupted ingest is resumed by
+    running it again. Exit code 0 if every line was stored (or skipped), 1 if some were
+    rejected, 130 if interrupted (Ctrl-C; the counts so far are printed).
     """
     memory = state.memory()
     console = state.err
@@ -199,27 +256,48 @@ def ingest(ctx: click.Context, state: CliState, file: BinaryIO, batch_size: int)
         disable=state.json_output or not console.is_terminal,
         transient=True,
     )
-    with progress:
-        task = progress.add_task("ingest", total=count_episode_lines(file))
-        report = ingest_stream(
-            memory,
-            file,
-            batch_size=batch_size,
-            on_reject=lambda n, reason: _print_rejection(progress.console, n, reason),
-            on_progress=lambda done: progress.update(task, completed=done),
-        )
+    report = IngestReport()
+    try:
+        with progress:
+            task = progress.add_task("ingest", total=count_episode_lines(file))
+            ingest_stream(
+                memory,
+                file,
+                batch_size=batch_size,
+                on_reject=lambda n, reason: _print_rejection(progress.console, n, reason),
+                on_progress=lambda done: progress.update(task, completed=done),
+                report=report,
+            )
+    except KeyboardInterrupt:
+        _print_report(state, report, interrupted=True)
+        ctx.exit(EXIT_INTERRUPTED)
+    _print_report(state, report, interrupted=False)
+    if report.rejected:
+        ctx.exit(1)
+
+
+def _print_report(state: CliState, report: IngestReport, *, interrupted: bool) -> None:
     if state.json_output:
         echo_json(
             {
                 "stored": report.stored,
                 "rejected": len(report.rejected),
+                "skipped": report.skipped,
+                "interrupted": interrupted,
                 "errors": [{"line": n, "error": reason} for n, reason in report.rejected],
             }
         )
+        return
+    counts = f"{report.stored} stored, {len(report.rejected)} rejected"
+    if report.skipped:
+        counts += f", {report.skipped} already stored by an earlier run (skipped)"
+    if interrupted:
+        state.err.print(
+            f"interrupted: {counts}; rerun the same command to store the rest "
+            "(lines already stored are skipped)"
+        )
     else:
-        state.out.print(f"{report.stored} stored, {len(report.rejected)} rejected")
-    if report.rejected:
-        ctx.exit(1)
+        state.out.print(counts)
 
 
 @click.command()
