@@ -57,7 +57,7 @@ def test_import_keeps_good_records_and_reports_bad_ones_with_their_position(
     path.write_text(json.dumps(RECORDS), encoding="utf-8")
     result = _import(invoke, path, json_out=False)
     assert result.exit_code == 1
-    assert result.stdout.strip() == "2 session(s) stored, 2 rejected (json)"
+    assert result.stdout.splitlines()[0] == "2 session(s) stored, 2 rejected (json)"
     assert "record 2:" in result.stderr and "messages[0].tool_call_id is required" in result.stderr
     assert "record 4:" in result.stderr
     shown = invoke("sessions", "show", "s-1", global_opts=["--json"])
@@ -81,7 +81,13 @@ def test_import_jsonl_with_agent_and_user_defaults(invoke: Invoke, tmp_path: Pat
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     result = _import(invoke, path, "--agent", "bot", "--user", "kim")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"format": "jsonl", "stored": 3, "rejected": 0, "errors": []}
+    assert json.loads(result.stdout) == {
+        "format": "jsonl",
+        "stored": 3,
+        "rejected": 0,
+        "owners": [{"agent_id": "bot", "user_id": "kim", "sessions": 3}],
+        "errors": [],
+    }
     recent = invoke("sessions", "recent", "--agent", "bot", "--user", "kim", global_opts=["--json"])
     assert [s["session_id"] for s in json.loads(recent.stdout)] == ["j2", "j1", "j0"]
 
@@ -213,3 +219,44 @@ def test_eval_locomo_unit_session_writes_its_own_files(tmp_path: Path) -> None:
     document = json.loads((out / "locomo_sessions.json").read_text(encoding="utf-8"))
     assert document["configurations"][0]["name"] == "relevance_only"
     assert "Hit@5" in result.stdout
+
+
+def _import_three(invoke: Invoke, tmp_path: Path) -> Any:
+    records = [
+        {"session_id": "s1", "messages": [{"role": "user", "content": "I fly to Tokyo"}], "user_id": "ana"},
+        {"session_id": "s2", "messages": [{"role": "user", "content": "Window seat"}], "user_id": "ana"},
+        {
+            "session_id": "s3",
+            "messages": [{"role": "user", "content": "Hi"}],
+            "user_id": "bo",
+            "agent_id": "bot",
+        },
+    ]
+    source = tmp_path / "three.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return invoke("sessions", "import", str(source))
+
+
+def test_import_says_which_ids_it_used_and_stats_counts_conversations(invoke: Invoke, tmp_path: Path) -> None:
+    imported = _import_three(invoke, tmp_path)
+    assert imported.exit_code == 0
+    assert "stored for --agent default --user ana (2), --agent bot --user bo (1)" in imported.stdout
+    assert "memlane sessions recent --agent default --user ana" in imported.stdout
+    stats = json.loads(invoke("--json", "stats").stdout)
+    assert stats["sessions"] == 0 and stats["conversations"] == 3  # no episodes, three conversations
+    assert stats["conversation_owners"][0] == {"agent_id": "default", "user_id": "ana", "sessions": 2}
+    assert "stored conversations" in invoke("stats").stdout
+
+
+def test_recent_and_context_without_the_right_user_say_whose_conversations_exist(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    _import_three(invoke, tmp_path)
+    recent = invoke("sessions", "recent")
+    assert recent.exit_code == 0
+    assert "no stored conversations of --agent default --user default" in recent.stderr
+    assert "--agent default --user ana (2)" in recent.stderr
+    context = invoke("context", "Tokyo", "--budget", "200")
+    assert context.exit_code == 0 and "--agent bot --user bo (1)" in context.stderr
+    found = invoke("sessions", "recent", "--user", "ana")
+    assert "s1" in found.stdout and "no stored conversations" not in found.stderr

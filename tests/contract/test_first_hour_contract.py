@@ -87,3 +87,18 @@ def test_a_foreign_embedder_error_falls_back_like_an_embedding_error(make_memory
     assert isinstance(raised.value.__cause__, ConnectionError)
     with pytest.raises(EmbeddingError):
         strict.recall_episodes("Lisbon")
+
+
+def test_session_owners_say_what_agent_and_user_ids_to_pass(make_memory: MemoryFactory) -> None:
+    sessions = make_memory().sessions
+    assert sessions.owners() == []
+    one = [{"role": "user", "content": "hello"}]
+    for session_id, agent, user in [
+        ("a", "bot", "ana"),
+        ("b", "bot", "ana"),
+        ("c", "bot", "bo"),
+        ("d", "x", "ana"),
+    ]:
+        sessions.store_session(session_id, one, agent_id=agent, user_id=user)
+    make_memory(tenant_id="other").sessions.store_session("z", one, agent_id="bot", user_id="zed")
+    assert sessions.owners() == [("bot", "ana", 2), ("bot", "bo", 1), ("x", "ana", 1)]

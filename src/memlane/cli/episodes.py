@@ -204,13 +204,15 @@ def stats(state: CliState) -> None:
     Shows the episode count (and how many have vectors) split into active, archived
     (forgotten or stale) and superseded (replaced by a newer episode), distinct tenants and
     sessions, counts per event type, the oldest and newest created_at (UTC), the embedding
-    model the database is bound to, its schema version and its path.
+    model the database is bound to, its schema version and its path; and the tenant's stored
+    conversations ('memlane sessions import'), with the --agent/--user ids they belong to.
     """
-    summary = state.memory(must_exist=True).stats()
+    memory = state.memory(must_exist=True)
+    summary, owners = memory.stats(), memory.sessions.owners()
     if state.json_output:
-        echo_json(stats_to_dict(summary, scope=state.scope.value))
+        echo_json(stats_to_dict(summary, scope=state.scope.value, owners=owners))
     else:
-        state.out.print(stats_table(summary, scope=state.scope.value))
+        state.out.print(stats_table(summary, scope=state.scope.value, owners=owners))
 
 
 @click.command()

@@ -301,8 +301,16 @@ def hits_table(
     return table
 
 
-def stats_to_dict(stats: StoreStats, *, scope: str) -> dict[str, Any]:
-    """The JSON form of :class:`StoreStats` (timestamps ISO 8601, model as ``{model_id, dims}``)."""
+Owners = Sequence[tuple[str, str, int]]
+"""``(agent_id, user_id, sessions)`` of the tenant's stored conversations (``SessionMemory.owners``)."""
+
+
+_OWNERS_SHOWN = 10
+
+
+def stats_to_dict(stats: StoreStats, *, scope: str, owners: Owners = ()) -> dict[str, Any]:
+    """The JSON form of :class:`StoreStats` (timestamps ISO 8601, model as ``{model_id, dims}``),
+    with the tenant's stored conversations (``conversations``: their count; ``conversation_owners``)."""
     model = stats.embedding_model
     return {
         "db": stats.location,
@@ -319,12 +327,14 @@ def stats_to_dict(stats: StoreStats, *, scope: str) -> dict[str, Any]:
         "newest": None if stats.newest is None else stats.newest.isoformat(),
         "embedding_model": None if model is None else {"model_id": model[0], "dims": model[1]},
         "schema_version": stats.schema_version,
+        "conversations": sum(n for _, _, n in owners),
+        "conversation_owners": [{"agent_id": a, "user_id": u, "sessions": n} for a, u, n in owners],
     }
 
 
-def stats_table(stats: StoreStats, *, scope: str) -> Table:
-    """A field/value table of :class:`StoreStats`, with per-event-type counts."""
-    data = stats_to_dict(stats, scope=scope)
+def stats_table(stats: StoreStats, *, scope: str, owners: Owners = ()) -> Table:
+    """A field/value table of :class:`StoreStats`, with per-event-type counts and stored conversations."""
+    data = stats_to_dict(stats, scope=scope, owners=owners)
     model = stats.embedding_model
     table = Table(
         box=box.SIMPLE, show_header=False, title=f"memlane stats ({scope} scope)", title_justify="left"
@@ -339,7 +349,12 @@ def stats_table(stats: StoreStats, *, scope: str) -> Table:
     table.add_row("  archived", str(stats.archived))
     table.add_row("  superseded", str(stats.superseded))
     table.add_row("tenants", str(stats.tenants))
-    table.add_row("sessions", str(stats.sessions))
+    table.add_row("sessions", f"{stats.sessions} (with episodes)")
+    table.add_row("stored conversations", f"{data['conversations']} (this tenant)")
+    for agent_id, user_id, count in owners[:_OWNERS_SHOWN]:
+        table.add_row(Text(f"  --agent {agent_id} --user {user_id}", style="cyan"), str(count))
+    if len(owners) > _OWNERS_SHOWN:
+        table.add_row("  …", f"{len(owners) - _OWNERS_SHOWN} more owners ('memlane --json stats' lists all)")
     table.add_row("oldest", data["oldest"] or "—")
     table.add_row("newest", data["newest"] or "—")
     if stats.event_types:

@@ -7,9 +7,11 @@ Every command works under the global ``--tenant``; ``--agent`` and ``--user`` (d
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 from rich.markup import escape
@@ -26,6 +28,9 @@ from memlane.sessions.importing import ImportFormat, read_records
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SessionEpisode, SessionSnippet
 from memlane.sessions.tokens import ENCODINGS
+
+if TYPE_CHECKING:
+    from memlane import EpisodicMemory
 
 __all__ = ["context", "run_session_eval", "sessions_group"]
 
@@ -96,6 +101,7 @@ def import_sessions(
     used, items = read_records(file, None if fmt == "auto" else cast(ImportFormat, fmt))
     stored = 0
     rejected: list[tuple[str, str]] = []
+    owners: Counter[tuple[str, str]] = Counter()
     progress = Progress(
         TextColumn(f"importing ({used})"),
         BarColumn(),
@@ -118,18 +124,20 @@ def import_sessions(
                 reject(item.position, item.error or "bad record")
             else:
                 record = item.record
+                owner = (record.agent_id or agent_id, record.user_id or user_id)
                 try:
                     sessions.store_session(
                         record.session_id,
                         record.messages,
-                        agent_id=record.agent_id or agent_id,
-                        user_id=record.user_id or user_id,
+                        agent_id=owner[0],
+                        user_id=owner[1],
                         started_at=record.started_at,
                         ended_at=record.ended_at,
                         metadata=record.metadata,
                         append=append,
                     )
                     stored += 1
+                    owners[owner] += 1
                 except (ValidationError, DuplicateEpisodeError) as exc:
                     reject(item.position, cli_wording(str(exc), ctx, leading=False))
             progress.advance(task)
@@ -139,13 +147,44 @@ def import_sessions(
                 "format": used,
                 "stored": stored,
                 "rejected": len(rejected),
+                "owners": [
+                    {"agent_id": a, "user_id": u, "sessions": n} for (a, u), n in owners.most_common()
+                ],
                 "errors": [{"position": p, "error": e} for p, e in rejected],
             }
         )
     else:
         state.out.print(f"{stored} session(s) stored, {len(rejected)} rejected ({used})")
+        if owners:
+            state.out.print(_owners_text([(a, u, n) for (a, u), n in owners.most_common()], "stored for"))
+            (a, u), _ = owners.most_common(1)[0]
+            state.out.print(f"read them with: memlane sessions recent --agent {a} --user {u}")
     if rejected:
         ctx.exit(1)
+
+
+_OWNERS_LISTED = 5
+
+
+def _owners_text(owners: Sequence[tuple[str, str, int]], lead: str) -> str:
+    """``lead --agent A --user U (N), ...`` for the first owners (and how many more)."""
+    shown = ", ".join(f"--agent {a} --user {u} ({n})" for a, u, n in owners[:_OWNERS_LISTED])
+    more = f", and {len(owners) - _OWNERS_LISTED} more" if len(owners) > _OWNERS_LISTED else ""
+    return escape(f"{lead} {shown}{more}")
+
+
+def _hint_owners(state: CliState, memory: EpisodicMemory, agent_id: str, user_id: str) -> None:
+    """On stderr: whose conversations this tenant has, when ``agent_id``/``user_id`` has none."""
+    owners = memory.sessions.owners()
+    if any((a, u) == (agent_id, user_id) for a, u, _ in owners):
+        return
+    if not owners:
+        state.err.print(f"[dim]tenant {escape(memory.tenant_id)} has no stored conversations[/]")
+        return
+    state.err.print(
+        f"[yellow]no stored conversations of --agent {escape(agent_id)} --user {escape(user_id)}; tenant "
+        f"{escape(memory.tenant_id)} has {sum(n for _, _, n in owners)}:[/] " + _owners_text(owners, "pass")
+    )
 
 
 def _session_summary(session: SessionEpisode) -> dict[str, Any]:
@@ -174,7 +213,10 @@ def _first_user_text(session: SessionEpisode) -> str:
 @pass_state
 def recent(state: CliState, agent_id: str, user_id: str, limit: int) -> None:
     """List the newest sessions of --agent and --user (newest ended_at first)."""
-    found = state.memory(must_exist=True).sessions.recall_recent(agent_id, user_id, limit)
+    memory = state.memory(must_exist=True)
+    found = memory.sessions.recall_recent(agent_id, user_id, limit)
+    if not found:
+        _hint_owners(state, memory, agent_id, user_id)
     if state.json_output:
         echo_json([_session_summary(s) for s in found])
         return
@@ -337,7 +379,10 @@ def context(  # noqa: PLR0913  (a click command: one parameter per option)
     scope, ranked by score and taken greedily while the whole block fits the budget. The
     token count goes to stderr (with --json: a JSON object with the text and the items).
     """
-    block = state.memory(must_exist=True).sessions.build_context_block(
+    memory = state.memory(must_exist=True)
+    if not no_sessions:
+        _hint_owners(state, memory, agent_id, user_id)
+    block = memory.sessions.build_context_block(
         query,
         agent_id=agent_id,
         user_id=user_id,

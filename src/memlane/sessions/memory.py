@@ -243,6 +243,24 @@ class SessionMemory:
             return None
         return self._episode(header, self._messages(header))
 
+    def owners(self, *, now: datetime | None = None) -> list[tuple[str, str, int]]:
+        """Who this tenant's stored conversations belong to: what to pass as ``agent_id``/``user_id``.
+
+        Args:
+            now: Reference time for retention (timezone-aware); default the clock.
+
+        Returns:
+            ``(agent_id, user_id, sessions)`` per owner, most sessions first (ties by agent,
+            then user); sessions past ``retention_days`` are not counted. Empty when the
+            tenant has no stored conversation.
+
+        Raises:
+            StoreError: the store failed.
+        """
+        self._check_open()
+        cutoff = self._retention_cutoff(self._ctx.now(now))
+        return self.store.session_owners(self.tenant_id, cutoff)
+
     def recall_recent(
         self, agent_id: str, user_id: str, limit: int = 5, *, now: datetime | None = None
     ) -> list[SessionEpisode]:

@@ -281,6 +281,20 @@ class SessionStore(Protocol):
         """``{turn: (first_position, last_position)}`` of the session's turns ``first_turn..last_turn``."""
         ...
 
+    def session_owners(
+        self, tenant_id: str, ended_after: datetime | None = None
+    ) -> list[tuple[str, str, int]]:
+        """``(agent_id, user_id, sessions)`` of every owner of ``tenant_id``'s sessions, most sessions first.
+
+        Args:
+            tenant_id: The tenant.
+            ended_after: Only sessions with ``ended_at >= ended_after`` (retention), or ``None``.
+
+        Returns:
+            One row per (agent, user) with a session; ties ordered by agent, then user.
+        """
+        ...
+
     def delete_session(self, tenant_id: str, session_id: str) -> bool:
         """Delete a session with its messages and windows; ``False`` if it does not exist."""
         ...

@@ -217,6 +217,23 @@ class PostgresSessionStore(SessionStoreBase):
             ).fetchall()
         return [header_from_row(r, CODEC) for r in rows]
 
+    def session_owners(
+        self, tenant_id: str, ended_after: datetime | None = None
+    ) -> list[tuple[str, str, int]]:
+        """``(agent_id, user_id, sessions)`` of ``tenant_id``'s session owners, most sessions first."""
+        time_clause = sql.SQL("") if ended_after is None else sql.SQL(" AND ended_at >= %s")
+        params: list[Any] = [tenant_id] if ended_after is None else [tenant_id, ended_after]
+        with self._store.transaction("session_owners") as cur:
+            rows = cur.execute(
+                sql.SQL(
+                    "SELECT agent_id, user_id, COUNT(*) AS n FROM {t} WHERE tenant_id = %s{time} "
+                    "GROUP BY agent_id, user_id ORDER BY n DESC, agent_id, user_id"
+                ).format(t=self._sessions, time=time_clause),
+                params,
+                prepare=False,
+            ).fetchall()
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
     def turn_spans(self, session_key: int, first_turn: int, last_turn: int) -> dict[int, tuple[int, int]]:
         """``{turn: (first_position, last_position)}`` for turns ``first_turn..last_turn``."""
         with self._store.transaction("turn_spans") as cur:

@@ -218,6 +218,22 @@ class SQLiteSessionStore(SessionStoreBase):
             )
         return [header_from_row(r, CODEC) for r in rows]
 
+    def session_owners(
+        self, tenant_id: str, ended_after: datetime | None = None
+    ) -> list[tuple[str, str, int]]:
+        """``(agent_id, user_id, sessions)`` of ``tenant_id``'s session owners, most sessions first."""
+        with self._store.translate_errors("session_owners"):
+            rows = (
+                self._store.connection()
+                .execute(
+                    "SELECT agent_id, user_id, COUNT(*) AS n FROM sessions WHERE tenant_id = ? "
+                    "AND ended_at_us >= ? GROUP BY agent_id, user_id ORDER BY n DESC, agent_id, user_id",
+                    (tenant_id, -(2**62) if ended_after is None else to_us(ended_after)),
+                )
+                .fetchall()
+            )
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
     def turn_spans(self, session_key: int, first_turn: int, last_turn: int) -> dict[int, tuple[int, int]]:
         """``{turn: (first_position, last_position)}`` for turns ``first_turn..last_turn``."""
         with self._store.translate_errors("turn_spans"):
