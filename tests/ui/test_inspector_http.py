@@ -86,3 +86,15 @@ def test_a_replayed_search_shows_its_time_and_keeps_it_in_the_form(server: str) 
     assert "2025-03-15" in page.text.split("Recall as of", 1)[1][:200]
     plain = httpx.get(f"{server}/inspect/search?q=vegetarian", headers={"X-API-Key": ACME_KEY})
     assert 'id="f-now" value=""' in plain.text  # no replay: the clock's now, and the field stays empty
+
+
+def test_the_sessions_page_lists_the_agent_and_user_ids_with_conversations(
+    server: str, seeded: Seeded
+) -> None:
+    headers = {"Authorization": f"Bearer {ACME_KEY}"}
+    page = httpx.get(f"{server}/inspect/sessions", headers=headers)
+    assert page.status_code == 200
+    assert "Agent / user with stored conversations" in page.text
+    assert 'href="/inspect/sessions?agent=travel-agent&amp;user=ana"' in page.text
+    listed = httpx.get(f"{server}/inspect/sessions?agent=travel-agent&user=ana", headers=headers)
+    assert listed.status_code == 200 and "Stored conversation" in listed.text

@@ -421,6 +421,21 @@ def recent_conversations(
     return reader(base, tenant).sessions.recall_recent(agent_id, user_id, limit)
 
 
+def conversation_owners(base: EpisodicMemory, tenant: str) -> list[tuple[str, str, int]]:
+    """``(agent_id, user_id, sessions)`` of ``tenant``'s stored conversations (``SessionMemory.owners``).
+
+    Empty for a store without session episodes.
+
+    Raises:
+        ValidationError: a bad tenant id. StoreError: the store failed.
+    """
+    try:
+        sessions = reader(base, tenant).sessions
+    except StoreError:
+        return []
+    return sessions.owners()
+
+
 # -- stats --------------------------------------------------------------------------------
 
 

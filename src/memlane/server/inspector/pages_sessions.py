@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from memlane import Message, SessionEpisode
 from memlane.server.inspector.data import SessionRow, SessionView, episode_status
-from memlane.server.inspector.html import Html, el, join
+from memlane.server.inspector.html import Html, el, join, url
 from memlane.server.inspector.layout import (
     PREFIX,
     View,
@@ -23,24 +24,38 @@ from memlane.server.inspector.layout import (
     when,
 )
 
-__all__ = ["session_page", "sessions_page"]
+__all__ = ["ConversationLookup", "session_page", "sessions_page"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationLookup:
+    """The stored-conversation part of the sessions page.
+
+    Attributes:
+        agent: The agent id asked for ("" when none).
+        user: The user id asked for ("" when none).
+        recent: That agent's and user's conversations, or ``None`` when not asked.
+        error: Why the look-up failed, or ``None``.
+        owners: The tenant's ``(agent_id, user_id, conversations)``, each shown as a link.
+    """
+
+    agent: str = ""
+    user: str = ""
+    recent: list[SessionEpisode] | None = None
+    error: str | None = None
+    owners: Sequence[tuple[str, str, int]] = ()
 
 
 def sessions_page(
-    view: View,
-    tenants: Sequence[str],
-    rows: list[SessionRow],
-    total: int,
-    recent: list[SessionEpisode] | None,
-    agent: str,
-    user: str,
-    error: str | None,
+    view: View, tenants: Sequence[str], rows: list[SessionRow], total: int, lookup: ConversationLookup
 ) -> Html:
-    """Sessions with episodes, a look-up by id, and stored conversations by agent and user."""
+    """Sessions with episodes, a look-up by id, and stored conversations by agent and user
+    (with the tenant's agent/user ids that have some, each a link to their list)."""
+    agent, user, recent, error, owners = lookup.agent, lookup.user, lookup.recent, lookup.error, lookup.owners
     tenant_field = (
         el("input", type="hidden", name="tenant", value=view.tenant or "") if view.who.is_admin else None
     )
-    lookup = el(
+    form = el(
         "form",
         tenant_field,
         el(
@@ -69,7 +84,8 @@ def sessions_page(
             el("p", "Pick a tenant to list its stored conversations by agent and user.", class_="muted")
         )
     else:
-        parts.append(lookup)
+        parts.append(form)
+        parts.append(_owners_table(view, owners))
     if error:
         parts.append(el("p", error, class_="error"))
     if recent is not None:
@@ -184,6 +200,34 @@ def _pretty_arguments(arguments: str) -> str | None:
     except ValueError:
         return None
     return json.dumps(value, indent=2, ensure_ascii=False) if isinstance(value, dict | list) else None
+
+
+def _owners_table(view: View, owners: Sequence[tuple[str, str, int]]) -> Html:
+    """The tenant's agent and user ids that have stored conversations, each linking to their list."""
+    tenant = view.tenant if view.who.is_admin else None
+    rows = [
+        el(
+            "tr",
+            el(
+                "td",
+                el(
+                    "a",
+                    f"{agent} / {user}",
+                    href=url(PREFIX + "/sessions", {"tenant": tenant, "agent": agent, "user": user}),
+                    class_="mono owner-link",
+                ),
+            ),
+            el("td", str(count), class_="num"),
+        )
+        for agent, user, count in owners
+    ]
+    empty = el("tr", el("td", "no stored conversations in this tenant", colspan=2))
+    return el(
+        "table",
+        el("thead", el("tr", el("th", "Agent / user with stored conversations"), el("th", "Conversations"))),
+        el("tbody", join(rows) if rows else empty),
+        class_="list owners",
+    )
 
 
 def session_page(view: View, data: SessionView, now: datetime) -> Html:

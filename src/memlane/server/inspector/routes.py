@@ -280,9 +280,9 @@ def sessions_route(request: Request) -> Response:
             except MemlaneError as exc:
                 error = str(exc)
         tenants = _tenants(memory, view)
-        return pages_sessions.sessions_page(
-            view, tenants, rows, total, recent, agent or "", user or "", error
-        )
+        owners = [] if view.tenant is None else data.conversation_owners(memory, view.tenant)
+        lookup = pages_sessions.ConversationLookup(agent or "", user or "", recent, error, owners)
+        return pages_sessions.sessions_page(view, tenants, rows, total, lookup)
 
     return _run(request, render)
 
