@@ -33,7 +33,7 @@ def test_the_timeline_loads_after_login(page: Any, server: str, seeded: Seeded, 
     page.click("form.filters button[type=submit]")
     superseded = {row.get_attribute("data-episode-id") for row in page.locator("#timeline tr.episode").all()}
     assert superseded == set(seeded.chain[:2])
-    page.goto(f"{server}/inspect?tags=seat&status=all&axis=recorded&start=2026-01-01")
+    page.goto(f"{server}/inspect?tag=seat&status=all&axis=recorded&start=2026-01-01")
     assert page.locator("#timeline tr.episode").count() == 3
 
 

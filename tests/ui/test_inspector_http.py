@@ -98,3 +98,19 @@ def test_the_sessions_page_lists_the_agent_and_user_ids_with_conversations(
     assert 'href="/inspect/sessions?agent=travel-agent&amp;user=ana"' in page.text
     listed = httpx.get(f"{server}/inspect/sessions?agent=travel-agent&user=ana", headers=headers)
     assert listed.status_code == 200 and "Stored conversation" in listed.text
+
+
+def test_the_tag_filter_reads_tags_as_the_api_does(server: str, seeded: Seeded) -> None:
+    headers = {"Authorization": f"Bearer {ACME_KEY}"}
+    sintra = "day trip to Sintra"
+    both = httpx.get(f"{server}/inspect?tag=lisbon&tag=train&status=all", headers=headers)
+    assert both.status_code == 200 and sintra in both.text
+    assert both.text.count('name="tag"') == 3  # the two tags, and a field for one more
+    comma = httpx.get(f"{server}/inspect", params={"tag": "lisbon,train", "status": "all"}, headers=headers)
+    assert comma.status_code == 200 and sintra not in comma.text  # one tag "lisbon,train", as on the API
+    api = httpx.get(f"{server}/v1/episodes", params={"tag": "lisbon,train"}, headers=headers)
+    assert api.status_code == 200 and api.json()["count"] == 0
+    api_both = httpx.get(
+        f"{server}/v1/episodes", params=[("tag", "lisbon"), ("tag", "train")], headers=headers
+    )
+    assert [e["content"] for e in api_both.json()["episodes"] if sintra in e["content"]]

@@ -120,3 +120,22 @@ def test_defaults_are_compared_with_dense_and_keyword_by_paired_bootstrap(
         assert d.questions == report.questions and d.low <= d.mean <= d.high
     assert set(report.to_dict()["paired_differences_r_at_10"]) == set(differences)
     assert "| library defaults - dense |" in report_to_markdown(report)
+
+
+def test_a_run_without_the_held_out_conversations_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([make_sample(sample_id=f"c{i}") for i in range(7)]), encoding="utf-8")
+    partial = run_locomo(
+        path,
+        embedder=HashingEmbedder(),
+        workdir=tmp_path,
+        configurations={"r": "relevance_only"},
+        conversations=[0],
+    )
+    md = report_to_markdown(partial)
+    assert "this run evaluated none of the held-out conversations 5-9" in md
+    assert "looked at" not in md and "not of this one (conversations 0)" in md
+    full = run_locomo(
+        path, embedder=HashingEmbedder(), workdir=tmp_path / "b", configurations={"r": "relevance_only"}
+    )
+    assert "were looked at" in report_to_markdown(full) and "(conversations 0-6)" in report_to_markdown(full)

@@ -472,6 +472,7 @@ def run_locomo(
             "machine": platform.machine(),
             "cpus": _cpu_count(),
             "heldout_looks": HELDOUT_LOOKS,
+            "positions": [pos for pos, _ in selected],
         },
     )
 
@@ -489,6 +490,37 @@ def _cells(m: MetricSummary | None) -> str:
         f"{m.recall_at_5:.3f} | {m.recall_at_10:.3f} | {m.ndcg_at_10:.3f} | {m.hit_at_10:.3f} | "
         f"{m.session_hit_at_5:.3f} | {m.session_hit_at_10:.3f}"
     )
+
+
+def _baselines_and_held_out(positions: object) -> str:
+    """What the baselines compare with and whether this run looked at the held-out conversations."""
+    ran = sorted(positions) if isinstance(positions, list) else list(range(10))
+    baselines = (
+        "The baselines are quoted from issue #2 (not rerun here); a BM25 rerun with the same cleaned "
+        "evidence gives Hit@10 0.574 and R@10 0.518, so they are comparable to the Hit@10 column"
+    )
+    if len(ran) < 10:
+        baselines += f" of a run over all 10 conversations, not of this one (conversations {_ranges(ran)})"
+    held_out = [p for p in ran if p >= 5]
+    if held_out:
+        looked = f"5-9 are held out and were looked at {HELDOUT_LOOKS} times in all (this run included)."
+    else:
+        looked = "this run evaluated none of the held-out conversations 5-9."
+    return (
+        f"{baselines}. Session Hit@k: an evidence session is among the first k distinct LoCoMo sessions "
+        f"of the ranking. Parameters were tuned on conversations 0-4 only; {looked}"
+    )
+
+
+def _ranges(positions: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    spans: list[list[int]] = []
+    for p in positions:
+        if spans and p == spans[-1][-1] + 1:
+            spans[-1].append(p)
+        else:
+            spans.append([p])
+    return ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else str(s[0]) for s in spans)
 
 
 def report_to_markdown(report: LocomoReport) -> str:
@@ -574,11 +606,7 @@ def report_to_markdown(report: LocomoReport) -> str:
         ("Configurations: " + "; ".join(legend) + ".") if legend else "",
         "",
         "R@k is the fraction of a question's evidence turns found in the top k; Hit@10 is 1 when any "
-        "evidence turn is in the top 10. The baselines are quoted from issue #2 (not rerun here); a "
-        "BM25 rerun with the same cleaned evidence gives Hit@10 0.574 and R@10 0.518, so they are "
-        "comparable to the Hit@10 column. Session Hit@k: an evidence session is among the first k "
-        "distinct LoCoMo sessions of the ranking. Parameters were tuned on conversations 0-4 only; 5-9 "
-        f"are held out and were looked at {HELDOUT_LOOKS} times in all (this run included).",
+        "evidence turn is in the top 10. " + _baselines_and_held_out(report.meta.get("positions")),
         f"Remember: {report.remember_per_second:,.0f} turns/s (embedding included). Recall latency is "
         "per configuration, around the whole recall call, query embedding included.",
         f"Evidence ids: {cleaning.ids_seen:,} seen, {cleaning.kept:,} kept ({cleaning.split_ids} split "

@@ -156,19 +156,21 @@ def filter_bar(
             ),
         )
     )
-    fields.append(
-        _field(
-            "Tags",
-            el(
-                "input",
-                type="text",
-                name="tags",
-                value=", ".join(flt.tags),
-                id="f-tags",
-                placeholder="a, b (all)",
-            ),
+    # one field per tag (each value is one tag, commas included, as on the API), plus an empty one
+    for position, tag in enumerate((*flt.tags, "")):
+        fields.append(
+            _field(
+                "Tag" if position == 0 else "and tag",
+                el(
+                    "input",
+                    type="text",
+                    name="tag",
+                    value=tag,
+                    id="f-tags" if position == 0 else f"f-tag-{position}",
+                    placeholder="any" if position == 0 else "another (all must match)",
+                ),
+            )
         )
-    )
     fields.append(
         _field(
             "Status",

@@ -158,12 +158,13 @@ def _choice(request: Request, name: str, choices: tuple[str, ...], default: str)
 
 
 def _filters(request: Request, tenant: str | None, *, status: str = "all") -> data.Filters:
-    raw_tags = request.query_params.get("tags", "")
+    # one tag per repeated ``tag`` parameter, as on the API (GET /v1/episodes?tag=a&tag=b): no splitting
+    tags = tuple(dict.fromkeys(t.strip() for t in request.query_params.getlist("tag") if t.strip()))
     return data.Filters(
         tenant=tenant,
         session=_param(request, "session"),
         event_type=_param(request, "event_type"),
-        tags=tuple(t.strip() for t in raw_tags.split(",") if t.strip()),
+        tags=tags,
         start=_date(request, "start", end=False),
         end=_date(request, "end", end=True),
         status=_choice(request, "status", data.STATUSES, status),
