@@ -3,5 +3,18 @@
 # (SQLite file + bundled offline embedding model): remember a small example conversation
 # and recall from it, showing the score breakdown.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
-exec "$ROOT/.venv/bin/memlane" demo "$@"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ ! -x "$HERE/../.venv/bin/memlane" ]; then
+  echo "memlane quick start: creating .venv and installing memlane with its pinned dependencies" \
+    "(the first run downloads packages: about 1-2 minutes)..." >&2
+fi
+args=("$@")
+set --  # _venv.sh passes its arguments to pip: the demo's options are not for pip
+source "$HERE/_venv.sh"
+echo "memlane quick start: running 'memlane demo' (loads the bundled embedding model)..." >&2
+status=0
+"$ROOT/.venv/bin/memlane" demo ${args[@]+"${args[@]}"} || status=$?
+if [ "$status" -eq 0 ]; then
+  echo "memlane is installed in .venv: run 'source .venv/bin/activate' to put the memlane command on your PATH." >&2
+fi
+exit "$status"

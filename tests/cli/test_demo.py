@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -93,3 +95,20 @@ def test_demo_data_is_a_realistic_conversation() -> None:
 def test_eval_group_is_registered(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["eval", "--help"])
     assert result.exit_code == 0, result.output
+
+
+def test_demo_says_how_to_get_memlane_on_the_path(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    demo = importlib.import_module("memlane.cli.demo")
+
+    argv = ["--embedder", "hashing", "demo", "--db", str(tmp_path / "d.db")]
+    monkeypatch.setattr(demo.shutil, "which", lambda name: None)
+    missing = runner.invoke(cli, argv, catch_exceptions=False)
+    assert missing.exit_code == 0
+    assert "memlane is not on your PATH" in missing.stdout
+    if (Path(sys.executable).parent / "activate").is_file():
+        assert "bin/activate` first" in missing.stdout
+    monkeypatch.setattr(demo.shutil, "which", lambda name: "/usr/bin/memlane")
+    found = runner.invoke(cli, argv, catch_exceptions=False)
+    assert "not on your PATH" not in found.stdout and "Try your own: memlane" in found.stdout

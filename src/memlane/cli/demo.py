@@ -8,7 +8,10 @@ so the numbers are the same on every run.
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -230,10 +233,27 @@ def demo(ctx: click.Context, state: CliState, demo_db: str | None) -> None:
     out.print("[bold]How hits are ranked[/] (every signal in [0, 1]):")
     for name, definition in terms:
         out.print(Text(f"  {name:<10} = {definition}"))
+    activate = _activation_hint()
+    if activate:
+        out.print(escape(activate), soft_wrap=True)
     out.print(
         f"Try your own: memlane --db {escape(shlex.quote(str(path)))} recall "
         '"what food does the user eat?" --now 2025-03-15T12:00:00Z',
         soft_wrap=True,
+    )
+
+
+def _activation_hint() -> str | None:
+    """How to get ``memlane`` on the PATH when it is not (the quick start's .venv), else ``None``."""
+    if shutil.which("memlane") is not None:
+        return None
+    bindir = Path(sys.executable).parent
+    activate = bindir / "activate"
+    if activate.is_file():
+        relative = os.path.relpath(activate) if activate.is_relative_to(Path.cwd()) else str(activate)
+        return f"memlane is not on your PATH yet: run `source {shlex.quote(relative)}` first"
+    return (
+        f"memlane is not on your PATH: call {shlex.quote(str(bindir / 'memlane'))}, or add {bindir} to PATH"
     )
 
 
