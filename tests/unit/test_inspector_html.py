@@ -28,3 +28,30 @@ def test_urls_encode_segments_and_drop_empty_parameters() -> None:
         "/inspect/episodes/id%2Fwith%3Fodd%23chars?tenant=a+b"
     )
     assert url("/inspect") == "/inspect"
+
+
+def test_a_session_page_folds_long_metadata_above_the_conversation() -> None:
+    from datetime import UTC, datetime
+
+    from memlane import Message, SessionEpisode
+    from memlane.server.inspector.auth import Principal
+    from memlane.server.inspector.data import SessionView
+    from memlane.server.inspector.layout import View
+    from memlane.server.inspector.pages_sessions import session_page
+
+    at = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    metadata = {
+        "locomo_sample": "conv-26",
+        "speakers": ["Caroline", "Melanie"],
+        "observation": ["x" * 80] * 30,
+    }
+    conversation = SessionEpisode(
+        "conv-26:1", "t", "locomo", "conv-26", (Message("user", "Hi Mel!"),), at, at, metadata
+    )
+    html = str(
+        session_page(View(Principal("t", False), "t"), SessionView("conv-26:1", "t", [], conversation), at)
+    )
+    folded = html.index('<details class="metadata"')
+    assert folded < html.index('id="conversation"')
+    assert "metadata (3 keys: locomo_sample, observation, speakers)" in html
+    assert "<details open" not in html  # closed by default: the conversation comes first on screen

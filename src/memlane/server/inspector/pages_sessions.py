@@ -230,6 +230,10 @@ def _owners_table(view: View, owners: Sequence[tuple[str, str, int]]) -> Html:
     )
 
 
+_KEYS_SHOWN = 120
+"""Characters of the metadata keys listed in the folded metadata's summary line."""
+
+
 def session_page(view: View, data: SessionView, now: datetime) -> Html:
     """A session's stored conversation (messages and tool calls) and its event episodes."""
     parts: list[Html] = []
@@ -250,8 +254,18 @@ def session_page(view: View, data: SessionView, now: datetime) -> Html:
                 class_="summary",
             )
         )
-        if conv.metadata:
-            parts.append(pretty_json(dict(conv.metadata)))
+        if conv.metadata:  # folded: a LoCoMo session's metadata would push the conversation off screen
+            keys = ", ".join(sorted(str(k) for k in conv.metadata))
+            keys = keys if len(keys) <= _KEYS_SHOWN else keys[: _KEYS_SHOWN - 1] + "…"
+            parts.append(
+                el(
+                    "details",
+                    el("summary", f"metadata ({len(conv.metadata)} keys: {keys})"),
+                    pretty_json(dict(conv.metadata)),
+                    class_="metadata",
+                    id="session-metadata",
+                )
+            )
         parts.append(el("h2", "Conversation"))
         parts.append(
             el(
