@@ -251,3 +251,25 @@ def test_json_block_is_an_mcp_client_config_the_cli_accepts(block: Block, tmp_pa
         args = [str(config) if a.endswith(".yaml") else a for a in entry["args"]]
         result = CliRunner().invoke(cli, [*args, "--help"])  # every option parsed, then help
         assert result.exit_code == 0, result.output
+
+
+def test_the_python_api_snippets_run_in_order_share_their_memories(tmp_path: Path) -> None:
+    """Run in one directory, the Python API example's memories are what the later snippets read."""
+    first = next(b for b in RUN if b.language == "python" and 'session_id="chat-42"' in b.code)
+    hybrid = next(b for b in RUN if b.language == "python" and 'retrieval="keyword"' in b.code)
+    (tmp_path / "home").mkdir()
+    outputs = []
+    for block in (first, hybrid):
+        done = subprocess.run(
+            [sys.executable, "-c", block.code],
+            cwd=tmp_path,
+            env=_environ(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, f"README {block.id}:\n{done.stderr}"
+        outputs.append(done.stdout)
+    assert "window seats" in outputs[0].splitlines()[-1]  # recalled from chat-43: cross-session
+    assert outputs[1].strip() == "['User prefers window seats']"
