@@ -44,7 +44,7 @@ of the context block, of ``inject_context`` or of ``search_sessions`` whose own 
 (:func:`memlane.sessions.context.match_strength`) is below it is left out. Calibrated by
 ``benchmarks/relevance_floor.py`` (results in ``benchmarks/results/relevance_floor.md``): the largest
 floor at which 95 % of the LoCoMo 0-4 and BEAM 1-10 questions keep their top-5 evidence (LoCoMo 0.96,
-BEAM 1.00 at 0.3), while 89 % of unrelated queries (off-topic, the other benchmark's questions) get
+BEAM 1.00 at 0.3), while 91 % of unrelated queries (off-topic, the other benchmark's questions) get
 nothing. A cosine floor cannot tell an on-topic question whose answer is absent (BEAM's abstention
 questions) from an answerable one."""
 
