@@ -138,7 +138,7 @@ def _import_sessions(invoke: Invoke, tmp_path: Path, *extra: str) -> Result:
 
 def test_session_tables_keep_session_ids_whole(invoke: Invoke, tmp_path: Path) -> None:
     assert _import_sessions(invoke, tmp_path).exit_code == 0
-    for args in (("sessions", "recent"), ("sessions", "search", "vendor onboarding")):
+    for args in (("sessions", "recent"), ("sessions", "search", "vendor onboarding", "--min-relevance", "0")):
         result = invoke(*args)
         assert result.exit_code == 0, result.output
         _assert_fits(result.stdout)

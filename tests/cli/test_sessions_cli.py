@@ -9,6 +9,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from memlane.cli import cli
+from memlane.sessions.context import NOTHING_RELEVANT_BLOCK
 from memlane.sessions.tokens import ToktokCounter
 from tests.cli.conftest import Invoke
 from tests.unit.test_locomo_loader import make_sample
@@ -190,7 +191,7 @@ def test_context_prints_the_block_within_the_budget(invoke: Invoke, tmp_path: Pa
     )
     assert {i["kind"] for i in only_events["items"]} == {"event"}
     nothing = invoke("context", "vendor", "--budget", "300", "--user", "dana", "--min-relevance", "1")
-    assert nothing.exit_code == 0 and nothing.stdout == ""
+    assert nothing.exit_code == 0 and nothing.stdout == NOTHING_RELEVANT_BLOCK + "\n"
 
 
 def test_eval_locomo_unit_session_writes_its_own_files(tmp_path: Path) -> None:

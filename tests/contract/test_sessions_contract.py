@@ -18,6 +18,7 @@ from memlane import DuplicateEpisodeError, EpisodicMemory, ValidationError
 from memlane.errors import DuplicateSessionError
 from memlane.recall.ranking import RankingWeights
 from memlane.sessions import SessionMemory
+from memlane.sessions.context import NOTHING_RELEVANT_BLOCK
 from tests.conftest import T0, MemoryFactory
 
 TOOL_SESSION: list[dict[str, Any]] = [
@@ -63,6 +64,18 @@ def chat(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
     for user, assistant in pairs:
         out += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
     return out
+
+
+@pytest.fixture
+def make_memory(make_memory: MemoryFactory) -> MemoryFactory:
+    """The memories of these tests, without the context relevance floor (unless a test sets one): they
+    check search and block mechanics with the hashing embedder, whose cosines mean little; the floor
+    itself is tested with the real model in test_relevance_floor_contract.py."""
+
+    def factory(**config: Any) -> EpisodicMemory:
+        return make_memory(**{"context_min_relevance": 0.0, **config})
+
+    return factory
 
 
 @pytest.fixture
@@ -494,7 +507,7 @@ def test_build_context_mixes_snippets_and_events_under_the_budget(memory: Episod
     strict = memory.sessions.build_context(
         "flight to Rome window seat", agent_id="procure", user_id="dana", token_budget=400, min_relevance=0.99
     )
-    assert strict == ""
+    assert strict == NOTHING_RELEVANT_BLOCK
 
 
 def test_inject_context_returns_a_new_list_and_leaves_the_callers_untouched(memory: EpisodicMemory) -> None:

@@ -11,9 +11,11 @@ pytest.importorskip("fastapi", reason="the 'server' extra is not installed")
 import httpx
 
 from memlane import EpisodicMemory
+from memlane.config import DEFAULT_CONTEXT_MIN_RELEVANCE
 from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.server.http import create_app
+from memlane.sessions.context import NOTHING_RELEVANT_BLOCK
 from tests.server.conftest import serve_in_thread
 
 AGENT = "agent-key-0123456789abcdef"
@@ -73,10 +75,25 @@ def test_sessions_context_and_inject(client: httpx.Client) -> None:
         json={
             "messages": [{"role": "user", "content": "Which hotel was it?"}],
             "user_id": "alice",
-            "query": "hotel",
+            "query": "a hotel in Lisbon near the river",
         },
     ).json()["messages"]
     assert injected[0]["role"] == "system" and injected[-1]["content"] == "Which hotel was it?"
+    # The relevance floor (default context_min_relevance): an unrelated query injects nothing.
+    unrelated = {"query": "quantum chromodynamics lecture", "user_id": "alice"}
+    nothing = client.post("/v1/context", json=unrelated).json()
+    assert (
+        nothing["relevant"] is False
+        and nothing["items"] == []
+        and nothing["min_relevance"] == DEFAULT_CONTEXT_MIN_RELEVANCE
+    )
+    assert nothing["text"] == NOTHING_RELEVANT_BLOCK
+    question = [{"role": "user", "content": "Tell me about quarks."}]
+    same = client.post("/v1/context/inject", json={"messages": question, **unrelated}).json()["messages"]
+    assert same == question
+    assert client.post("/v1/sessions/search", json=unrelated).json()["count"] == 0
+    unfloored = client.post("/v1/context", json={**unrelated, "min_relevance": 0}).json()
+    assert unfloored["relevant"] is True and unfloored["items"]
     bad = client.post("/v1/context", json={"query": "x", "token_budget": "5"})
     assert bad.status_code == 422 and bad.json()["error"]["type"] == "ValidationError"
     assert client.delete("/v1/sessions/s1").status_code == 204

@@ -126,7 +126,7 @@ def _sessions(memory: EpisodicMemory) -> dict[str, Any]:
         sessions.store_session(session, messages, agent_id="a", user_id="u", started_at=start)
     out: dict[str, Any] = {}
     for q in QUERIES:
-        snippets = sessions.search_sessions("a", "u", q, top_k=3)
+        snippets = sessions.search_sessions("a", "u", q, top_k=3, min_relevance=0.0)  # the ranking, no floor
         out[q] = [
             [s.session_id, s.match_start, s.breakdown.score, s.breakdown.relevance, s.breakdown.recency]
             for s in snippets

@@ -10,7 +10,7 @@ import pytest
 
 from memlane import ConfigError, EpisodicMemory, LocalEmbedder, OpenAIEmbedder, Scope
 from memlane.assembly import build_embedder, build_store
-from memlane.config import config_path_from_env
+from memlane.config import DEFAULT_CONTEXT_MIN_RELEVANCE, config_path_from_env
 from memlane.config.file import (
     DEFAULT_MAX_LIMIT,
     EpisodicSettings,
@@ -104,6 +104,13 @@ def test_a_loaded_config_passes_through() -> None:
     assert load_config(config) is config
 
 
+def test_the_context_relevance_floor_is_a_config_key() -> None:
+    default = load_config({"episodic_memory": None}).memory_config.context_min_relevance
+    assert default == DEFAULT_CONTEXT_MIN_RELEVANCE > 0
+    config = load_config({"episodic_memory": {"context_min_relevance": 0.2}})
+    assert config.memory_config.context_min_relevance == 0.2
+
+
 def test_weights_as_a_mapping() -> None:
     config = load_config({"episodic_memory": {"weights": {"relevance": 2, "recency": 1}}})
     assert config.memory_config.ranking_weights == RankingWeights(2.0, 1.0, 0.0)
@@ -138,6 +145,10 @@ def test_config_path_from_env() -> None:
         ({"episodic_memory": {"retention_days": -1}}, "episodic_memory.retention_days: must be a positive"),
         ({"episodic_memory": {"prune_probability": 2}}, "episodic_memory.prune_probability: must be in"),
         ({"episodic_memory": {"decay_per_day": 0}}, "episodic_memory.decay_per_day: must be in"),
+        (
+            {"episodic_memory": {"context_min_relevance": 1.5}},
+            "episodic_memory.context_min_relevance: must be a number in [0, 1]",
+        ),
         ({"episodic_memory": {"weights": "fastest"}}, "episodic_memory.weights: unknown weight preset"),
         ({"episodic_memory": {"weights": {"speed": 1}}}, "episodic_memory.weights: unknown weight keys"),
         ({"episodic_memory": {"max_limit": 0}}, "episodic_memory.max_limit: must be >= 1"),

@@ -17,11 +17,14 @@ from memlane.sessions.context import (
     CONTEXT_FOOTER,
     CONTEXT_HEADER,
     CONTEXT_INTRO,
+    CONTEXT_NOTHING_RELEVANT,
+    NOTHING_RELEVANT_BLOCK,
     ContextItem,
     assemble_context,
     event_item,
     format_time,
     inject_block,
+    match_strength,
     snippet_item,
 )
 from memlane.sessions.messages import validate_messages
@@ -111,7 +114,7 @@ def test_a_snippet_that_does_not_fit_falls_back_to_its_matched_turn() -> None:
     assert block.shortened == 1 and "ctx" not in block.text and "the match" in block.text
 
 
-def test_min_relevance_uses_the_dense_signal_and_can_leave_the_block_empty() -> None:
+def test_min_relevance_uses_the_dense_signal_and_says_when_nothing_is_relevant() -> None:
     items = [event_item(event("weak", 0.9)), snippet_item(snippet("s", ["strong", "x"], 0.5))]
     hybrid = RecallHit(
         episode=event("fused", 0.9).episode,
@@ -123,7 +126,42 @@ def test_min_relevance_uses_the_dense_signal_and_can_leave_the_block_empty() -> 
         [*items, event_item(hybrid)], token_budget=500, counter=COUNTER, min_relevance=0.6
     )
     assert [i.label for i in block.items] == ["note"] and block.below_min_relevance == 2
-    assert assemble_context(items, token_budget=500, counter=COUNTER, min_relevance=1.0).text == ""
+    nothing = assemble_context(items, token_budget=500, counter=COUNTER, min_relevance=1.0)
+    assert (
+        nothing.text
+        == NOTHING_RELEVANT_BLOCK
+        == f"{CONTEXT_HEADER}\n{CONTEXT_NOTHING_RELEVANT}\n{CONTEXT_FOOTER}"
+    )
+    assert (nothing.items, nothing.relevant, nothing.below_min_relevance) == ((), False, 2)
+    assert nothing.tokens == COUNTER.count(nothing.text)
+    assert assemble_context([], token_budget=500, counter=COUNTER).text == NOTHING_RELEVANT_BLOCK
+    too_small = assemble_context(items, token_budget=5, counter=COUNTER, min_relevance=1.0)
+    assert (too_small.text, too_small.tokens) == ("", 0)
+
+
+def test_the_floor_reads_the_hits_own_match_not_its_lifted_relevance() -> None:
+    lifted = ScoreBreakdown(
+        relevance=0.9,
+        recency=1.0,
+        importance=1.0,
+        score=0.9,
+        dense=0.1,
+        own_relevance=0.8,
+        retrieval="hybrid",
+    )
+    assert match_strength(lifted) == 0.1
+    keyword_only_candidate = ScoreBreakdown(
+        relevance=0.9, recency=1.0, importance=0.5, score=0.9, retrieval="hybrid"
+    )
+    assert match_strength(keyword_only_candidate) == 0.0
+    no_vectors = ScoreBreakdown(
+        relevance=0.9, recency=1.0, importance=0.5, score=0.9, own_relevance=0.4, retrieval="keyword"
+    )
+    assert match_strength(no_vectors) == 0.4
+    fallback = ScoreBreakdown(
+        relevance=0.7, recency=1.0, importance=0.5, score=0.7, retrieval="keyword", fallback=True
+    )
+    assert match_strength(fallback) == 0.7
 
 
 def test_zero_budget_and_bad_arguments() -> None:
@@ -171,7 +209,9 @@ def test_the_token_budget_is_never_exceeded(
     items += [event_item(event(text, score), max_item_chars=200) for text, score in events]
     block = assemble_context(items, token_budget=budget, counter=counter, min_relevance=min_relevance)
     assert counter.count(block.text) == block.tokens <= budget
-    assert (block.text == "") == (not block.items)
+    assert block.relevant == bool(block.items)
+    if not block.relevant:
+        assert block.text in ("", NOTHING_RELEVANT_BLOCK)
     if block.text:
         assert block.text.startswith(CONTEXT_HEADER + "\n") and block.text.endswith("\n" + CONTEXT_FOOTER)
     scores = [i.breakdown.score for i in block.items]

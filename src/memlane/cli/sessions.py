@@ -20,8 +20,9 @@ from rich.text import Text
 
 from memlane.cli.app import CliError, CliState, cli_wording, pass_state
 from memlane.cli.output import compact_table, echo_json, format_weights, minute, stage_progress
-from memlane.cli.params import ISO_DATETIME, WEIGHTS
+from memlane.cli.params import ISO_DATETIME, WEIGHTS, field_option
 from memlane.errors import DuplicateEpisodeError, ValidationError
+from memlane.operations.requests import ContextRequest, SearchSessionsRequest
 from memlane.recall import PRESETS, RankingWeights, resolve_weights
 from memlane.sessions.context import format_time
 from memlane.sessions.importing import ImportFormat, read_records
@@ -259,6 +260,7 @@ def _snippet_text(snippet: SessionSnippet) -> Text:
     show_default=True,
     help="Turns of context shown on each side of a match.",
 )
+@field_option(SearchSessionsRequest, "min_relevance")
 @_PRESET
 @_WEIGHTS
 @_NOW
@@ -270,6 +272,7 @@ def search(  # noqa: PLR0913  (a click command: one parameter per option)
     user_id: str,
     top_k: int,
     context_turns: int,
+    min_relevance: float | None,
     preset: str | None,
     weights: RankingWeights | None,
     now: datetime | None,
@@ -283,7 +286,14 @@ def search(  # noqa: PLR0913  (a click command: one parameter per option)
     chosen = _weights(preset, weights)
     memory = state.memory(must_exist=True)
     found = memory.sessions.search_sessions(
-        agent_id, user_id, query, top_k, now=now, weights=chosen, context_turns=context_turns
+        agent_id,
+        user_id,
+        query,
+        top_k,
+        now=now,
+        weights=chosen,
+        context_turns=context_turns,
+        min_relevance=min_relevance,
     )
     if state.json_output:
         echo_json([s.to_dict() for s in found])
@@ -291,7 +301,11 @@ def search(  # noqa: PLR0913  (a click command: one parameter per option)
     resolved = resolve_weights(chosen, memory.config.ranking_weights)
     title = f'search "{escape(query)}" — {len(found)} snippet(s) · weights {format_weights(resolved, preset)}'
     if not found:
-        state.out.print(f"{title}\n[dim]no sessions of agent {escape(agent_id)} / user {escape(user_id)}[/]")
+        floor = memory.config.context_min_relevance if min_relevance is None else min_relevance
+        state.out.print(
+            f"{title}\n[dim]nothing relevant in the sessions of agent {escape(agent_id)} / user "
+            f"{escape(user_id)} (relevance floor {floor:g})[/]"
+        )
         return
     table = compact_table(title)
     table.add_column("#", justify="right", no_wrap=True)
@@ -342,12 +356,7 @@ def show(state: CliState, session_id: str) -> None:
 @_USER
 @click.option("--no-events", is_flag=True, help="Leave event episodes out (session snippets only).")
 @click.option("--no-sessions", is_flag=True, help="Leave session snippets out (event episodes only).")
-@click.option(
-    "--min-relevance",
-    type=click.FloatRange(0, 1),
-    default=None,
-    help="Leave out items whose own relevance (calibrated dense) is below this; none left -> empty block.",
-)
+@field_option(ContextRequest, "min_relevance")
 @click.option(
     "--encoding",
     type=click.Choice(ENCODINGS),

@@ -24,6 +24,7 @@ from memlane.models import Scope
 
 __all__ = [
     "DEFAULT_COMPACT_SIMILARITY",
+    "DEFAULT_CONTEXT_MIN_RELEVANCE",
     "DEFAULT_DB_PATH",
     "MemoryConfig",
     "config_path_from_env",
@@ -36,6 +37,16 @@ DEFAULT_DB_PATH = "memlane.db"
 DEFAULT_COMPACT_SIMILARITY = 0.95
 """Cosine above which :meth:`memlane.EpisodicMemory.compact` merges episodes, unless told otherwise
 (every interface's default: Python, CLI, HTTP)."""
+
+DEFAULT_CONTEXT_MIN_RELEVANCE = 0.3
+"""The relevance floor of the context paths (:attr:`MemoryConfig.context_min_relevance`): a candidate
+of the context block, of ``inject_context`` or of ``search_sessions`` whose own match strength
+(:func:`memlane.sessions.context.match_strength`) is below it is left out. Calibrated by
+``benchmarks/relevance_floor.py`` (results in ``benchmarks/results/relevance_floor.md``): the largest
+floor at which 95 % of the LoCoMo 0-4 and BEAM 1-10 questions keep their top-5 evidence (LoCoMo 0.96,
+BEAM 1.00 at 0.3), while 91 % of unrelated queries (off-topic, the other benchmark's questions) get
+nothing. A cosine floor cannot tell an on-topic question whose answer is absent (BEAM's abstention
+questions) from an answerable one."""
 
 
 @lru_cache(maxsize=64)
@@ -69,6 +80,13 @@ class MemoryConfig:
             :data:`memlane.config.profile.PROFILES`); see :mod:`memlane.recall.relevance`.
         min_relevance: Ranked hits whose own relevance (without the neighbours' context) is
             below this, in [0, 1], are dropped (default 0: keep all).
+        context_min_relevance: The relevance floor of the context paths, in [0, 1] (default
+            :data:`DEFAULT_CONTEXT_MIN_RELEVANCE`): the context block
+            (:meth:`memlane.sessions.SessionMemory.build_context_block`, ``inject_context``,
+            the ``get_context`` tool, ``/v1/context``) and ``search_sessions`` leave out every
+            candidate whose own match strength (its calibrated dense cosine;
+            :func:`memlane.sessions.context.match_strength`) is below it, so an unrelated query
+            injects nothing. A call's ``min_relevance`` overrides it; 0 turns it off.
         temporal: Whether time expressions in a query ("last May") boost episodes created in
             that window (default ``True``; see :mod:`memlane.recall.temporal`).
         embedding_fallback: When the embedder fails (``EmbeddingError``), store episodes
@@ -118,6 +136,7 @@ class MemoryConfig:
     retrieval: str = "hybrid"
     fusion: str = DEFAULT_PROFILE.fusion.method
     min_relevance: float = 0.0
+    context_min_relevance: float = DEFAULT_CONTEXT_MIN_RELEVANCE
     temporal: bool = True
     embedding_fallback: bool = True
     contradiction_threshold: float = 0.8
@@ -195,9 +214,11 @@ def _check_limits(config: MemoryConfig) -> None:
 
 
 def _check_thresholds(config: MemoryConfig) -> None:
-    """``min_relevance`` and ``contradiction_threshold``."""
-    if not _is_number(config.min_relevance) or not 0.0 <= config.min_relevance <= 1.0:
-        raise ConfigError(f"min_relevance must be a number in [0, 1], got {config.min_relevance!r}")
+    """``min_relevance``, ``context_min_relevance`` and ``contradiction_threshold``."""
+    for name in ("min_relevance", "context_min_relevance"):
+        value = getattr(config, name)
+        if not _is_number(value) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{name} must be a number in [0, 1], got {value!r}")
     threshold = config.contradiction_threshold
     if not _is_number(threshold) or not 0.0 < threshold <= 1.0:
         raise ConfigError(f"contradiction_threshold must be a number in (0, 1], got {threshold!r}")

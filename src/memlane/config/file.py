@@ -16,6 +16,7 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       retrieval: hybrid        # hybrid | dense | keyword
       fusion: convex           # convex | noisy_or | rrf (hybrid only)
       min_relevance: 0.0       # drop ranked hits below this relevance
+      context_min_relevance: 0.3  # context block / inject / search_sessions: drop own match below this
       temporal: true           # "last May" in a query boosts episodes from that window
       embedding_fallback: true # embedder down -> store without vector / recall by keywords
       contradiction_threshold: 0.8  # confidence from which find_contradictions proposes an episode
@@ -193,8 +194,8 @@ class EpisodicSettings:
         embedding_base_url: Endpoint of an OpenAI-compatible server, or ``None`` for the SDK default.
         memory: The :class:`memlane.MemoryConfig` (scope, default_limit, retention_days,
             prune_probability, decay_per_day, weights, retrieval, fusion, min_relevance,
-            temporal, embedding_fallback, contradiction_threshold, auto_supersede, forgetting,
-            forgetting_policy, forget_action, forget_threshold).
+            context_min_relevance, temporal, embedding_fallback, contradiction_threshold,
+            auto_supersede, forgetting, forgetting_policy, forget_action, forget_threshold).
         max_limit: Largest ``limit`` an agent-facing interface accepts, >= ``memory.default_limit``.
         tenant_id: Default tenant for the CLI and the MCP server, or ``None`` (``"default"``).
             The HTTP server ignores it: there the tenant comes from the API key.

@@ -180,6 +180,7 @@ def search_sessions(
         context_turns=args.get("context_turns", 1),
         max_per_session=args.get("max_per_session"),
         exclude_session_id=args.get("exclude_session_id"),
+        min_relevance=args.get("min_relevance"),
     )
     if _detail(args, default) == "full":
         snippets = [s.to_dict() for s in found]
@@ -240,7 +241,8 @@ def build_context(
 ) -> dict[str, Any]:
     """``get_context`` -> ``{"ok": true, "text", "tokens", ...}``: the ``[Past Conversation Context]`` block.
 
-    Compact: ``text``, ``tokens`` and ``items`` (kind, label, when); full: the whole
+    Compact: ``text``, ``tokens``, ``items`` (kind, label, when) and ``relevant`` (``False``: nothing
+    reached the relevance floor and ``text`` says so); full: the whole
     :meth:`memlane.sessions.context.ContextBlock.to_dict` (breakdowns and counts included).
     """
     who = owner.resolve(args)
@@ -255,4 +257,10 @@ def build_context(
     if _detail(args, default) == "full":
         return {"ok": True, **full}
     items = [{"kind": i["kind"], "label": i["label"], "when": i["at"]} for i in full["items"]]
-    return {"ok": True, "text": block.text, "tokens": block.tokens, "items": items}
+    return {
+        "ok": True,
+        "text": block.text,
+        "tokens": block.tokens,
+        "items": items,
+        "relevant": block.relevant,
+    }

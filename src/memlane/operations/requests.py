@@ -16,7 +16,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field
 
-from memlane.config import DEFAULT_COMPACT_SIMILARITY
+from memlane.config import DEFAULT_COMPACT_SIMILARITY, DEFAULT_CONTEXT_MIN_RELEVANCE
 from memlane.operations.fields import (
     Confidence,
     Count,
@@ -265,6 +265,11 @@ class ContradictionsBody(ContradictionsRequest):
 
 _OWNER = "Default 'default'."
 _EXCLUDE = "A conversation to leave out (e.g. the current one)."
+_FLOOR = (
+    "Relevance floor (0-1): leave out items whose own match to the query (calibrated cosine "
+    "similarity) is below this, so an unrelated query gets nothing. Default: the configured "
+    f"context_min_relevance ({DEFAULT_CONTEXT_MIN_RELEVANCE} unless changed); 0 keeps everything."
+)
 _TURNS = "Turns shown around each matched turn (default 1)."
 
 
@@ -292,6 +297,7 @@ class SearchSessionsRequest(Request):
         default=None, description="Most passages from one conversation."
     )
     exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
+    min_relevance: Fraction | None = Field(default=None, description=_FLOOR)
     preset: Preset | None = Field(default=None, description=_PRESET)
     detail: Detail | None = Field(default=None, description=_DETAIL)
 
@@ -312,9 +318,7 @@ class _ContextOptions(Request):
         default=None, description="Conversation passages considered (default 5)."
     )
     event_limit: Limit | None = Field(default=None, description="Episodes considered (default 5).")
-    min_relevance: Fraction | None = Field(
-        default=None, description="Leave out items matching the query less than this (0-1)."
-    )
+    min_relevance: Fraction | None = Field(default=None, description=_FLOOR)
     context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
     exclude_session_id: Label | None = Field(default=None, description=_EXCLUDE)
     preset: Preset | None = Field(default=None, description=_PRESET)

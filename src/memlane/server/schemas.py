@@ -209,6 +209,9 @@ class ContextOut(BaseModel):
     text: str
     tokens: int
     items: list[ContextItemOut]
+    relevant: bool = Field(
+        description="Whether anything reached the relevance floor (false: the text says nothing was found)."
+    )
 
 
 class MessagesOut(BaseModel):

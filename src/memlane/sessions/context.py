@@ -23,11 +23,22 @@ Format (stable; a change to it is a breaking change)::
   item is a recalled episode's content, dated by its ``created_at``.
 * Every message or event text is cut at ``max_item_chars`` characters (with ``…``) and
   its whitespace collapsed, so one huge tool output cannot take the whole budget.
-* When nothing is selected the block is the empty string (no header alone).
+* When no candidate reaches the relevance floor (``min_relevance``; every context path
+  applies :attr:`memlane.MemoryConfig.context_min_relevance` by default), or there is no
+  candidate at all, the block says so instead of listing noise::
+
+      [Past Conversation Context]
+      Nothing relevant was found in earlier conversations or remembered events.
+      [End of Past Conversation Context]
+
+  (:data:`CONTEXT_NOTHING_RELEVANT`; the block's ``items`` are empty and ``relevant`` is
+  ``False``; :func:`memlane.sessions.SessionMemory.inject_context` then injects nothing). The
+  block is the empty string when ``token_budget`` is 0, when even that note does not fit, and
+  when relevant candidates exist but none fits the budget.
 
 Selection (:func:`assemble_context`) is greedy by score: candidates (event hits and
 session snippets, both scored by :func:`memlane.recall.ranking.rank`) are taken best first;
-one whose semantic match (:func:`match_strength`) is below ``min_relevance`` is dropped;
+one whose own match strength (:func:`match_strength`) is below ``min_relevance`` is dropped;
 otherwise it is added if the
 *whole rendered block* still counts at most ``token_budget`` tokens, else its shorter
 form (a snippet without its context turns) is tried, else it is skipped and the next
@@ -60,7 +71,9 @@ __all__ = [
     "CONTEXT_FOOTER",
     "CONTEXT_HEADER",
     "CONTEXT_INTRO",
+    "CONTEXT_NOTHING_RELEVANT",
     "DEFAULT_MAX_ITEM_CHARS",
+    "NOTHING_RELEVANT_BLOCK",
     "ContextBlock",
     "ContextItem",
     "Placement",
@@ -80,6 +93,8 @@ CONTEXT_INTRO = (
     "Excerpts from earlier conversations and remembered events, most relevant first. Times are UTC."
 )
 CONTEXT_FOOTER = "[End of Past Conversation Context]"
+CONTEXT_NOTHING_RELEVANT = "Nothing relevant was found in earlier conversations or remembered events."
+"""The block's only line (between header and footer) when no candidate reaches the relevance floor."""
 DEFAULT_MAX_ITEM_CHARS = 1000
 """Default cap on the characters of one message or event text in the block."""
 
@@ -179,12 +194,17 @@ def render_block(entries: Sequence[tuple[ContextItem, Sequence[str]]]) -> str:
     return "\n".join(out)
 
 
+NOTHING_RELEVANT_BLOCK = "\n".join((CONTEXT_HEADER, CONTEXT_NOTHING_RELEVANT, CONTEXT_FOOTER))
+"""The whole block when nothing reaches the relevance floor (see the module docstring)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ContextBlock:
     """The outcome of building a context block.
 
     Attributes:
-        text: The block (format in the module docstring), or ``""`` when nothing was selected.
+        text: The block (format in the module docstring): the selected items, the "nothing
+            relevant" note when no candidate reached the floor, or ``""`` (budget 0, or nothing fit).
         tokens: Its token count (0 for ``""``); always ``<= token_budget``.
         token_budget: The budget it was built under.
         tokenizer: Which tokenizer counted (e.g. ``"toktok o200k_base"``).
@@ -192,6 +212,7 @@ class ContextBlock:
         shortened: How many of them were included in their short form.
         below_min_relevance: Candidates dropped for a match strength below ``min_relevance``.
         over_budget: Candidates skipped because even their short form did not fit.
+        min_relevance: The relevance floor the candidates were held to (0 = none).
     """
 
     text: str
@@ -202,6 +223,13 @@ class ContextBlock:
     shortened: int = 0
     below_min_relevance: int = 0
     over_budget: int = 0
+    min_relevance: float = 0.0
+
+    @property
+    def relevant(self) -> bool:
+        """Whether anything relevant went into the block (``False`` for the "nothing relevant" note
+        and for ``""``): what ``inject_context`` checks before injecting it."""
+        return bool(self.items)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (the text, counts, and each item's kind, label, time and breakdown)."""
@@ -222,19 +250,32 @@ class ContextBlock:
             "shortened": self.shortened,
             "below_min_relevance": self.below_min_relevance,
             "over_budget": self.over_budget,
+            "min_relevance": self.min_relevance,
+            "relevant": self.relevant,
         }
 
 
 def match_strength(breakdown: ScoreBreakdown) -> float:
-    """How well an item matches the query, for ``min_relevance``: the dense cosine signal.
+    """How well a candidate itself matches the query: the signal the relevance floor is applied to.
 
-    ``breakdown.dense`` (the calibrated cosine ``clip((cosine - 0.1) / 0.6, 0, 1)``, an
-    absolute similarity comparable across queries) when it was computed, else
-    ``breakdown.relevance`` (keyword-only recall, e.g. after an embedding fallback). A
-    fused hybrid ``relevance`` is rank-based (the best hit of any query scores high), so it
-    would not tell "nothing relevant" apart.
+    ``breakdown.dense``, the calibrated cosine ``clip((cosine - floor) / (ceil - floor), 0, 1)``
+    of the ranking profile (:class:`memlane.config.profile.DenseCalibration`; 0.1 and 0.7 by
+    default): an absolute similarity of the candidate's own text, comparable across queries and
+    memories, and not lifted by its neighbours, recency, importance or the other candidates. A
+    fused hybrid ``relevance`` would not do: its keyword part is scaled by the query's best
+    match, so the best hit of any query scores high.
+
+    When the recall compared vectors but this candidate was not among the dense candidates
+    (found by keywords only, e.g. a rare word in a turn whose meaning is far from the query),
+    its cosine is below every dense candidate's and it counts as 0. When no vectors were
+    compared (``retrieval="keyword"``, or the embedder's fallback), it is the keyword-based
+    ``own_relevance`` (``relevance`` for an older breakdown without it).
     """
-    return breakdown.relevance if breakdown.dense is None else breakdown.dense
+    if breakdown.dense is not None:
+        return breakdown.dense
+    if breakdown.retrieval != "keyword" and not breakdown.fallback:
+        return 0.0
+    return breakdown.relevance if breakdown.own_relevance is None else breakdown.own_relevance
 
 
 def check_budget(token_budget: object) -> int:
@@ -262,29 +303,28 @@ def assemble_context(
             first, then conversations before events, then label).
         token_budget: Maximum tokens of the block, an int >= 0 (0 always gives ``""``).
         counter: Counts the tokens of the rendered block.
-        min_relevance: Drop candidates whose :func:`match_strength` (calibrated dense cosine)
-            is below this value in [0, 1]; ``None`` keeps all.
+        min_relevance: The relevance floor: drop candidates whose :func:`match_strength` is
+            below this value in [0, 1]; ``None`` or 0 keeps all.
 
     Returns:
-        The :class:`ContextBlock`; ``counter.count(block.text) <= token_budget`` always.
+        The :class:`ContextBlock`; ``counter.count(block.text) <= token_budget`` always. When no
+        candidate reaches the floor (or there is none) its text is :data:`NOTHING_RELEVANT_BLOCK`
+        if that fits the budget, else ``""``.
 
     Raises:
         ValidationError: a bad ``token_budget`` or ``min_relevance``.
     """
     budget = check_budget(token_budget)
-    if min_relevance is not None:
-        check_fraction(min_relevance, "min_relevance")
+    floor = 0.0 if min_relevance is None else float(check_fraction(min_relevance, "min_relevance"))
     ordered = sorted(
         candidates,
         key=lambda c: (-c.breakdown.score, -c.at.timestamp(), c.kind != "conversation", c.label),
     )
+    relevant = [item for item in ordered if match_strength(item.breakdown) >= floor]
     chosen: list[tuple[ContextItem, Sequence[str]]] = []
     tokens = 0
-    shortened = below = over = 0
-    for item in ordered:
-        if min_relevance is not None and match_strength(item.breakdown) < min_relevance:
-            below += 1
-            continue
+    shortened = over = 0
+    for item in relevant:
         for body in (item.lines, item.short_lines):
             if not body:
                 continue
@@ -298,15 +338,19 @@ def assemble_context(
         else:
             over += 1
     text = render_block(chosen)
+    if not relevant and budget > 0 and counter.count(NOTHING_RELEVANT_BLOCK) <= budget:
+        text = NOTHING_RELEVANT_BLOCK
+        tokens = counter.count(text)
     return ContextBlock(
         text=text,
-        tokens=tokens if chosen else 0,
+        tokens=tokens if text else 0,
         token_budget=budget,
         tokenizer=counter.name,
         items=tuple(item for item, _ in chosen),
         shortened=shortened,
-        below_min_relevance=below,
+        below_min_relevance=len(ordered) - len(relevant),
         over_budget=over,
+        min_relevance=floor,
     )
 
 

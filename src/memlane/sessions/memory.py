@@ -51,6 +51,7 @@ from memlane.stores.sessions_base import (
 from memlane.validation import (
     check_at_least,
     check_flag,
+    check_fraction,
     check_identifier,
     check_limit,
     check_text,
@@ -298,6 +299,7 @@ class SessionMemory:
         context_turns: int = 1,
         max_per_session: int | None = None,
         exclude_session_id: str | None = None,
+        min_relevance: float | None = None,
     ) -> list[SessionSnippet]:
         """The passages of this agent's and user's past sessions that best match ``query``.
 
@@ -313,7 +315,9 @@ class SessionMemory:
         a warning and marks every breakdown ``fallback=True``. Each snippet is the matched
         turn with ``context_turns`` turns on each side. A lower-ranked match whose turn is
         already shown inside a better snippet of the same session is skipped, so snippets
-        never repeat a turn's match.
+        never repeat a turn's match. A match whose own strength
+        (:func:`~memlane.sessions.context.match_strength`, its calibrated dense cosine) is below
+        the relevance floor ``min_relevance`` is left out, so an unrelated query finds nothing.
 
         Args:
             agent_id: The agent.
@@ -327,9 +331,12 @@ class SessionMemory:
             context_turns: Turns of context on each side of the match, >= 0 (default 1).
             max_per_session: At most this many snippets per session (>= 1), or ``None``.
             exclude_session_id: Leave out this session (e.g. the conversation in progress).
+            min_relevance: The relevance floor in [0, 1]; default the memory's
+                ``config.context_min_relevance`` (0 keeps every match).
 
         Returns:
-            Up to ``top_k`` :class:`SessionSnippet`, best score first.
+            Up to ``top_k`` :class:`SessionSnippet`, best score first (fewer, or none, when
+            fewer matches reach the floor).
 
         Raises:
             ValidationError: a bad argument. EmbeddingError: the query could not be embedded
@@ -346,6 +353,7 @@ class SessionMemory:
             excluded=None
             if exclude_session_id is None
             else check_identifier(exclude_session_id, "exclude_session_id"),
+            min_relevance=self._floor(min_relevance),
         )
         at = self._ctx.now(now)
         recall = RecallQuery(
@@ -359,6 +367,12 @@ class SessionMemory:
         )
         source = WindowSource(self.store, owner, self._retention_cutoff(at))
         return search_windows(source, self._ctx.config, self._ctx.embed_query, recall, options)
+
+    def _floor(self, min_relevance: float | None) -> float:
+        """The relevance floor of a context read: ``min_relevance`` checked, else the configured one."""
+        if min_relevance is None:
+            return self._ctx.config.context_min_relevance
+        return check_fraction(min_relevance, "min_relevance")
 
     # -- removal -----------------------------------------------------------------------
 
@@ -426,12 +440,13 @@ class SessionMemory:
             include_sessions: Consider session snippets (default ``True``).
             session_top_k: Session snippets considered, >= 1.
             event_limit: Event episodes considered, >= 1.
-            min_relevance: Leave out candidates whose match strength is below this value in
-                [0, 1]: their breakdown's ``dense`` signal (the calibrated cosine
-                ``clip((cosine - 0.1) / 0.6, 0, 1)``), or its ``relevance`` when no dense signal
-                was computed (keyword-only, e.g. after an embedding fallback); see
-                :func:`~memlane.sessions.context.match_strength`. If none is left the block is
-                ``""``. ``None`` keeps all.
+            min_relevance: The relevance floor, in [0, 1]: leave out candidates whose own match
+                strength is below it: their breakdown's ``dense`` signal (the calibrated cosine
+                ``clip((cosine - 0.1) / 0.6, 0, 1)``), or their keyword-based ``own_relevance``
+                when no vectors were compared (``retrieval="keyword"``, an embedding fallback);
+                see :func:`~memlane.sessions.context.match_strength`. Default the memory's
+                ``config.context_min_relevance``; 0 keeps all. If none is left the block says
+                that nothing relevant was found (:data:`~memlane.sessions.context.NOTHING_RELEVANT_BLOCK`).
             now: Reference time (timezone-aware); default the clock.
             weights: Ranking weights for both kinds; default the memory's.
             context_turns: Context turns around each session match, >= 0.
@@ -441,8 +456,9 @@ class SessionMemory:
             max_item_chars: Cap on one message's or event's characters in the block, >= 1.
 
         Returns:
-            The :class:`~memlane.sessions.context.ContextBlock` (``text`` is ``""`` when
-            nothing was selected); ``tokens <= token_budget`` always.
+            The :class:`~memlane.sessions.context.ContextBlock` (``relevant`` is ``False`` and
+            ``text`` the "nothing relevant" note when no candidate reached the floor; ``""`` for
+            a zero budget); ``tokens <= token_budget`` always.
 
         Raises:
             ValidationError: a bad argument. EmbeddingError, StoreError: as for the searches
@@ -453,6 +469,7 @@ class SessionMemory:
         budget = check_budget(token_budget)
         counter = resolve_token_counter(tokenizer)
         max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
+        floor = self._floor(min_relevance)
         at = self._ctx.now(now)
         candidates: list[ContextItem] = []
         owner = self._owner(agent_id, user_id)
@@ -466,6 +483,7 @@ class SessionMemory:
                 weights=weights,
                 context_turns=context_turns,
                 exclude_session_id=exclude_session_id,
+                min_relevance=floor,
             ):
                 candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
         if budget > 0 and check_flag(include_events, "include_events"):
@@ -478,7 +496,7 @@ class SessionMemory:
                 RecallOptions(now=at, weights=weights),
             )
             candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
-        return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=min_relevance)
+        return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=floor)
 
     def build_context(
         self,
@@ -490,7 +508,7 @@ class SessionMemory:
         include_events: bool = True,
         **options: Any,
     ) -> str:
-        """The ``[Past Conversation Context]`` block as text (``""`` when nothing qualifies).
+        """The ``[Past Conversation Context]`` block as text (see :meth:`build_context_block`).
 
         Same arguments as :meth:`build_context_block`, which also reports token counts and
         the selected items. The block never has more than ``token_budget`` tokens.
@@ -521,7 +539,10 @@ class SessionMemory:
         """Return a new message list with the context block placed before the latest user message.
 
         The caller's list and its message dicts are never modified (the result is a deep
-        copy). When nothing qualifies for the block, the copy is returned unchanged.
+        copy). When nothing reaches the relevance floor (``min_relevance``, default
+        ``config.context_min_relevance``), or nothing fits the budget, nothing is injected: the
+        copy is returned unchanged (the "nothing relevant" note of :meth:`build_context_block`
+        is not sent to the model).
 
         Args:
             messages: The OpenAI-format messages about to be sent (validated).
@@ -548,10 +569,12 @@ class SessionMemory:
             if text is None or not text.strip():
                 raise ValidationError("no user message with text to take the query from; pass query=")
             query = text
-        block = self.build_context(
+        block = self.build_context_block(
             query, agent_id=agent_id, user_id=user_id, token_budget=token_budget, **options
         )
-        return inject_block([m.raw for m in parsed], block, placement=placement)
+        return inject_block(
+            [m.raw for m in parsed], block.text if block.relevant else "", placement=placement
+        )
 
     def __repr__(self) -> str:
         return f"SessionMemory(store={self.store!r}, tenant_id={self.tenant_id!r})"

@@ -12,7 +12,10 @@ inside a time window the query names (``config.temporal``) and ranked by
 :func:`memlane.recall.ranking.rank`. Windows have no stored neighbours (no context signals)
 and are unrated (importance 0.5).
 
-:func:`collect_snippets` then turns the ranked windows into snippets, best first: each is the
+Windows whose own match strength (:func:`memlane.sessions.context.match_strength`, the calibrated
+dense cosine) is below the relevance floor (``SnippetOptions.min_relevance``, by default
+:attr:`memlane.MemoryConfig.context_min_relevance`) are left out, so an unrelated query finds nothing.
+:func:`collect_snippets` then turns the remaining windows into snippets, best first: each is the
 matched turn with ``context_turns`` turns on each side; a match whose turn is already shown in
 a better snippet of the same session is skipped, and at most ``max_per_session`` come from one
 session.
@@ -32,6 +35,7 @@ from memlane.config import MemoryConfig
 from memlane.models import ScoreBreakdown
 from memlane.recall.candidates import MergedCandidates
 from memlane.recall.pipeline import NO_CONTEXT, Context, QueryEmbedder, RecallQuery, rank_candidates
+from memlane.sessions.context import match_strength
 from memlane.sessions.messages import validate_message
 from memlane.sessions.models import SYSTEM_ROLES, Message, SessionSnippet
 from memlane.stores.base import KeywordCandidates, VectorCandidates
@@ -77,12 +81,15 @@ class SnippetOptions:
         context_turns: Turns of context on each side of the match, >= 0.
         max_per_session: At most this many snippets per session (>= 1), or ``None``.
         excluded: A session id to leave out, or ``None``.
+        min_relevance: The relevance floor: windows whose own match strength
+            (:func:`memlane.sessions.context.match_strength`) is below it, in [0, 1], are left out.
     """
 
     top_k: int
     context_turns: int = 1
     max_per_session: int | None = None
     excluded: str | None = None
+    min_relevance: float = 0.0
 
     @property
     def chunk(self) -> int:
@@ -104,7 +111,7 @@ def search_windows(
         config: The memory's configuration (fusion, temporal, decay).
         embed_query: The context's query embedder (``None`` on a failure with the fallback on).
         recall: The checked query (``limit`` is ignored: the profile's session pool of windows is ranked).
-        options: The snippets wanted.
+        options: The snippets wanted (the windows below ``options.min_relevance`` are left out).
 
     Returns:
         Up to ``options.top_k`` snippets, best first.
@@ -114,7 +121,12 @@ def search_windows(
     """
     pool = config.profile.pools.sessions(options.top_k)
     ranking = rank_candidates(source, config, embed_query, replace(recall, limit=pool), pool)
-    return collect_snippets(source.store, ranking.keys, [r.breakdown for r in ranking.ranked], options)
+    kept = [
+        (key, r.breakdown)
+        for key, r in zip(ranking.keys, ranking.ranked, strict=True)
+        if match_strength(r.breakdown) >= options.min_relevance
+    ]
+    return collect_snippets(source.store, [k for k, _ in kept], [b for _, b in kept], options)
 
 
 @dataclass(slots=True)
