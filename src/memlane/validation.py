@@ -40,9 +40,11 @@ from memlane.errors import ValidationError
 __all__ = [
     "IMPORTANCE_MAX",
     "IMPORTANCE_MIN",
+    "MAX_COUNT",
     "MAX_JSON_DEPTH",
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
+    "MAX_TAGS",
     "MAX_TEXT_CHARS",
     "VISIBLE_PATTERN",
     "check_at_least",
@@ -76,6 +78,12 @@ MAX_LIMIT = 10_000
 
 MAX_TEXT_CHARS = 100_000
 """Longest episode content or query, in characters (about 25,000 tokens; split longer documents)."""
+
+MAX_COUNT = 1_000_000
+"""Largest count an interface accepts where no tighter bound applies (``token_budget``, ``context_turns``)."""
+
+MAX_TAGS = 64
+"""Most tags on one episode, and in one filter (both backends: an SQL statement stays small)."""
 
 MAX_JSON_DEPTH = 32
 """Deepest nesting of objects and lists accepted in metadata and in session messages."""
@@ -278,8 +286,9 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     first appearance is kept. A single string is taken as one tag (on every interface).
 
     Raises:
-        ValidationError: not a list of strings, or a tag longer than 200 characters or
-            holding a NUL or a lone surrogate (the message names it: ``tags[1]``).
+        ValidationError: not a list of strings, more than :data:`MAX_TAGS` distinct tags, or a
+            tag longer than 200 characters or holding a NUL or a lone surrogate (the message
+            names it: ``tags[1]``).
     """
     if tags is None:
         return ()
@@ -297,6 +306,8 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
             raise ValidationError(f"tags[{i}] is longer than {MAX_LABEL_LENGTH} characters: {norm[:40]!r}...")
         if norm and not is_blank(norm):
             seen.setdefault(norm, None)
+            if len(seen) > MAX_TAGS:
+                raise ValidationError(f"tags must hold at most {MAX_TAGS} tags")
     return tuple(seen)
 
 
@@ -453,14 +464,16 @@ def check_open_fraction(value: object, name: str) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
-def check_positive(value: object, name: str) -> float:
-    """Return ``value`` as a float if it is a finite number > 0 (booleans and text refused).
+def check_positive(value: object, name: str, *, maximum: float = float("inf")) -> float:
+    """Return ``value`` as a float if it is a finite number in (0, ``maximum``] (booleans and text refused).
 
     Raises:
-        ValidationError: ``{name} must be a number > 0, got ...``.
+        ValidationError: ``{name} must be a number > 0, got ...`` (or ``<= maximum``).
     """
     if not _is_number(value) or not 0.0 < float(value) < float("inf"):  # type: ignore[arg-type]
         raise ValidationError(f"{name} must be a number > 0, got {value!r}")
+    if float(value) > maximum:  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be <= {maximum:g}, got {float(value):g}")  # type: ignore[arg-type]
     return float(value)  # type: ignore[arg-type]
 
 
@@ -468,14 +481,23 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def check_at_least(value: object, name: str, minimum: int = 1) -> int:
+def check_at_least(value: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """Return ``value`` if it is an integer >= ``minimum`` (booleans, ``5.0`` and ``"5"`` refused).
 
+    Args:
+        value: The caller's value.
+        name: The argument name for the error message.
+        minimum: Smallest accepted value.
+        maximum: Largest accepted value (default :data:`MAX_COUNT`).
+
     Raises:
-        ValidationError: ``{name} must be an integer >= {minimum}, got ...``.
+        ValidationError: ``{name} must be an integer >= {minimum}, got ...`` (or ``<= maximum``).
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value > maximum:
+        shown = str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+        raise ValidationError(f"{name} must be <= {maximum}, got {shown}")
     return value
 
 

@@ -44,6 +44,7 @@ from pydantic import ValidationInfo as PydanticInfo
 from pydantic.fields import FieldInfo
 
 from memlane import validation as v
+from memlane.clock import MAX_DAYS
 from memlane.errors import ValidationError
 from memlane.importance import AUTO_IMPORTANCE
 from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
@@ -240,6 +241,8 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=v.V
 """Text with a visible character, up to 100,000 characters."""
 _Tag = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
 Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
+# (at most MAX_TAGS distinct tags: checked by normalize_tags, not declared as maxItems, since
+# duplicates and blank ones are dropped before the count)
 """Tags: a list, or one string as the single tag (accepted everywhere, so declared); blank ones dropped."""
 Importance = Annotated[float | Literal["auto"], Check(_importance)]
 """A rating (clamped to 1-10), or ``"auto"``: estimated from the content (:mod:`memlane.importance`)."""
@@ -339,7 +342,7 @@ MESSAGE_SCHEMA: dict[str, Any] = {
 Message = Annotated[dict[str, Any], WithJsonSchema(MESSAGE_SCHEMA)]
 Messages = Annotated[list[Message], Field(min_length=1), Check(_messages)]
 SomeMessages = Annotated[list[Message], Check(_some_messages)]
-Count = Annotated[int, Check(v.check_at_least, ("minimum",))]
+Count = Annotated[int, Field(le=v.MAX_COUNT), Check(v.check_at_least, ("minimum", "maximum"))]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), LIMIT, Check(v.check_limit, ("maximum",))]
 DetailName = Literal["compact", "full"]
 Detail = Annotated[DetailName, INTERFACE_ONLY, _literal_check(DetailName)]
@@ -355,7 +358,8 @@ ScopeName = Literal["session", "tenant"]
 ScopeField = Annotated[ScopeName, _literal_check(ScopeName)]
 Placement = Literal["system", "user"]
 PlacementField = Annotated[Placement, _literal_check(Placement)]
-Positive = Annotated[float, Field(gt=0), Check(v.check_positive)]
+Days = Annotated[float, Field(gt=0, le=MAX_DAYS), Check(v.check_positive, ("maximum",))]
+"""A duration in days: a finite number in (0, :data:`memlane.clock.MAX_DAYS`]."""
 
 
 class Weights(BaseModel):

@@ -19,6 +19,7 @@ from memlane.config import DEFAULT_COMPACT_SIMILARITY
 from memlane.operations.fields import (
     Confidence,
     Count,
+    Days,
     Detail,
     Flag,
     Fraction,
@@ -30,7 +31,6 @@ from memlane.operations.fields import (
     Metadata,
     OpenFraction,
     PlacementField,
-    Positive,
     Preset,
     Request,
     Retrieval,
@@ -392,7 +392,7 @@ class CompactBody(_Where):
             f"Cosine similarity in (0, 1) above which episodes merge (default {DEFAULT_COMPACT_SIMILARITY})."
         ),
     )
-    never_retrieved_older_than_days: Positive | None = Field(
+    never_retrieved_older_than_days: Days | None = Field(
         default=None, description="Also archive episodes never retrieved and older than this many days."
     )
 
