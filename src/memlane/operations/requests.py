@@ -358,12 +358,21 @@ class StoreSessionBody(_Owner):
 
 
 class PruneBody(Request):
-    """``POST /v1/admin/prune``: delete episodes past ``retention_days`` (store-wide)."""
+    """``POST /v1/admin/prune``: delete episodes and sessions past ``retention_days`` (the key's tenant;
+    store-wide for an operator key)."""
 
     OPERATION: ClassVar[str] = "prune"
 
-    dry_run: Flag | None = Field(default=None, description="Only report; change nothing.")
-    now: Instant | None = Field(default=None, description=_NOW)
+    dry_run: Flag | None = Field(
+        default=None, description="Only report; change nothing. Default true: send false to apply."
+    )
+    now: Instant | None = Field(
+        default=None,
+        description=(
+            "Reference time (ISO 8601 with timezone); later than the server's clock only in a dry run. "
+            "Default: now."
+        ),
+    )
 
 
 class _Where(PruneBody):

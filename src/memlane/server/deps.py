@@ -2,9 +2,9 @@
 
 * :class:`AppState` holds the settings and the served memory, and hands out one memory per
   (tenant, session, scope) (cached).
-* :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminTenant`
-  also requires the key's role to be ``admin`` (403 otherwise): destructive, tenant-wide
-  operations (forget, compact, prune) use it.
+* :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminKey`
+  also requires the key's role to be ``admin`` or ``operator`` (403 otherwise): destructive,
+  tenant-wide operations (forget, compact, prune) use it.
 * :func:`wire` returns a :mod:`memlane.wire` result as the response as is (the
   bodies are the request types of :mod:`memlane.operations.requests`).
 """
@@ -33,7 +33,7 @@ __all__ = [
     "API_PREFIX",
     "ERRORS",
     "NOT_FOUND",
-    "AdminTenant",
+    "AdminKey",
     "AppState",
     "ErrorDetail",
     "ErrorOut",
@@ -182,8 +182,8 @@ def _tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
     return key.tenant_id
 
 
-def _admin_tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
-    """The key's tenant, if the key's role is ``admin``.
+def _admin_key(key: Annotated[ApiKey, Depends(_api_key)]) -> ApiKey:
+    """The key, if its role is ``admin`` or ``operator``.
 
     Raises:
         HTTPException: 403 for an ``agent`` key.
@@ -192,13 +192,13 @@ def _admin_tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
         raise HTTPException(
             status_code=403, detail="this operation needs an admin API key (role: admin in server.api_keys)"
         )
-    return key.tenant_id
+    return key
 
 
 Tenant = Annotated[str, Depends(_tenant)]
 """The authenticated key's tenant (401 without a valid key)."""
-AdminTenant = Annotated[str, Depends(_admin_tenant)]
-"""The authenticated key's tenant, for ``admin`` keys only (403 for ``agent`` keys)."""
+AdminKey = Annotated[ApiKey, Depends(_admin_key)]
+"""The authenticated key (tenant and role), for ``admin``/``operator`` keys only (403 for ``agent``)."""
 State = Annotated[AppState, Depends(app_state)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {

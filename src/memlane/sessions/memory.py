@@ -356,19 +356,25 @@ class SessionMemory:
         self._check_open()
         return self.store.delete_session(self.tenant_id, check_identifier(session_id, "session_id"))
 
-    def prune(self, now: datetime | None = None) -> int:
-        """Delete every session (all tenants) whose ``ended_at`` is older than ``retention_days``.
+    def prune(self, now: datetime | None = None, *, dry_run: bool = False, all_tenants: bool = True) -> int:
+        """Delete every session whose ``ended_at`` is older than ``retention_days``.
 
         Args:
             now: Reference time (timezone-aware); default the clock.
+            dry_run: Only count what would be deleted.
+            all_tenants: ``True`` (default): every tenant; ``False``: this tenant only.
 
         Returns:
-            Sessions deleted (0 when the memory's ``retention_days`` is ``None``).
+            Sessions deleted, or that would be (0 when the memory's ``retention_days`` is ``None``).
         """
         self._check_open()
         at = self._ctx.now(now)
+        dry_run, all_tenants = check_flag(dry_run, "dry_run"), check_flag(all_tenants, "all_tenants")
         cutoff = self._retention_cutoff(at)
-        return 0 if cutoff is None else self.store.delete_sessions_ended_before(cutoff)
+        if cutoff is None:
+            return 0
+        tenant = None if all_tenants else self.tenant_id
+        return self.store.delete_sessions_ended_before(cutoff, tenant, dry_run=dry_run)
 
     # -- context -----------------------------------------------------------------------
 
