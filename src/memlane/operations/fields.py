@@ -48,7 +48,7 @@ from memlane.clock import MAX_DAYS
 from memlane.errors import ValidationError
 from memlane.importance import AUTO_IMPORTANCE
 from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
-from memlane.sessions.messages import validate_messages
+from memlane.sessions.messages import MAX_MESSAGES, validate_messages
 from memlane.validation import MAX_LABEL_LENGTH, MAX_LIMIT, MAX_TEXT_CHARS, check_contradiction_threshold
 
 __all__ = [
@@ -340,8 +340,8 @@ MESSAGE_SCHEMA: dict[str, Any] = {
 """The JSON schema of one message, as :func:`memlane.sessions.validate_message` checks it."""
 
 Message = Annotated[dict[str, Any], WithJsonSchema(MESSAGE_SCHEMA)]
-Messages = Annotated[list[Message], Field(min_length=1), Check(_messages)]
-SomeMessages = Annotated[list[Message], Check(_some_messages)]
+Messages = Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES), Check(_messages)]
+SomeMessages = Annotated[list[Message], Field(max_length=MAX_MESSAGES), Check(_some_messages)]
 Count = Annotated[int, Field(le=v.MAX_COUNT), Check(v.check_at_least, ("minimum", "maximum"))]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), LIMIT, Check(v.check_limit, ("maximum",))]
 DetailName = Literal["compact", "full"]

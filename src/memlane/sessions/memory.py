@@ -35,7 +35,7 @@ from memlane.sessions.context import (
     latest_user_index,
     snippet_item,
 )
-from memlane.sessions.messages import message_text, validate_messages
+from memlane.sessions.messages import MAX_SESSION_MESSAGES, message_text, validate_messages
 from memlane.sessions.models import Message, SessionEpisode, SessionSnippet
 from memlane.sessions.search import SnippetOptions, WindowSource, read_messages, search_windows
 from memlane.sessions.tokens import TokenCounter, resolve_token_counter
@@ -150,8 +150,10 @@ class SessionMemory:
             The whole session as stored (for an append: every message so far).
 
         Raises:
-            ValidationError: a malformed message (the error names its index and field), a bad
-                argument, or an append to another agent's or user's session. Nothing is stored.
+            ValidationError: a malformed message (the error names its index and field), more
+                than :data:`~memlane.sessions.messages.MAX_MESSAGES` messages, an append past
+                :data:`~memlane.sessions.messages.MAX_SESSION_MESSAGES`, a bad argument, or an
+                append to another agent's or user's session. Nothing is stored.
             DuplicateSessionError: the session exists and ``append`` is false. Nothing is stored.
             EmbeddingError: the embedder failed and ``config.embedding_fallback`` is off.
             StoreError: the store failed.
@@ -160,6 +162,8 @@ class SessionMemory:
         session_id = check_identifier(session_id, "session_id")
         owner = self._owner(agent_id, user_id)
         parsed = validate_messages(messages)
+        append = check_flag(append, "append")
+        self._check_session_size(session_id, len(parsed), append=append)
         now = self._ctx.clock.now()
         start = None if started_at is None else ensure_utc(started_at, "started_at")
         end = None if ended_at is None else ensure_utc(ended_at, "ended_at")
@@ -186,10 +190,20 @@ class SessionMemory:
             ],
             embedding_model=None if turns and vectors is None else self._ctx.embedder.model_id,
         )
-        header = self.store.insert_session(write, vectors, append=check_flag(append, "append"))
+        header = self.store.insert_session(write, vectors, append=append)
         if header.message_count == len(parsed):
             return self._episode(header, parsed)
         return self._episode(header, self._messages(header))
+
+    def _check_session_size(self, session_id: str, adding: int, *, append: bool) -> None:
+        """Refuse an append that would take the session past :data:`MAX_SESSION_MESSAGES`."""
+        existing = self.store.get_session(self.tenant_id, session_id) if append else None
+        held = 0 if existing is None else existing.message_count
+        if held + adding > MAX_SESSION_MESSAGES:
+            raise ValidationError(
+                f"session {session_id!r} would hold {held + adding:,} messages; "
+                f"a session holds at most {MAX_SESSION_MESSAGES:,}"
+            )
 
     # -- reading -----------------------------------------------------------------------
 
