@@ -66,6 +66,7 @@ __all__ = [
     "normalize_metadata",
     "normalize_tags",
     "safe_text",
+    "show_bidi_controls",
 ]
 
 IMPORTANCE_MIN = 1.0
@@ -139,6 +140,22 @@ _INVISIBLE_CLASS = "".join(
 VISIBLE_PATTERN = f"[^{_INVISIBLE_CLASS}]"
 """A regular expression (JSON Schema ``pattern``) that text with a visible character matches:
 what :func:`check_text` requires, so a document can declare it."""
+
+
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""Bidi embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069): they reorder the text
+around them, so ``user-\u202enimda\u202c`` would display as ``user-admin``."""
+
+
+def show_bidi_controls(text: str) -> str:
+    """``text`` with every bidi embedding/override/isolate control written visibly as ``<U+202E>``.
+
+    Every display of stored text (the inspector's pages, the CLI's tables) passes through it, so
+    a label can never display as another one (#22 item 12). Stored text is unchanged.
+    """
+    if text.isascii() or _BIDI_CONTROLS.search(text) is None:
+        return text
+    return _BIDI_CONTROLS.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
 
 
 def json_type_name(value: object) -> str:

@@ -26,6 +26,7 @@ from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
 from memlane.server.errors import SafeJSONResponse
+from memlane.server.throttle import KeyFailures
 from memlane.validation import VISIBLE_PATTERN, check_limit
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "ScopeName",
     "State",
     "Tenant",
+    "check_not_throttled",
+    "client_address",
     "wire",
     "with_body",
 ]
@@ -97,6 +100,7 @@ class AppState:
     max_limit: int
     factory: MemoryFactory
     memory: EpisodicMemory | None = None
+    failures: KeyFailures = field(default_factory=KeyFailures)
     _contexts: OrderedDict[tuple[str, str, Scope], EpisodicMemory] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -172,10 +176,34 @@ def _api_key(
             detail="missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
             headers=challenge,
         )
-    key = app_state(request).settings.api_key_for(presented)
+    state = app_state(request)
+    client = client_address(request)
+    check_not_throttled(state.failures, client)
+    key = state.settings.api_key_for(presented)
     if key is None:
+        state.failures.failed(client)
         raise HTTPException(status_code=401, detail="invalid API key", headers=challenge)
     return key
+
+
+def client_address(request: Request) -> str:
+    """The peer's address (what failed keys are counted by)."""
+    return request.client.host if request.client is not None else ""
+
+
+def check_not_throttled(failures: KeyFailures, client: str) -> None:
+    """Refuse a client that presented too many unknown keys lately (:mod:`memlane.server.throttle`).
+
+    Raises:
+        HTTPException: 429 with ``Retry-After``.
+    """
+    wait = failures.retry_after(client)
+    if wait:
+        raise HTTPException(
+            status_code=429,
+            detail=f"too many unknown API keys from this address; retry in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
 
 
 def _tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
@@ -204,6 +232,7 @@ State = Annotated[AppState, Depends(app_state)]
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "The body cannot be read at all (e.g. a 20,000-digit number)."},
     401: {"model": ErrorOut, "description": "Missing or unknown API key."},
+    429: {"model": ErrorOut, "description": "Too many unknown API keys from this address lately."},
     413: {"model": ErrorOut, "description": "Request body too large."},
     422: {"model": ErrorOut, "description": "Invalid request (also: a body that is not JSON)."},
     502: {"model": ErrorOut, "description": "The embedding model failed; the details were logged."},
