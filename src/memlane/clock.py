@@ -8,10 +8,11 @@ from typing import Protocol, runtime_checkable
 from memlane.errors import ValidationError
 
 __all__ = [
-    "EARLIEST_INSTANT",
-    "LATEST_INSTANT",
     "MAX_DAYS",
+    "MAX_YEAR",
+    "MIN_YEAR",
     "SECONDS_PER_DAY",
+    "YEAR_PATTERN",
     "Clock",
     "FrozenClock",
     "SystemClock",
@@ -22,11 +23,14 @@ __all__ = [
 SECONDS_PER_DAY = 86_400.0
 """Seconds in a day: ages in seconds become the days of decay rates and half-lives."""
 
-EARLIEST_INSTANT = datetime(1000, 1, 1, tzinfo=UTC)
-"""Earliest instant memlane accepts (``created_at``, ``as_of``, ``now``, ...), inclusive (issue #22)."""
-LATEST_INSTANT = datetime(3000, 1, 1, tzinfo=UTC)
-"""Latest instant memlane accepts, exclusive: with :data:`MAX_DAYS`, every ``instant +- days`` and
-every calendar step of a display (a stats bin) stays inside ``datetime``'s years 1..9999."""
+MIN_YEAR = 1000
+"""Earliest year of an instant memlane accepts (``created_at``, ``as_of``, ``now``, ...), as written
+in its own zone (issue #22)."""
+MAX_YEAR = 2999
+"""Latest year of an accepted instant: with :data:`MAX_DAYS`, every ``instant +- days``, its UTC
+conversion and every calendar step of a display (a stats bin) stay inside ``datetime``'s years 1..9999."""
+YEAR_PATTERN = "^[12][0-9]{3}-"
+"""The JSON Schema ``pattern`` of an ISO 8601 date-time in years :data:`MIN_YEAR`..:data:`MAX_YEAR`."""
 MAX_DAYS = 100_000.0
 """Longest duration in days an argument may give (``never_retrieved_older_than_days``, about 274 years)."""
 
@@ -81,9 +85,9 @@ class FrozenClock:
 def require_timezone(value: datetime, name: str) -> datetime:
     """Return ``value`` if it is timezone-aware (the one message of Python and every interface).
 
-    The instant must also lie in [:data:`EARLIEST_INSTANT`, :data:`LATEST_INSTANT`) (so no
-    later arithmetic on it can overflow: ``0001-01-01T00:00:00+14:00`` is refused here, not an
-    ``OverflowError`` later).
+    Its year (as written, in its own zone) must also be :data:`MIN_YEAR`..:data:`MAX_YEAR`, so
+    no later arithmetic on it can overflow: ``0001-01-01T00:00:00+14:00`` is refused here, not
+    an ``OverflowError`` later.
 
     Raises:
         ValidationError: ``value`` is naive, or outside the accepted years.
@@ -93,16 +97,8 @@ def require_timezone(value: datetime, name: str) -> datetime:
         raise ValidationError(
             f"{name} must be timezone-aware (e.g. 2025-01-09T12:00:00Z), got a time without a timezone"
         )
-    naive = value.replace(tzinfo=None)
-    if (
-        not EARLIEST_INSTANT.replace(tzinfo=None) + offset
-        <= naive
-        < LATEST_INSTANT.replace(tzinfo=None) + offset
-    ):
-        raise ValidationError(
-            f"{name} must be from {EARLIEST_INSTANT.isoformat()} to before {LATEST_INSTANT.isoformat()}, "
-            f"got {value.isoformat()}"
-        )
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise ValidationError(f"{name} must be in the years {MIN_YEAR}-{MAX_YEAR}, got {value.isoformat()}")
     return value
 
 

@@ -417,3 +417,16 @@ def test_read_deadlines_close_slow_requests() -> None:
                 loop.run_until_complete(asyncio.wait(pending, timeout=10))
     finally:
         loop.close()
+
+
+def test_bidi_controls_are_shown_not_obeyed_in_the_cli(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memlane.cli import cli
+
+    db = tmp_path / "m.db"
+    with EpisodicMemory.open(db, embedder=HashingEmbedder()) as memory:
+        memory.remember_episode("note", "account \u202e4321-0987\u202c")
+    result = CliRunner().invoke(cli, ["--db", str(db), "--embedder", "hashing", "recall", "account"])
+    assert result.exit_code == 0, result.output
+    assert "\u202e" not in result.output and "<U+202E>4321-0987<U+202C>" in " ".join(result.output.split())

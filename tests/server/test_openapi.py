@@ -73,10 +73,12 @@ def _integral_as_int(value: Any) -> Any:
 def _semantic_refusal(path: str, body: Any) -> bool:
     """A body whose every field is valid but whose fields contradict each other (a 422 by design,
     not expressible in JSON Schema; tests/server/test_http_routes.py covers those answers): a
-    session that ends before it starts, or an injection with neither a query nor a user message
-    to take one from."""
+    session that ends before it starts, an injection with neither a query nor a user message
+    to take one from, or both a preset and custom weights."""
     if not isinstance(body, dict):
         return False
+    if body.get("preset") is not None and body.get("weights") is not None:
+        return True
     if path == "/v1/sessions":
         started, ended = body.get("started_at"), body.get("ended_at")
         if isinstance(started, str) and isinstance(ended, str):

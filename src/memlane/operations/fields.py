@@ -44,7 +44,7 @@ from pydantic import ValidationInfo as PydanticInfo
 from pydantic.fields import FieldInfo
 
 from memlane import validation as v
-from memlane.clock import MAX_DAYS
+from memlane.clock import MAX_DAYS, YEAR_PATTERN
 from memlane.errors import ValidationError
 from memlane.importance import AUTO_IMPORTANCE
 from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
@@ -246,7 +246,11 @@ Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
 """Tags: a list, or one string as the single tag (accepted everywhere, so declared); blank ones dropped."""
 Importance = Annotated[float | Literal["auto"], Check(_importance)]
 """A rating (clamped to 1-10), or ``"auto"``: estimated from the content (:mod:`memlane.importance`)."""
-Instant = Annotated[datetime, Check(v.check_timestamp)]
+Instant = Annotated[
+    datetime,
+    Field(json_schema_extra={"pattern": YEAR_PATTERN}),  # the years check_timestamp accepts
+    Check(v.check_timestamp),
+]
 Fraction = Annotated[float, Field(ge=0, le=1), Check(v.check_fraction)]
 OpenFraction = Annotated[float, Field(gt=0, lt=1), Check(v.check_open_fraction)]
 
