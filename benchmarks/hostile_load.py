@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import select
 import signal
 import socket
 import sys
@@ -104,9 +105,11 @@ def _slow_loris(url: str, stop_at: float) -> int:
                 return -1
             try:
                 sock.sendall(bytes([byte]))
+                readable, _, _ = select.select([sock], [], [], 1.0)  # (a second between bytes)
+                if readable and not sock.recv(1024):
+                    return 0  # the server closed it (the header deadline)
             except OSError:
-                return 0  # the server closed it (the header deadline)
-            time.sleep(1.0)
+                return 0
     return -1
 
 

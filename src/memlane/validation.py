@@ -17,8 +17,8 @@ The input policy (also in the README, "Input policy"):
   U+FEFF, ...), control characters or invisible fillers — is refused where text is
   required (content, query, labels).
 * **Limits**: labels (event type, tag, tenant/session/agent/user id) <= 200 characters,
-  content and queries <= :data:`MAX_TEXT_CHARS`, metadata nested <= :data:`MAX_JSON_DEPTH`
-  levels, ``limit`` in 1..:data:`MAX_LIMIT`.
+  content <= :data:`MAX_TEXT_CHARS`, queries <= :data:`MAX_QUERY_CHARS`, metadata nested
+  <= :data:`MAX_JSON_DEPTH` levels, ``limit`` in 1..:data:`MAX_LIMIT`, tags <= :data:`MAX_TAGS`.
 * **Cleaned** (never refused): labels are stripped; tags are stripped, inner whitespace
   collapsed, lower-cased, deduplicated, blank ones dropped, and a single string is one
   tag; importance is clamped to [1, 10] (finite numbers only).
@@ -44,6 +44,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
     "MAX_TAGS",
     "MAX_TEXT_CHARS",
     "VISIBLE_PATTERN",
@@ -58,6 +59,7 @@ __all__ = [
     "check_limit",
     "check_open_fraction",
     "check_positive",
+    "check_query",
     "check_text",
     "check_timestamp",
     "clamp_importance",
@@ -79,6 +81,10 @@ MAX_LIMIT = 10_000
 
 MAX_TEXT_CHARS = 100_000
 """Longest episode content or query, in characters (about 25,000 tokens; split longer documents)."""
+
+MAX_QUERY_CHARS = 10_000
+"""Longest query, in characters: a query is not a document (the embedder reads about its first
+1,000 characters anyway), and its keyword and date analysis costs grow with its length (#22)."""
 
 MAX_COUNT = 1_000_000
 """Largest count an interface accepts where no tighter bound applies (``token_budget``, ``context_turns``)."""
@@ -243,6 +249,15 @@ def check_text(value: object, name: str, *, max_chars: int | None = MAX_TEXT_CHA
     if max_chars is not None and len(value) > max_chars:
         raise ValidationError(f"{name} is longer than {max_chars:,} characters ({len(value):,})")
     return value
+
+
+def check_query(value: object, name: str = "query") -> str:
+    """Return a query: :func:`check_text` with at most :data:`MAX_QUERY_CHARS` characters.
+
+    Raises:
+        ValidationError: as :func:`check_text`, or longer than :data:`MAX_QUERY_CHARS`.
+    """
+    return check_text(value, name, max_chars=MAX_QUERY_CHARS)
 
 
 def check_identifier(value: object, name: str) -> str:

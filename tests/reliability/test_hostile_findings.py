@@ -430,3 +430,20 @@ def test_bidi_controls_are_shown_not_obeyed_in_the_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(db), "--embedder", "hashing", "recall", "account"])
     assert result.exit_code == 0, result.output
     assert "\u202e" not in result.output and "<U+202E>4321-0987<U+202C>" in " ".join(result.output.split())
+
+
+def test_a_query_is_bounded_well_below_content(served: Served) -> None:
+    """A query is not a document: its analysis costs grow with its length (the load benchmark)."""
+    from memlane.validation import MAX_QUERY_CHARS
+
+    long = "deploy window " * (MAX_QUERY_CHARS // 14 + 1)
+    for path, body in (
+        ("/v1/recall", {"query": long}),
+        ("/v1/sessions/search", {"query": long}),
+        ("/v1/context", {"query": long}),
+    ):
+        response = served.http.post(path, json=body, headers=_agent())
+        assert response.status_code == 422 and "query is longer than 10,000" in response.text, path
+    pasted = [{"role": "user", "content": long}]  # a long user message still gets its context
+    injected = served.http.post("/v1/context/inject", json={"messages": pasted}, headers=_agent())
+    assert injected.status_code == 200, injected.text

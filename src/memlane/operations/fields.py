@@ -239,6 +239,16 @@ Label = Annotated[
 """A label (event type, id): 1-200 characters, stripped, case-sensitive."""
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=v.VISIBLE_PATTERN), Check(_text)]
 """Text with a visible character, up to 100,000 characters."""
+
+
+def _query(value: Any, name: str) -> str:
+    return v.check_query(value, name)
+
+
+Query = Annotated[
+    str, Field(min_length=1, max_length=v.MAX_QUERY_CHARS, pattern=v.VISIBLE_PATTERN), Check(_query)
+]
+"""A query: text with a visible character, up to 10,000 characters."""
 _Tag = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
 Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
 # (at most MAX_TAGS distinct tags: checked by normalize_tags, not declared as maxItems, since

@@ -32,6 +32,7 @@ from memlane.operations.fields import (
     OpenFraction,
     PlacementField,
     Preset,
+    Query,
     Request,
     Retrieval,
     ScopeField,
@@ -136,7 +137,7 @@ class RecallRequest(Request):
 
     OPERATION: ClassVar[str] = "recall_episodes"
 
-    query: Text | None = Field(
+    query: Query | None = Field(
         default=None,
         description=(
             "What to remember, in natural language, e.g. 'seat preference on flights'. Omit to list "
@@ -278,7 +279,7 @@ class SearchSessionsRequest(Request):
 
     OPERATION: ClassVar[str] = "search_sessions"
 
-    query: Text = Field(description="What to look for, in natural language, e.g. 'the hotel in Lisbon'.")
+    query: Query = Field(description="What to look for, in natural language, e.g. 'the hotel in Lisbon'.")
     top_k: Limit | None = Field(default=None, description="Most passages to return (default 3).")
     context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
     max_per_session: Annotated[Count, Field(ge=1)] | None = Field(
@@ -314,7 +315,7 @@ class _ContextOptions(Request):
 
 
 class _ContextQuery(Request):
-    query: Text = Field(description="What the context is for: usually the user's latest message.")
+    query: Query = Field(description="What the context is for: usually the user's latest message.")
 
 
 class ContextRequest(_ContextOptions, _ContextQuery):
@@ -331,7 +332,7 @@ class ContextBody(_Ranked, ContextRequest, _Owner):
 
 class _Injection(Request):
     messages: SomeMessages = Field(description="OpenAI-format messages ({role, content}).")
-    query: Text | None = Field(default=None, description="Default: the latest user message.")
+    query: Query | None = Field(default=None, description="Default: the latest user message.")
     placement: PlacementField | None = Field(default=None, description="'system' (default) or 'user'.")
 
 

@@ -23,7 +23,7 @@ from memlane.validation import (
     check_fraction,
     check_identifier,
     check_limit,
-    check_text,
+    check_query,
     normalize_tags,
 )
 
@@ -95,7 +95,7 @@ def recall_episodes(
     if query is None:
         return [RecallHit(episode=ep) for ep in ctx.store.list_recent(flt, limit)]
     recall = RecallQuery(
-        text=check_text(query, "query"),
+        text=check_query(query),
         limit=limit,
         at=at,
         weights=weights,

@@ -49,11 +49,12 @@ from memlane.stores.sessions_base import (
     WindowInput,
 )
 from memlane.validation import (
+    MAX_QUERY_CHARS,
     check_at_least,
     check_flag,
     check_identifier,
     check_limit,
-    check_text,
+    check_query,
     normalize_metadata,
 )
 
@@ -345,7 +346,7 @@ class SessionMemory:
         )
         at = self._ctx.now(now)
         recall = RecallQuery(
-            text=check_text(query, "query"),
+            text=check_query(query),
             limit=options.top_k,
             at=at,
             weights=resolve_weights(weights, self._ctx.config.ranking_weights),
@@ -451,7 +452,7 @@ class SessionMemory:
             (with ``config.embedding_fallback`` on, both searches degrade to keywords instead).
         """
         self._check_open()
-        query = check_text(query, "query")
+        query = check_query(query)
         budget = check_budget(token_budget)
         counter = resolve_token_counter(tokenizer)
         max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
@@ -549,7 +550,7 @@ class SessionMemory:
             text = None if index is None else message_text(parsed[index].raw.get("content"))
             if text is None or not text.strip():
                 raise ValidationError("no user message with text to take the query from; pass query=")
-            query = text
+            query = text[-MAX_QUERY_CHARS:]  # a long message: its end is what was just asked
         block = self.build_context(
             query, agent_id=agent_id, user_id=user_id, token_budget=token_budget, **options
         )
