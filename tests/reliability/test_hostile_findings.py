@@ -30,7 +30,7 @@ from memlane.episode_input import new_episode_id
 from memlane.errors import StoreError
 from memlane.server.http import EXPORT_INTERRUPTED, create_app
 from memlane.server.inspector.auth import MAX_LOGINS_PER_KEY
-from memlane.server.throttle import KeyFailures
+from memlane.server.inspector.throttle import KeyFailures
 from memlane.validation import MAX_TAGS
 from tests.backends import BackendDB
 from tests.conftest import T0

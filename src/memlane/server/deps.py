@@ -26,7 +26,7 @@ from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
 from memlane.server.errors import SafeJSONResponse
-from memlane.server.throttle import KeyFailures
+from memlane.server.inspector.throttle import KeyFailures, client_address
 from memlane.validation import VISIBLE_PATTERN, check_limit
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "State",
     "Tenant",
     "check_not_throttled",
-    "client_address",
     "wire",
     "with_body",
 ]
@@ -186,24 +185,15 @@ def _api_key(
     return key
 
 
-def client_address(request: Request) -> str:
-    """The peer's address (what failed keys are counted by)."""
-    return request.client.host if request.client is not None else ""
-
-
 def check_not_throttled(failures: KeyFailures, client: str) -> None:
-    """Refuse a client that presented too many unknown keys lately (:mod:`memlane.server.throttle`).
+    """Refuse a client that presented too many unknown keys lately (:mod:`memlane.server.inspector.throttle`).
 
     Raises:
         HTTPException: 429 with ``Retry-After``.
     """
-    wait = failures.retry_after(client)
-    if wait:
-        raise HTTPException(
-            status_code=429,
-            detail=f"too many unknown API keys from this address; retry in {wait} s",
-            headers={"Retry-After": str(wait)},
-        )
+    refusal = failures.refusal(client)
+    if refusal is not None:
+        raise HTTPException(status_code=429, detail=refusal[1], headers={"Retry-After": str(refusal[0])})
 
 
 def _tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:

@@ -73,12 +73,12 @@ from memlane.server.deps import (
     wire,
     with_body,
 )
-from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
+from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers, public_error
 from memlane.server.inspector.routes import install_inspector
+from memlane.server.inspector.throttle import KeyFailures
 from memlane.server.routes_lifecycle import lifecycle_router
 from memlane.server.routes_sessions import sessions_router
 from memlane.server.schemas import CompactEpisodeOut, EpisodeList, EpisodeOut, RecallResponse
-from memlane.server.throttle import KeyFailures
 
 __all__ = ["API_PREFIX", "BodySizeLimit", "create_app", "episodes_router"]
 
@@ -283,7 +283,7 @@ def create_app(
             :class:`memlane.config.file.ServerSettings`.
         max_limit: Largest ``limit`` a request may ask for, >= 1 (default 50).
         key_failures: The back-off for unknown API keys (default: 100 per address and minute;
-            :mod:`memlane.server.throttle`).
+            :mod:`memlane.server.inspector.throttle`).
 
     Returns:
         The FastAPI application (serve it with uvicorn).
@@ -335,7 +335,7 @@ def create_app(
     app.include_router(episodes_router(max_limit))
     app.include_router(sessions_router(max_limit))
     app.include_router(lifecycle_router(max_limit))
-    install_inspector(
-        app, state.base, settings, max_limit=max_limit, failures=state.failures
-    )  # /inspect (server/inspector/)
+    install_inspector(  # /inspect (server/inspector/): the API's back-off and its 5xx texts
+        app, state.base, settings, max_limit=max_limit, failures=state.failures, describe=public_error
+    )
     return app

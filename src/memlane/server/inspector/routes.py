@@ -15,15 +15,13 @@ from datetime import UTC, datetime, time, timedelta
 from importlib import resources
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from memlane import PRESETS, EpisodeNotFoundError, EpisodicMemory, MemlaneError, ValidationError
 from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
-from memlane.server.deps import check_not_throttled, client_address
-from memlane.server.errors import public_error
 from memlane.server.inspector import data, pages, pages_sessions, pages_stats
 from memlane.server.inspector.auth import (
     COOKIE_NAME,
@@ -34,11 +32,14 @@ from memlane.server.inspector.auth import (
 )
 from memlane.server.inspector.html import Html
 from memlane.server.inspector.layout import PREFIX, View
-from memlane.server.throttle import KeyFailures
+from memlane.server.inspector.throttle import KeyFailures, client_address
 
 __all__ = ["InspectorState", "create_inspector_app", "install_inspector"]
 
 logger = logging.getLogger(__name__)
+
+ErrorDescriber = Callable[[MemlaneError, str], tuple[int, str]]
+"""``(error, where) -> (status, message)``: what an error page shows for a memlane error."""
 
 _SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -65,6 +66,9 @@ class InspectorState:
         max_limit: Largest number of search hits.
         logins: Browser login sessions.
         failures: Unknown keys per client address (shared with ``/v1``: one back-off).
+        describe: The status and the text an error page shows for a memlane error (served: the
+            API's :func:`memlane.server.errors.public_error`, no internals; the keyless local
+            inspector shows the error itself to its one user).
     """
 
     memory: Callable[[], EpisodicMemory]
@@ -73,6 +77,13 @@ class InspectorState:
     max_limit: int
     logins: LoginSessions = field(default_factory=LoginSessions)
     failures: KeyFailures = field(default_factory=KeyFailures)
+    describe: ErrorDescriber = field(default=lambda exc, where: _describe_locally(exc, where))
+
+
+def _describe_locally(exc: MemlaneError, where: str) -> tuple[int, str]:
+    """The keyless local inspector's error text: the error itself (its one user runs the store)."""
+    logger.warning("%s: %s", where, exc)
+    return 503, f"{type(exc).__name__}: {exc}"
 
 
 class _ProblemError(Exception):
@@ -122,10 +133,9 @@ def _known_key(request: Request, state: InspectorState, presented: str) -> ApiKe
     """
     assert state.settings is not None
     client = client_address(request)
-    try:
-        check_not_throttled(state.failures, client)
-    except HTTPException as exc:
-        raise _ProblemError(429, str(exc.detail)) from None
+    refusal = state.failures.refusal(client)
+    if refusal is not None:
+        raise _ProblemError(429, refusal[1])
     key = state.settings.api_key_for(presented)
     if key is None:
         state.failures.failed(client)
@@ -214,7 +224,7 @@ def _run(request: Request, render: Callable[[InspectorState, EpisodicMemory, Vie
     except ValidationError as exc:
         return _html(pages.error_page(view, 422, str(exc)), 422)
     except MemlaneError as exc:  # internals (a path, a connection URL) are logged, never shown
-        status, message = public_error(exc, f"inspector {request.url.path}")
+        status, message = state.describe(exc, f"inspector {request.url.path}")
         return _html(pages.error_page(view, status, message), status)
 
 
@@ -407,6 +417,7 @@ def install_inspector(
     *,
     max_limit: int,
     failures: KeyFailures | None = None,
+    describe: ErrorDescriber | None = None,
 ) -> None:
     """Mount the inspector under ``/inspect`` on an API app (``memlane serve``).
 
@@ -416,10 +427,12 @@ def install_inspector(
         settings: API keys (with roles) that may log in.
         max_limit: Largest number of search hits.
         failures: The API's count of unknown keys per address, to share its back-off.
+        describe: How an error page describes a memlane error (default: the error itself).
     """
-    app.state.memlane_inspector = InspectorState(
-        memory, settings, False, max_limit, failures=failures or KeyFailures()
-    )
+    state = InspectorState(memory, settings, False, max_limit, failures=failures or KeyFailures())
+    if describe is not None:
+        state.describe = describe
+    app.state.memlane_inspector = state
     app.include_router(router)
 
 

@@ -8,6 +8,8 @@ behind it) is answered 429 with ``Retry-After`` until the window ends: a guesser
 a minute instead of hundreds a second. Requests that present no key are not counted.
 
 The table is bounded (:data:`MAX_CLIENTS` addresses, the oldest dropped), in memory, per process.
+It lives with the inspector's authentication; the ``/v1`` API (:mod:`memlane.server.deps`) shares
+the same object, so a guesser cannot switch between the two.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-__all__ = ["DEFAULT_FAILED_KEY_LIMIT", "FAILURE_WINDOW_S", "MAX_CLIENTS", "KeyFailures"]
+from starlette.requests import Request
+
+__all__ = ["DEFAULT_FAILED_KEY_LIMIT", "FAILURE_WINDOW_S", "MAX_CLIENTS", "KeyFailures", "client_address"]
 
 DEFAULT_FAILED_KEY_LIMIT = 100
 """Failed keys one address may present per window before it must wait."""
@@ -26,6 +30,11 @@ FAILURE_WINDOW_S = 60.0
 """The window, in seconds: counts start over when it ends."""
 MAX_CLIENTS = 10_000
 """Addresses remembered at once."""
+
+
+def client_address(request: Request) -> str:
+    """The peer's address (what failed keys are counted by)."""
+    return request.client.host if request.client is not None else ""
 
 
 class KeyFailures:
@@ -57,6 +66,13 @@ class KeyFailures:
             if entry is None or now >= entry[0] + self.window_s:
                 return 0
             return max(1, math.ceil(entry[0] + self.window_s - now)) if entry[1] >= self.limit else 0
+
+    def refusal(self, client: str) -> tuple[int, str] | None:
+        """``(retry_after_s, message)`` if ``client`` must wait before presenting a key, else ``None``."""
+        wait = self.retry_after(client)
+        if not wait:
+            return None
+        return wait, f"too many unknown API keys from this address; retry in {wait} s"
 
     def failed(self, client: str) -> None:
         """Count one failed key of ``client``."""
