@@ -25,9 +25,13 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
 * Errors (the MCP convention, in :func:`to_call_tool_result`): a failed call is a
   ``CallToolResult`` with ``isError: true`` whose text (and ``structuredContent``) is the
   tool's JSON error ``{"ok": false, "error": {"type", "message"}}``; the model reads it and
-  can retry. Protocol-level JSON-RPC errors are left to the SDK.
-* The streamable HTTP transport has no authentication: bind it to 127.0.0.1 (the default;
-  the SDK then also enables DNS-rebinding protection) or put it behind an authenticating proxy.
+  can retry. Protocol-level JSON-RPC errors are left to the SDK, except on stdio for lines the
+  SDK would not answer at all: a line that is not JSON gets ``-32700``, a batch array, a
+  non-object or an id that is not a short string or 64-bit integer ``-32600`` (id ``null``).
+* The streamable HTTP transport (:func:`streamable_http_app`) is stateless: memlane's tools keep
+  no per-session state, so there is no session table to fill. It has no authentication: bind it
+  to 127.0.0.1 (the default; the SDK then also enables DNS-rebinding protection) or put it
+  behind an authenticating proxy.
 """
 
 from __future__ import annotations
