@@ -7,10 +7,32 @@ from typing import Protocol, runtime_checkable
 
 from memlane.errors import ValidationError
 
-__all__ = ["SECONDS_PER_DAY", "Clock", "FrozenClock", "SystemClock", "ensure_utc", "require_timezone"]
+__all__ = [
+    "MAX_DAYS",
+    "MAX_YEAR",
+    "MIN_YEAR",
+    "SECONDS_PER_DAY",
+    "YEAR_PATTERN",
+    "Clock",
+    "FrozenClock",
+    "SystemClock",
+    "ensure_utc",
+    "require_timezone",
+]
 
 SECONDS_PER_DAY = 86_400.0
 """Seconds in a day: ages in seconds become the days of decay rates and half-lives."""
+
+MIN_YEAR = 1000
+"""Earliest year of an instant memlane accepts (``created_at``, ``as_of``, ``now``, ...), as written
+in its own zone (issue #22)."""
+MAX_YEAR = 2999
+"""Latest year of an accepted instant: with :data:`MAX_DAYS`, every ``instant +- days``, its UTC
+conversion and every calendar step of a display (a stats bin) stay inside ``datetime``'s years 1..9999."""
+YEAR_PATTERN = "^[12][0-9]{3}-"
+"""The JSON Schema ``pattern`` of an ISO 8601 date-time in years :data:`MIN_YEAR`..:data:`MAX_YEAR`."""
+MAX_DAYS = 100_000.0
+"""Longest duration in days an argument may give (``never_retrieved_older_than_days``, about 274 years)."""
 
 
 @runtime_checkable
@@ -63,13 +85,20 @@ class FrozenClock:
 def require_timezone(value: datetime, name: str) -> datetime:
     """Return ``value`` if it is timezone-aware (the one message of Python and every interface).
 
+    Its year (as written, in its own zone) must also be :data:`MIN_YEAR`..:data:`MAX_YEAR`, so
+    no later arithmetic on it can overflow: ``0001-01-01T00:00:00+14:00`` is refused here, not
+    an ``OverflowError`` later.
+
     Raises:
-        ValidationError: ``value`` is naive.
+        ValidationError: ``value`` is naive, or outside the accepted years.
     """
-    if value.tzinfo is None or value.utcoffset() is None:
+    offset = value.utcoffset() if value.tzinfo is not None else None
+    if offset is None:
         raise ValidationError(
             f"{name} must be timezone-aware (e.g. 2025-01-09T12:00:00Z), got a time without a timezone"
         )
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise ValidationError(f"{name} must be in the years {MIN_YEAR}-{MAX_YEAR}, got {value.isoformat()}")
     return value
 
 

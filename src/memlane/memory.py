@@ -606,21 +606,27 @@ class EpisodicMemory:
             self._ctx, episode_or_text, event_type, tags, threshold, limit, now
         )
 
-    def prune(self, now: datetime | None = None, *, dry_run: bool = False) -> int:
-        """Delete every episode older than ``retention_days`` (table-wide, all tenants).
+    def prune(self, now: datetime | None = None, *, dry_run: bool = False, all_tenants: bool = True) -> int:
+        """Delete every episode older than ``retention_days`` (table-wide, all tenants by default).
 
         Never-forget episodes (importance in a never-forget band of
-        ``config.forgetting_policy``: >= 9 by default) are kept whatever their age.
+        ``config.forgetting_policy``: >= 9 by default) are kept whatever their age. Stored
+        conversations whose ``ended_at`` is past the same cutoff are deleted too (as
+        :meth:`memlane.sessions.SessionMemory.prune`).
 
         Args:
             now: Reference time (timezone-aware); default the clock.
             dry_run: Only count what would be deleted; change nothing.
+            all_tenants: ``True`` (default): the whole store; ``False``: this memory's tenant only.
 
         Returns:
             Number of episodes deleted, or that would be with ``dry_run`` (0 when
             ``retention_days`` is ``None``).
+
+        Raises:
+            ValidationError: a bad ``now``, ``dry_run`` or ``all_tenants``. StoreError: the store failed.
         """
-        return lifecycle.prune(self._ctx, now, dry_run=dry_run)
+        return lifecycle.prune(self._ctx, now, dry_run=dry_run, all_tenants=all_tenants)
 
     def forget(
         self,

@@ -17,8 +17,8 @@ The input policy (also in the README, "Input policy"):
   U+FEFF, ...), control characters or invisible fillers — is refused where text is
   required (content, query, labels).
 * **Limits**: labels (event type, tag, tenant/session/agent/user id) <= 200 characters,
-  content and queries <= :data:`MAX_TEXT_CHARS`, metadata nested <= :data:`MAX_JSON_DEPTH`
-  levels, ``limit`` in 1..:data:`MAX_LIMIT`.
+  content <= :data:`MAX_TEXT_CHARS`, queries <= :data:`MAX_QUERY_CHARS`, metadata nested
+  <= :data:`MAX_JSON_DEPTH` levels, ``limit`` in 1..:data:`MAX_LIMIT`, tags <= :data:`MAX_TAGS`.
 * **Cleaned** (never refused): labels are stripped; tags are stripped, inner whitespace
   collapsed, lower-cased, deduplicated, blank ones dropped, and a single string is one
   tag; importance is clamped to [1, 10] (finite numbers only).
@@ -40,9 +40,12 @@ from memlane.errors import ValidationError
 __all__ = [
     "IMPORTANCE_MAX",
     "IMPORTANCE_MIN",
+    "MAX_COUNT",
     "MAX_JSON_DEPTH",
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "MAX_TAGS",
     "MAX_TEXT_CHARS",
     "VISIBLE_PATTERN",
     "check_at_least",
@@ -56,6 +59,7 @@ __all__ = [
     "check_limit",
     "check_open_fraction",
     "check_positive",
+    "check_query",
     "check_text",
     "check_timestamp",
     "clamp_importance",
@@ -64,6 +68,7 @@ __all__ = [
     "normalize_metadata",
     "normalize_tags",
     "safe_text",
+    "show_bidi_controls",
 ]
 
 IMPORTANCE_MIN = 1.0
@@ -76,6 +81,16 @@ MAX_LIMIT = 10_000
 
 MAX_TEXT_CHARS = 100_000
 """Longest episode content or query, in characters (about 25,000 tokens; split longer documents)."""
+
+MAX_QUERY_CHARS = 10_000
+"""Longest query, in characters: a query is not a document (the embedder reads about its first
+1,000 characters anyway), and its keyword and date analysis costs grow with its length (#22)."""
+
+MAX_COUNT = 1_000_000
+"""Largest count an interface accepts where no tighter bound applies (``token_budget``, ``context_turns``)."""
+
+MAX_TAGS = 64
+"""Most tags on one episode, and in one filter (both backends: an SQL statement stays small)."""
 
 MAX_JSON_DEPTH = 32
 """Deepest nesting of objects and lists accepted in metadata and in session messages."""
@@ -131,6 +146,22 @@ _INVISIBLE_CLASS = "".join(
 VISIBLE_PATTERN = f"[^{_INVISIBLE_CLASS}]"
 """A regular expression (JSON Schema ``pattern``) that text with a visible character matches:
 what :func:`check_text` requires, so a document can declare it."""
+
+
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+"""Bidi embeddings, overrides and isolates (U+202A..U+202E, U+2066..U+2069): they reorder the text
+around them, so ``user-\u202enimda\u202c`` would display as ``user-admin``."""
+
+
+def show_bidi_controls(text: str) -> str:
+    """``text`` with every bidi embedding/override/isolate control written visibly as ``<U+202E>``.
+
+    Every display of stored text (the inspector's pages, the CLI's tables) passes through it, so
+    a label can never display as another one (#22 item 12). Stored text is unchanged.
+    """
+    if text.isascii() or _BIDI_CONTROLS.search(text) is None:
+        return text
+    return _BIDI_CONTROLS.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
 
 
 def json_type_name(value: object) -> str:
@@ -220,6 +251,15 @@ def check_text(value: object, name: str, *, max_chars: int | None = MAX_TEXT_CHA
     return value
 
 
+def check_query(value: object, name: str = "query") -> str:
+    """Return a query: :func:`check_text` with at most :data:`MAX_QUERY_CHARS` characters.
+
+    Raises:
+        ValidationError: as :func:`check_text`, or longer than :data:`MAX_QUERY_CHARS`.
+    """
+    return check_text(value, name, max_chars=MAX_QUERY_CHARS)
+
+
 def check_identifier(value: object, name: str) -> str:
     """Return a label (event type, tenant id, session id) stripped of surrounding whitespace.
 
@@ -278,8 +318,9 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     first appearance is kept. A single string is taken as one tag (on every interface).
 
     Raises:
-        ValidationError: not a list of strings, or a tag longer than 200 characters or
-            holding a NUL or a lone surrogate (the message names it: ``tags[1]``).
+        ValidationError: not a list of strings, more than :data:`MAX_TAGS` distinct tags, or a
+            tag longer than 200 characters or holding a NUL or a lone surrogate (the message
+            names it: ``tags[1]``).
     """
     if tags is None:
         return ()
@@ -297,6 +338,8 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
             raise ValidationError(f"tags[{i}] is longer than {MAX_LABEL_LENGTH} characters: {norm[:40]!r}...")
         if norm and not is_blank(norm):
             seen.setdefault(norm, None)
+            if len(seen) > MAX_TAGS:
+                raise ValidationError(f"tags must hold at most {MAX_TAGS} tags")
     return tuple(seen)
 
 
@@ -453,14 +496,16 @@ def check_open_fraction(value: object, name: str) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
-def check_positive(value: object, name: str) -> float:
-    """Return ``value`` as a float if it is a finite number > 0 (booleans and text refused).
+def check_positive(value: object, name: str, *, maximum: float = float("inf")) -> float:
+    """Return ``value`` as a float if it is a finite number in (0, ``maximum``] (booleans and text refused).
 
     Raises:
-        ValidationError: ``{name} must be a number > 0, got ...``.
+        ValidationError: ``{name} must be a number > 0, got ...`` (or ``<= maximum``).
     """
     if not _is_number(value) or not 0.0 < float(value) < float("inf"):  # type: ignore[arg-type]
         raise ValidationError(f"{name} must be a number > 0, got {value!r}")
+    if float(value) > maximum:  # type: ignore[arg-type]
+        raise ValidationError(f"{name} must be <= {maximum:g}, got {float(value):g}")  # type: ignore[arg-type]
     return float(value)  # type: ignore[arg-type]
 
 
@@ -468,14 +513,23 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def check_at_least(value: object, name: str, minimum: int = 1) -> int:
+def check_at_least(value: object, name: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """Return ``value`` if it is an integer >= ``minimum`` (booleans, ``5.0`` and ``"5"`` refused).
 
+    Args:
+        value: The caller's value.
+        name: The argument name for the error message.
+        minimum: Smallest accepted value.
+        maximum: Largest accepted value (default :data:`MAX_COUNT`).
+
     Raises:
-        ValidationError: ``{name} must be an integer >= {minimum}, got ...``.
+        ValidationError: ``{name} must be an integer >= {minimum}, got ...`` (or ``<= maximum``).
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value > maximum:
+        shown = str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+        raise ValidationError(f"{name} must be <= {maximum}, got {shown}")
     return value
 
 

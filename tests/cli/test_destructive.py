@@ -50,6 +50,7 @@ def test_prune_dry_run_reports_the_count_and_deletes_nothing(invoke: Invoke, age
     assert json.loads(dry.stdout) == {
         "deleted": 0,
         "would_delete": 2,
+        "sessions": 0,
         "dry_run": True,
         "retention_days": 30.0,
         "cutoff": (NOW - timedelta(days=30)).isoformat(),
@@ -57,6 +58,12 @@ def test_prune_dry_run_reports_the_count_and_deletes_nothing(invoke: Invoke, age
     assert _count(invoke) == 3
     text = invoke(*PRUNE, "--dry-run")
     assert "would delete 2 episode(s)" in text.stdout and _count(invoke) == 3
+
+
+def test_prune_dry_run_without_retention_says_would_delete(invoke: Invoke, aged: None) -> None:
+    text = invoke("prune", "--dry-run", "--now", NOW.isoformat())  # #23 item 7: not "deleted 0"
+    assert text.exit_code == 0, text.output
+    assert "would delete 0 episodes" in text.stdout and "deleted 0" not in text.stdout.replace("would ", "")
 
 
 def test_prune_asks_on_a_terminal_and_no_means_nothing_changes(

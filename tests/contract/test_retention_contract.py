@@ -79,3 +79,24 @@ def test_an_expired_conversation_is_gone_from_get_session(make_memory: MemoryFac
     assert memory.sessions.get_session("new-chat") is not None
     assert [s.session_id for s in memory.sessions.recall_recent("a", "u")] == ["new-chat"]
     assert make_memory().sessions.get_session("old-chat") is not None  # still stored
+
+
+def test_prune_deletes_expired_conversations_too_and_can_stay_in_one_tenant(
+    make_memory: MemoryFactory, store: Store
+) -> None:
+    """#22 item 2 / #23 item 7: prune() takes expired stored conversations with the episodes;
+    ``all_tenants=False`` (what an admin key's HTTP prune uses) leaves other tenants alone."""
+    memories = {t: make_memory(tenant_id=t, retention_days=30, prune_probability=0.0) for t in ("a", "b")}
+    for tenant, memory in memories.items():
+        memory.remember_episode("fact", f"{tenant} old fact", created_at=OLD)
+        chat = [{"role": "user", "content": f"{tenant} old chat"}]
+        memory.sessions.store_session("old", chat, agent_id="x", user_id="y", started_at=OLD, ended_at=OLD)
+    a, b = memories["a"], memories["b"]
+    assert a.sessions.prune(dry_run=True) == 2 and a.sessions.prune(dry_run=True, all_tenants=False) == 1
+    assert a.prune(dry_run=True, all_tenants=False) == 1
+    assert a.prune(all_tenants=False) == 1
+    sessions = a.sessions.store
+    assert sessions.get_session("a", "old") is None and sessions.get_session("b", "old") is not None
+    assert store.count(EpisodeFilter(tenant_id="b")) == 1
+    assert b.prune() == 1  # store-wide (the Python default): the rest goes
+    assert sessions.get_session("b", "old") is None and store.count(EpisodeFilter()) == 0

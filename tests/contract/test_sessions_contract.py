@@ -531,3 +531,22 @@ def test_inject_context_returns_a_new_list_and_leaves_the_callers_untouched(memo
     assert request == before and len(prepended) == 4
     assert prepended[3]["content"].startswith("[Past Conversation Context]")
     assert prepended[3]["content"].endswith("\n\ndid the Acme vendor onboarding go through?")
+
+
+def test_messages_are_capped_per_call_and_per_session(
+    sessions: SessionMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#22 item 3: each turn is embedded inside the call, so a call and a session are bounded."""
+    from memlane.sessions.messages import MAX_MESSAGES
+
+    too_many = [{"role": "user", "content": f"m{i}"} for i in range(MAX_MESSAGES + 1)]
+    with pytest.raises(ValidationError, match=f"at most {MAX_MESSAGES:,} messages"):
+        sessions.store_session("big", too_many, agent_id="a", user_id="u")
+    assert sessions.get_session("big", agent_id="a", user_id="u") is None
+    monkeypatch.setattr("memlane.sessions.memory.MAX_SESSION_MESSAGES", 4)  # (20,000 would be slow here)
+    sessions.store_session("grow", chat(("a", "b")), agent_id="a", user_id="u")
+    sessions.store_session("grow", chat(("c", "d")), agent_id="a", user_id="u", append=True)
+    with pytest.raises(ValidationError, match="a session holds at most 4"):
+        sessions.store_session("grow", chat(("e", "f")), agent_id="a", user_id="u", append=True)
+    stored = sessions.get_session("grow", agent_id="a", user_id="u")
+    assert stored is not None and len(stored.messages) == 4

@@ -65,6 +65,12 @@ def _valid(schema: dict[str, Any]) -> Any:
     return {"string": "travel", "integer": schema.get("minimum", 1), "number": 0.5, "boolean": True}[kind]
 
 
+_EXTREME_TIMES = {"far-past": "0001-01-01T00:00:00+14:00", "far-future": "9999-12-31T23:59:59-14:00"}
+"""Instants Python's ``datetime`` holds but whose UTC conversion (or arithmetic) overflowed."""
+_TIME_CASES_IN_PYTHON = {"no-zone", *_EXTREME_TIMES}
+"""The bad date-time values that are the same ``datetime`` in Python (naive or extreme)."""
+
+
 def _bad_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     """(label, value) pairs the schema refuses: wrong types, values just outside each bound."""
     if "anyOf" in schema:  # the bad values of each alternative that every alternative refuses
@@ -81,7 +87,12 @@ def _bad_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     if "enum" in schema:
         return [("unknown-choice", "nope"), ("wrong-type", 5)]
     if kind == "string" and schema.get("format") == "date-time":
-        return [("not-a-time", "next tuesday"), ("no-zone", "2025-03-01T09:00:00"), ("wrong-type", 5)]
+        return [
+            ("not-a-time", "next tuesday"),
+            ("no-zone", "2025-03-01T09:00:00"),
+            ("wrong-type", 5),
+            *_EXTREME_TIMES.items(),  # valid ISO 8601, outside memlane's years (#22 item 4)
+        ]
     if kind == "string":
         return [("wrong-type", 5), ("blank", " \u200b "), ("surrogate", "a\udc00b")]
     if kind in ("integer", "number"):
@@ -95,6 +106,7 @@ def _bad_values(schema: dict[str, Any]) -> list[tuple[str, Any]]:
             found.append(("at-exclusive-minimum", schema["exclusiveMinimum"]))
         if "maximum" in schema:
             found.append(("above-maximum", schema["maximum"] + step))
+            found.append(("huge", 10**30 if kind == "integer" else 1e300))  # #22 item 4: no overflow
         return found
     if kind == "boolean":
         return [("text", "yes"), ("number", 1)]
@@ -203,14 +215,15 @@ def _python_arguments(case: Case, request: type[Request], params: set[str]) -> d
     """The case as Python keyword arguments, or ``None`` if the Python method lacks the field.
 
     A date-time field takes a ``datetime`` in Python and ISO 8601 text elsewhere, so only a
-    time without a zone is the same bad value on both (as a naive ``datetime`` in Python).
+    time without a zone and the extreme instants are the same bad value on both (as a naive or
+    an extreme ``datetime`` in Python).
     """
     if case.field is None or case.field not in params:
         return None
     if is_interface_only(request.model_fields[case.field]):
         return None
     schema = _schema(request)["properties"]
-    if schema[case.field].get("format") == "date-time" and case.label != "no-zone":
+    if schema[case.field].get("format") == "date-time" and case.label not in _TIME_CASES_IN_PYTHON:
         return None
     out: dict[str, Any] = {}
     for name, value in case.arguments(request).items():

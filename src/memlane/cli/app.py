@@ -32,6 +32,7 @@ from rich.markup import escape
 
 from memlane import EpisodicMemory, __version__
 from memlane.assembly import build_embedder, build_store
+from memlane.cli.output import VisibleConsole
 from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
 from memlane.config.file import MemlaneConfig, StoreSettings, is_postgres_url, load_config
@@ -70,7 +71,7 @@ class CliError(click.ClickException):
         if self.json_output:
             click.echo(json.dumps({"error": self.message, "type": self.kind}), err=True)
             return
-        console = Console(file=file, stderr=file is None, highlight=False, soft_wrap=True)
+        console = VisibleConsole(file=file, stderr=file is None, highlight=False, soft_wrap=True)
         console.print(f"[bold red]error:[/] [red]{escape(self.message)}[/]")
 
 
@@ -99,8 +100,8 @@ class CliState:
     json_output: bool = False
     embedder_name: str | None = None
     settings: MemlaneConfig = field(default_factory=MemlaneConfig)
-    out: Console = field(default_factory=lambda: Console(highlight=False))
-    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    out: Console = field(default_factory=lambda: VisibleConsole(highlight=False))
+    err: Console = field(default_factory=lambda: VisibleConsole(stderr=True, highlight=False))
     _memory: EpisodicMemory | None = field(default=None, repr=False)
 
     def make_embedder(self) -> Embedder:
@@ -421,7 +422,7 @@ def cli(  # noqa: PLR0913  (a click command: one parameter per option)
     Exit codes: 0 ok; 1 partial (ingest rejected some lines); 2 usage or input error,
     nothing done.
     """
-    err = Console(stderr=True, highlight=False)
+    err = VisibleConsole(stderr=True, highlight=False)
     configure_logging(verbose, err)
     config_path = config_path or config_path_from_env()
     settings = MemlaneConfig() if config_path is None else load_config(config_path)

@@ -254,19 +254,24 @@ def prune(
             yes=yes,
             json_output=state.json_output,
         )
+    sessions = memory.sessions.prune(now=at, dry_run=True)  # expired conversations go with prune()
     deleted = would if dry_run else memory.prune(now=at)
+    verb = "would delete" if dry_run else "deleted"
     if state.json_output:
         echo_json(
             {
                 "deleted": 0 if dry_run else deleted,
                 "would_delete": deleted if dry_run else None,
+                "sessions": sessions,
                 "dry_run": dry_run,
                 "retention_days": days,
                 "cutoff": None if cutoff is None else cutoff.isoformat(),
             }
         )
     elif cutoff is None:
-        state.out.print("deleted 0 episodes (no retention configured; pass --retention-days N)")
+        state.out.print(f"{verb} 0 episodes (no retention configured; pass --retention-days N)")
     else:
-        verb = "would delete" if dry_run else "deleted"
-        state.out.print(f"{verb} {deleted} episode(s) created before {cutoff.isoformat()} (all tenants)")
+        state.out.print(
+            f"{verb} {deleted} episode(s) created before {cutoff.isoformat()} and {sessions} stored "
+            "conversation(s) ended before it (all tenants)"
+        )

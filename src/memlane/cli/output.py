@@ -29,6 +29,7 @@ from memlane.config import MemoryConfig
 from memlane.models import Episode, RecallHit, ScoreBreakdown
 from memlane.recall import Fusion, RankingWeights, importance_signal
 from memlane.stores import StoreStats
+from memlane.validation import show_bidi_controls
 
 __all__ = [
     "FORMULA",
@@ -119,6 +120,17 @@ def _unrated_importance() -> float:
 
 FORMULA = ranking_formula()
 """The ranking formula of the default configuration (:func:`ranking_formula`)."""
+
+
+class VisibleConsole(Console):
+    """A rich console that shows bidi controls visibly (``<U+202E>``) in everything it prints.
+
+    Stored text (content, ids, tags) reaches the terminal only through it, so a session id
+    ``user-\u202enimda\u202c`` cannot display as ``user-admin`` (#22 item 12).
+    """
+
+    def _render_buffer(self, buffer: Any) -> str:
+        return show_bidi_controls(super()._render_buffer(buffer))
 
 
 def echo_json(document: Any) -> None:

@@ -77,20 +77,22 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
     Endpoints under /v1 (remember, recall, list, export, get and delete by id) need an
     API key (Authorization: Bearer KEY, or X-API-Key: KEY) listed in the config's
     server.api_keys, which maps each key to its tenant; the tenant always comes from
-    the key. GET /health needs none; OpenAPI docs are at /docs. Requires the 'server'
+    the key. GET /health needs none; the OpenAPI document is /openapi.json. Requires the 'server'
     extra and a --config file with server.api_keys (make keys with 'memlane api-key').
     """
     _require("server", "fastapi", "uvicorn")
     import uvicorn
 
     from memlane.server.http import create_app
+    from memlane.server.timeouts import UVICORN_OPTIONS
 
     settings = state.settings.server
     app = create_app(state.memory, settings, max_limit=state.settings.episodic_or_default.max_limit)
     bind = host or settings.host
     if not _is_loopback(bind):
         logger.warning("serving on %s: use TLS (a reverse proxy) when keys travel over a network", bind)
-    uvicorn.run(app, host=bind, port=settings.port if port is None else port, log_level=log_level)
+    port = settings.port if port is None else port
+    uvicorn.run(app, host=bind, port=port, log_level=log_level, **UVICORN_OPTIONS)  # read timeouts
 
 
 @click.command()
@@ -145,7 +147,7 @@ def mcp(
     the 'mcp' extra.
     """
     _require("mcp", "mcp")
-    from memlane.server.mcp import create_mcp_server, run_stdio
+    from memlane.server.mcp import create_mcp_server, run_stdio, streamable_http_app
 
     memory = state.memory()
     max_limit = state.settings.episodic_or_default.max_limit
@@ -161,7 +163,9 @@ def mcp(
 
     if not _is_loopback(host):
         logger.warning("the MCP HTTP transport has no authentication and is bound to %s", host)
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    from memlane.server.timeouts import UVICORN_OPTIONS
+
+    app: Any = streamable_http_app(server, path=path, host=host)  # stateless: no session table
     sock = _bind(host, port)  # bound here, so the URL printed has the real port (also for --port 0)
     bound = "[" + host + "]" if ":" in host else host
     url = f"http://{bound}:{sock.getsockname()[1]}{path}"
@@ -171,7 +175,8 @@ def mcp(
             await super().startup(sockets)
             click.echo(f"MCP server (streamable-http) at {url}", err=True)  # once it accepts connections
 
-    _Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
+    config = uvicorn.Config(app, log_level=log_level, **UVICORN_OPTIONS)  # read timeouts
+    _Server(config).run(sockets=[sock])
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -15,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memlane import EpisodeInput, EpisodicMemory
-from memlane.cli.app import CliState, pass_state
+from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json
 from memlane.errors import DuplicateEpisodeError, ValidationError
@@ -321,6 +322,12 @@ def export(state: CliState, out: str, event_type: str | None, tags: tuple[str, .
     file byte for byte. The output is JSONL even with --json; with --out FILE a summary
     goes to stderr (or, with --json, a JSON object to stdout).
     """
+    if out != "-" and os.path.islink(out):  # the atomic write would replace the link's target (#22 item 15)
+        raise CliError(
+            f"--out {out} is a symbolic link; refusing to write through it (give the target's path)",
+            kind="UsageError",
+            json_output=state.json_output,
+        )
     memory = state.memory(must_exist=True)
     count = 0
     with click.open_file(out, "wb", atomic=out != "-") as fh:

@@ -12,7 +12,10 @@ Roles (:data:`ROLES`):
 * ``agent`` — what every key was before roles existed: every ``/v1`` request and every
   inspector page acts as the key's tenant, and nothing else exists for it.
 * ``admin`` — the same on ``/v1`` (the API still acts as the key's tenant), and in the memory
-  inspector (``/inspect``) it may also look at every other tenant (read-only).
+  inspector (``/inspect``) it may also look at every other tenant (read-only). Its admin jobs
+  (``/v1/admin/forget``, ``compact``, ``prune``) act on its own tenant only.
+* ``operator`` — an ``admin`` whose ``/v1/admin/prune`` applies the retention store-wide
+  (every tenant): the key of whoever runs the server.
 
 Keys are kept only as SHA-256 digests and compared in constant time; a key is never echoed
 in an error message.
@@ -30,7 +33,16 @@ from typing import Final
 from memlane.errors import ConfigError, MemlaneError
 from memlane.validation import check_identifier
 
-__all__ = ["ROLES", "ROLE_ADMIN", "ROLE_AGENT", "ApiKey", "find_api_key", "hash_api_key", "parse_api_keys"]
+__all__ = [
+    "ROLES",
+    "ROLE_ADMIN",
+    "ROLE_AGENT",
+    "ROLE_OPERATOR",
+    "ApiKey",
+    "find_api_key",
+    "hash_api_key",
+    "parse_api_keys",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +50,9 @@ ROLE_AGENT: Final = "agent"
 """A key that acts as its tenant only (the default)."""
 ROLE_ADMIN: Final = "admin"
 """A key that may also inspect every other tenant in the memory inspector (read-only)."""
-ROLES: Final = (ROLE_AGENT, ROLE_ADMIN)
+ROLE_OPERATOR: Final = "operator"
+"""An admin key whose retention prune is store-wide (every tenant)."""
+ROLES: Final = (ROLE_AGENT, ROLE_ADMIN, ROLE_OPERATOR)
 """Every accepted role."""
 
 _MIN_PLAINTEXT_KEY_LENGTH = 16
@@ -52,7 +66,7 @@ class ApiKey:
     Attributes:
         digest: ``sha256(key.encode("utf-8"))``, 32 bytes.
         tenant_id: The tenant every request with this key acts as.
-        role: ``"agent"`` (default) or ``"admin"``; see :data:`ROLES`.
+        role: ``"agent"`` (default), ``"admin"`` or ``"operator"``; see :data:`ROLES`.
     """
 
     digest: bytes = field(repr=False)
@@ -61,8 +75,13 @@ class ApiKey:
 
     @property
     def is_admin(self) -> bool:
-        """Whether the key may inspect every tenant."""
-        return self.role == ROLE_ADMIN
+        """Whether the key may inspect every tenant and run the admin jobs (``admin`` and ``operator``)."""
+        return self.role in (ROLE_ADMIN, ROLE_OPERATOR)
+
+    @property
+    def is_operator(self) -> bool:
+        """Whether the key's retention prune is store-wide."""
+        return self.role == ROLE_OPERATOR
 
 
 def hash_api_key(key: str) -> str:

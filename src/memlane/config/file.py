@@ -311,7 +311,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConf
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_loader_without_aliases(yaml))  # (a SafeLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
     if data is None:
@@ -320,6 +320,23 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any] | MemlaneConf
         raise ConfigError(f"{path}: the top level must be a mapping of sections, got {_type_name(data)}")
     resolved = path.resolve()
     return _parse(data, base_dir=resolved.parent, source=resolved)
+
+
+def _loader_without_aliases(yaml: Any) -> Any:
+    """PyYAML's ``SafeLoader`` that refuses aliases (``*name``): a 400-byte alias bomb would
+    otherwise expand to billions of items when the config is walked or an error prints it
+    (#22 item 14). A config has no need of them."""
+
+    class _NoAliases(yaml.SafeLoader):  # type: ignore[misc]
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML aliases (*name) are not accepted in a memlane config", mark
+                )
+            return super().compose_node(parent, index)
+
+    return _NoAliases
 
 
 def _parse(data: Mapping[Any, Any], *, base_dir: Path, source: Path | None) -> MemlaneConfig:

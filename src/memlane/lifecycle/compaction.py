@@ -41,10 +41,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane import wire
+from memlane.clock import MAX_DAYS
 from memlane.episode_input import new_episode_id
 from memlane.models import Episode
 from memlane.stores.base import EpisodeFilter, Store
-from memlane.validation import check_open_fraction, check_positive
+from memlane.validation import MAX_TAGS, check_open_fraction, check_positive
 
 __all__ = [
     "MERGE_REASON_PREFIX",
@@ -210,7 +211,7 @@ def merge_episodes(members: Sequence[Episode], *, new_id: str, now: datetime, mi
         session_id=rep.session_id,
         event_type=rep.event_type,
         content=rep.content,
-        tags=tuple(tags),
+        tags=tuple(tags)[:MAX_TAGS],  # an episode holds at most MAX_TAGS tags
         importance=max(rated) if rated else None,
         created_at=max(ep.created_at for ep in members),
         metadata=metadata,
@@ -289,7 +290,9 @@ def compact(
 def _check_options(similarity: object, days: object) -> tuple[float, float | None]:
     """``(similarity, never_retrieved_older_than_days)`` checked (see :func:`compact`)."""
     checked = check_open_fraction(similarity, "similarity")
-    return checked, None if days is None else check_positive(days, "never_retrieved_older_than_days")
+    return checked, None if days is None else check_positive(
+        days, "never_retrieved_older_than_days", maximum=MAX_DAYS
+    )
 
 
 def _cutoff(at: datetime, days: float | None) -> datetime | None:

@@ -181,10 +181,11 @@ def history(ctx: MemoryContext, episode_id: str) -> list[Episode]:
 # -- retention, forgetting, compaction, sessions ---------------------------------------------
 
 
-def prune(ctx: MemoryContext, now: datetime | None, *, dry_run: bool) -> int:
-    """:meth:`memlane.EpisodicMemory.prune`: delete (or count) every expired episode, all tenants."""
+def prune(ctx: MemoryContext, now: datetime | None, *, dry_run: bool, all_tenants: bool = True) -> int:
+    """:meth:`memlane.EpisodicMemory.prune`: delete (or count) every expired episode and session."""
     ctx.check_open()
     at, dry_run = ctx.now(now), check_flag(dry_run, "dry_run")  # checked with or without retention
+    all_tenants = check_flag(all_tenants, "all_tenants")
     if ctx.config.retention_days is None:
         return 0
     return retention.prune(
@@ -193,6 +194,7 @@ def prune(ctx: MemoryContext, now: datetime | None, *, dry_run: bool) -> int:
         never_forget_from=ctx.config.policy.never_forget_from,
         at=at,
         dry_run=dry_run,
+        tenant_id=None if all_tenants else ctx.tenant_id,
     )
 
 

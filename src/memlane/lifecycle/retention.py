@@ -9,8 +9,9 @@ With ``MemoryConfig(retention_days=N)``, an episode created more than ``N`` days
 counted by ``prune(dry_run=True)``), and a stored conversation whose ``ended_at`` is that
 old is gone from ``sessions.get_session``/``recall_recent``/``search_sessions``. An
 expired episode can no longer be superseded (it is not found); ``delete_episode`` still
-deletes it. :func:`prune` deletes expired episodes from the
-whole store (every tenant), in one statement. Never-forget episodes (importance in a
+deletes it. :func:`prune` deletes expired episodes (and expired stored
+conversations) from the whole store (every tenant), in one statement, or from one tenant.
+Never-forget episodes (importance in a
 never-forget band of the forgetting policy: >= 9 by default) are kept whatever their age.
 :class:`memlane.EpisodicMemory` prunes opportunistically after a write with probability
 ``prune_probability``, and on demand (:meth:`memlane.EpisodicMemory.prune`).
@@ -21,12 +22,14 @@ with the scope every read applies, and is re-exported here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from memlane.context import is_retained, retained_after
 from memlane.stores.base import EpisodeFilter, Store
+from memlane.stores.sessions_base import SupportsSessions
 
-__all__ = ["is_retained", "prune", "retained_after"]
+__all__ = ["is_retained", "prune", "prune_sessions", "retained_after"]
 
 
 def prune(
@@ -36,8 +39,12 @@ def prune(
     never_forget_from: float | None,
     at: datetime,
     dry_run: bool = False,
+    tenant_id: str | None = None,
 ) -> int:
-    """Delete every episode (table-wide, all tenants) created before ``at - retention_days``.
+    """Delete every episode (of ``tenant_id``, or of all tenants) created before ``at - retention_days``.
+
+    Expired stored conversations (``ended_at`` before the same cutoff) go too, when the store
+    keeps sessions (:func:`prune_sessions`).
 
     Args:
         store: Where the episodes are.
@@ -45,6 +52,7 @@ def prune(
         never_forget_from: Episodes with importance >= this are kept; ``None`` = no exemption.
         at: Reference time (UTC).
         dry_run: Only count what would be deleted (everything minus what retention keeps).
+        tenant_id: Only this tenant's episodes and sessions; ``None`` = store-wide.
 
     Returns:
         Number of episodes deleted, or that would be with ``dry_run``.
@@ -55,7 +63,26 @@ def prune(
     cutoff = retained_after(at, retention_days)
     if cutoff is None:
         return 0
+    prune_sessions(store, cutoff, tenant_id=tenant_id, dry_run=dry_run)
     if dry_run:
-        kept = store.stats(EpisodeFilter(retained_after=cutoff, never_forget_from=never_forget_from))
-        return store.stats(EpisodeFilter()).episodes - kept.episodes
-    return store.delete_created_before(cutoff, keep_importance_from=never_forget_from)
+        scope = EpisodeFilter(tenant_id=tenant_id)
+        kept = store.stats(replace(scope, retained_after=cutoff, never_forget_from=never_forget_from))
+        return store.stats(scope).episodes - kept.episodes
+    return store.delete_created_before(cutoff, keep_importance_from=never_forget_from, tenant_id=tenant_id)
+
+
+def prune_sessions(store: Store, cutoff: datetime, *, tenant_id: str | None, dry_run: bool) -> int:
+    """Delete (or count) the stored conversations that ended before ``cutoff``; 0 without sessions.
+
+    Args:
+        store: The episode store (its ``session_store``, if it keeps sessions).
+        cutoff: Exclusive bound on ``ended_at`` (UTC).
+        tenant_id: Only this tenant's sessions; ``None`` = every tenant.
+        dry_run: Only count them.
+
+    Raises:
+        StoreError: the store failed.
+    """
+    if not isinstance(store, SupportsSessions):
+        return 0
+    return store.session_store.delete_sessions_ended_before(cutoff, tenant_id, dry_run=dry_run)

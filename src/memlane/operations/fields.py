@@ -45,10 +45,11 @@ from pydantic import ValidationInfo as PydanticInfo
 from pydantic.fields import FieldInfo
 
 from memlane import validation as v
+from memlane.clock import MAX_DAYS, YEAR_PATTERN
 from memlane.errors import ValidationError
 from memlane.importance import AUTO_IMPORTANCE
 from memlane.recall import PRESETS, RETRIEVAL_MODES, RankingWeights, resolve_weights
-from memlane.sessions.messages import validate_messages
+from memlane.sessions.messages import MAX_MESSAGES, validate_messages
 from memlane.validation import MAX_LABEL_LENGTH, MAX_LIMIT, MAX_TEXT_CHARS, check_contradiction_threshold
 
 __all__ = [
@@ -265,8 +266,20 @@ Label = Annotated[
 """A label (event type, id): 1-200 characters, stripped, case-sensitive."""
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=v.VISIBLE_PATTERN), Check(_text)]
 """Text with a visible character, up to 100,000 characters."""
+
+
+def _query(value: Any, name: str) -> str:
+    return v.check_query(value, name)
+
+
+Query = Annotated[
+    str, Field(min_length=1, max_length=v.MAX_QUERY_CHARS, pattern=v.VISIBLE_PATTERN), Check(_query)
+]
+"""A query: text with a visible character, up to 10,000 characters."""
 _Tag = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
 Tags = Annotated[list[_Tag] | _Tag, Check(_tags)]
+# (at most MAX_TAGS distinct tags: checked by normalize_tags, not declared as maxItems, since
+# duplicates and blank ones are dropped before the count)
 """Tags: a list, or one string as the single tag (accepted everywhere, so declared); blank ones dropped."""
 Importance = Annotated[
     float | Literal["auto"],
@@ -276,7 +289,11 @@ Importance = Annotated[
     Check(_importance),
 ]
 """A rating (clamped to 1-10), or ``"auto"``: estimated from the content (:mod:`memlane.importance`)."""
-Instant = Annotated[datetime, Check(v.check_timestamp)]
+Instant = Annotated[
+    datetime,
+    Field(json_schema_extra={"pattern": YEAR_PATTERN}),  # the years check_timestamp accepts
+    Check(v.check_timestamp),
+]
 Fraction = Annotated[float, Field(ge=0, le=1), Check(v.check_fraction)]
 OpenFraction = Annotated[float, Field(gt=0, lt=1), Check(v.check_open_fraction)]
 
@@ -372,9 +389,9 @@ MESSAGE_SCHEMA: dict[str, Any] = {
 """The JSON schema of one message, as :func:`memlane.sessions.validate_message` checks it."""
 
 Message = Annotated[dict[str, Any], WithJsonSchema(MESSAGE_SCHEMA)]
-Messages = Annotated[list[Message], Field(min_length=1), Check(_messages)]
-SomeMessages = Annotated[list[Message], Check(_some_messages)]
-Count = Annotated[int, Check(v.check_at_least, ("minimum",))]
+Messages = Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES), Check(_messages)]
+SomeMessages = Annotated[list[Message], Field(max_length=MAX_MESSAGES), Check(_some_messages)]
+Count = Annotated[int, Field(le=v.MAX_COUNT), Check(v.check_at_least, ("minimum", "maximum"))]
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT), LIMIT, Check(v.check_limit, ("maximum",))]
 DetailName = Literal["compact", "full"]
 Detail = Annotated[DetailName, INTERFACE_ONLY, _literal_check(DetailName)]
@@ -390,7 +407,8 @@ ScopeName = Literal["session", "tenant"]
 ScopeField = Annotated[ScopeName, _literal_check(ScopeName)]
 Placement = Literal["system", "user"]
 PlacementField = Annotated[Placement, _literal_check(Placement)]
-Positive = Annotated[float, Field(gt=0), Check(v.check_positive)]
+Days = Annotated[float, Field(gt=0, le=MAX_DAYS), Check(v.check_positive, ("maximum",))]
+"""A duration in days: a finite number in (0, :data:`memlane.clock.MAX_DAYS`]."""
 
 
 class Weights(BaseModel):

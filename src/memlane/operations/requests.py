@@ -20,6 +20,7 @@ from memlane.config import DEFAULT_COMPACT_SIMILARITY, DEFAULT_CONTEXT_MIN_RELEV
 from memlane.operations.fields import (
     Confidence,
     Count,
+    Days,
     Detail,
     Flag,
     Fraction,
@@ -31,8 +32,8 @@ from memlane.operations.fields import (
     Metadata,
     OpenFraction,
     PlacementField,
-    Positive,
     Preset,
+    Query,
     Request,
     Retrieval,
     ScopeField,
@@ -137,7 +138,7 @@ class RecallRequest(Request):
 
     OPERATION: ClassVar[str] = "recall_episodes"
 
-    query: Text | None = Field(
+    query: Query | None = Field(
         default=None,
         description=(
             "What to remember, in natural language, e.g. 'seat preference on flights'. Omit to list "
@@ -290,7 +291,7 @@ class SearchSessionsRequest(Request):
 
     OPERATION: ClassVar[str] = "search_sessions"
 
-    query: Text = Field(description="What to look for, in natural language, e.g. 'the hotel in Lisbon'.")
+    query: Query = Field(description="What to look for, in natural language, e.g. 'the hotel in Lisbon'.")
     top_k: Limit | None = Field(default=None, description="Most passages to return (default 3).")
     context_turns: Annotated[Count, Field(ge=0)] | None = Field(default=None, description=_TURNS)
     max_per_session: Annotated[Count, Field(ge=1)] | None = Field(
@@ -325,7 +326,7 @@ class _ContextOptions(Request):
 
 
 class _ContextQuery(Request):
-    query: Text = Field(description="What the context is for: usually the user's latest message.")
+    query: Query = Field(description="What the context is for: usually the user's latest message.")
 
 
 class ContextRequest(_ContextOptions, _ContextQuery):
@@ -342,7 +343,7 @@ class ContextBody(_Ranked, ContextRequest, _Owner):
 
 class _Injection(Request):
     messages: SomeMessages = Field(description="OpenAI-format messages ({role, content}).")
-    query: Text | None = Field(default=None, description="Default: the latest user message.")
+    query: Query | None = Field(default=None, description="Default: the latest user message.")
     placement: PlacementField | None = Field(default=None, description="'system' (default) or 'user'.")
 
 
@@ -369,12 +370,21 @@ class StoreSessionBody(_Owner):
 
 
 class PruneBody(Request):
-    """``POST /v1/admin/prune``: delete episodes past ``retention_days`` (store-wide)."""
+    """``POST /v1/admin/prune``: delete episodes and sessions past ``retention_days`` (the key's tenant;
+    store-wide for an operator key)."""
 
     OPERATION: ClassVar[str] = "prune"
 
-    dry_run: Flag | None = Field(default=None, description="Only report; change nothing.")
-    now: Instant | None = Field(default=None, description=_NOW)
+    dry_run: Flag | None = Field(
+        default=None, description="Only report; change nothing. Default true: send false to apply."
+    )
+    now: Instant | None = Field(
+        default=None,
+        description=(
+            "Reference time (ISO 8601 with timezone); later than the server's clock only in a dry run. "
+            "Default: now."
+        ),
+    )
 
 
 class _Where(PruneBody):
@@ -403,7 +413,7 @@ class CompactBody(_Where):
             f"Cosine similarity in (0, 1) above which episodes merge (default {DEFAULT_COMPACT_SIMILARITY})."
         ),
     )
-    never_retrieved_older_than_days: Positive | None = Field(
+    never_retrieved_older_than_days: Days | None = Field(
         default=None, description="Also archive episodes never retrieved and older than this many days."
     )
 

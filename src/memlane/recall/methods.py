@@ -24,7 +24,7 @@ from memlane.validation import (
     check_fraction,
     check_identifier,
     check_limit,
-    check_text,
+    check_query,
     normalize_tags,
 )
 
@@ -98,7 +98,7 @@ def recall_episodes(
     if query is None:
         return _hint_if_empty(ctx, [RecallHit(episode=ep) for ep in ctx.store.list_recent(flt, limit)], flt)
     recall = RecallQuery(
-        text=check_text(query, "query"),
+        text=check_query(query),
         limit=limit,
         at=at,
         weights=weights,

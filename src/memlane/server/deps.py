@@ -2,9 +2,9 @@
 
 * :class:`AppState` holds the settings and the served memory, and hands out one memory per
   (tenant, session, scope) (cached).
-* :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminTenant`
-  also requires the key's role to be ``admin`` (403 otherwise): destructive, tenant-wide
-  operations (forget, compact, prune) use it.
+* :data:`Tenant` authenticates a request and gives the key's tenant; :data:`AdminKey`
+  also requires the key's role to be ``admin`` or ``operator`` (403 otherwise): destructive,
+  tenant-wide operations (forget, compact, prune) use it.
 * :func:`wire` returns a :mod:`memlane.wire` result as the response as is (the
   bodies are the request types of :mod:`memlane.operations.requests`).
 """
@@ -26,6 +26,7 @@ from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.models import Scope
 from memlane.server.errors import SafeJSONResponse
+from memlane.server.inspector.throttle import KeyFailures, client_address
 from memlane.validation import VISIBLE_PATTERN, check_limit
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "API_PREFIX",
     "ERRORS",
     "NOT_FOUND",
-    "AdminTenant",
+    "AdminKey",
     "AppState",
     "ErrorDetail",
     "ErrorOut",
@@ -42,6 +43,7 @@ __all__ = [
     "ScopeName",
     "State",
     "Tenant",
+    "check_not_throttled",
     "wire",
     "with_body",
 ]
@@ -97,6 +99,7 @@ class AppState:
     max_limit: int
     factory: MemoryFactory
     memory: EpisodicMemory | None = None
+    failures: KeyFailures = field(default_factory=KeyFailures)
     _contexts: OrderedDict[tuple[str, str, Scope], EpisodicMemory] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -172,18 +175,33 @@ def _api_key(
             detail="missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
             headers=challenge,
         )
-    key = app_state(request).settings.api_key_for(presented)
+    state = app_state(request)
+    client = client_address(request)
+    check_not_throttled(state.failures, client)
+    key = state.settings.api_key_for(presented)
     if key is None:
+        state.failures.failed(client)
         raise HTTPException(status_code=401, detail="invalid API key", headers=challenge)
     return key
+
+
+def check_not_throttled(failures: KeyFailures, client: str) -> None:
+    """Refuse a client that presented too many unknown keys lately (:mod:`memlane.server.inspector.throttle`).
+
+    Raises:
+        HTTPException: 429 with ``Retry-After``.
+    """
+    refusal = failures.refusal(client)
+    if refusal is not None:
+        raise HTTPException(status_code=429, detail=refusal[1], headers={"Retry-After": str(refusal[0])})
 
 
 def _tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
     return key.tenant_id
 
 
-def _admin_tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
-    """The key's tenant, if the key's role is ``admin``.
+def _admin_key(key: Annotated[ApiKey, Depends(_api_key)]) -> ApiKey:
+    """The key, if its role is ``admin`` or ``operator``.
 
     Raises:
         HTTPException: 403 for an ``agent`` key.
@@ -192,18 +210,19 @@ def _admin_tenant(key: Annotated[ApiKey, Depends(_api_key)]) -> str:
         raise HTTPException(
             status_code=403, detail="this operation needs an admin API key (role: admin in server.api_keys)"
         )
-    return key.tenant_id
+    return key
 
 
 Tenant = Annotated[str, Depends(_tenant)]
 """The authenticated key's tenant (401 without a valid key)."""
-AdminTenant = Annotated[str, Depends(_admin_tenant)]
-"""The authenticated key's tenant, for ``admin`` keys only (403 for ``agent`` keys)."""
+AdminKey = Annotated[ApiKey, Depends(_admin_key)]
+"""The authenticated key (tenant and role), for ``admin``/``operator`` keys only (403 for ``agent``)."""
 State = Annotated[AppState, Depends(app_state)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "The body cannot be read at all (e.g. a 20,000-digit number)."},
     401: {"model": ErrorOut, "description": "Missing or unknown API key."},
+    429: {"model": ErrorOut, "description": "Too many unknown API keys from this address lately."},
     413: {"model": ErrorOut, "description": "Request body too large."},
     422: {"model": ErrorOut, "description": "Invalid request (also: a body that is not JSON)."},
     502: {"model": ErrorOut, "description": "The embedding model failed; the details were logged."},

@@ -70,6 +70,7 @@ __all__ = [
     "error_body",
     "http_error_response",
     "install_error_handlers",
+    "public_error",
     "status_for",
 ]
 
@@ -139,14 +140,22 @@ def http_error_response(status: int, message: str, headers: Mapping[str, str] | 
     return SafeJSONResponse(error_body(_status_type(status), message), status_code=status, headers=headers)
 
 
+def public_error(exc: MemlaneError, where: str) -> tuple[int, str]:
+    """The status and the message a client may see for ``exc`` (HTTP API and inspector pages).
+
+    A 5xx error's own text can hold internals (a database path, a connection URL): it is
+    logged (with ``where``) and the client gets a generic message instead.
+    """
+    status = status_for(exc)
+    if status < 500:
+        return status, str(exc)
+    logger.error("%s failed: %s: %s", where, type(exc).__name__, exc)
+    return status, _GENERIC_5XX.get(status, _GENERIC_5XX[500])
+
+
 async def _memlane_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemlaneError)
-    status = status_for(exc)
-    if status >= 500:
-        logger.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-        message = _GENERIC_5XX.get(status, _GENERIC_5XX[500])
-    else:
-        message = str(exc)
+    status, message = public_error(exc, f"{request.method} {request.url.path}")
     return SafeJSONResponse(error_body(type(exc).__name__, message), status_code=status)
 
 

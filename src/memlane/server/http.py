@@ -30,11 +30,14 @@ policy shared with Python, tool calls and MCP: strict types, unknown fields refu
 same ``ValidationError`` message), so a bad value is a 422 whose message is the Python
 API's own. Responses never fail to encode (:class:`memlane.server.errors.SafeJSONResponse`).
 
-``GET /health`` needs no key. OpenAPI: ``/openapi.json``, docs at ``/docs`` and ``/redoc``.
+``GET /health`` needs no key. OpenAPI: ``/openapi.json``. There is no ``/docs`` or ``/redoc``:
+FastAPI's pages load Swagger UI/ReDoc scripts from a CDN, which must not run on the inspector's
+origin (its cookie) and show a blank page offline; open ``/openapi.json`` in any OpenAPI viewer.
 Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in the
 server's thread pool; the memory is opened when the app starts and closed when it stops.
 """
 
+import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -51,7 +54,7 @@ from starlette.types import Scope as AsgiScope
 from memlane import EpisodicMemory, __version__
 from memlane import wire as wire_format
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
-from memlane.errors import ConfigError
+from memlane.errors import ConfigError, MemlaneError
 from memlane.models import Scope
 from memlane.operations import handlers as operations
 from memlane.operations.fields import Request, bounded
@@ -70,8 +73,9 @@ from memlane.server.deps import (
     wire,
     with_body,
 )
-from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
+from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers, public_error
 from memlane.server.inspector.routes import install_inspector
+from memlane.server.inspector.throttle import KeyFailures
 from memlane.server.routes_lifecycle import lifecycle_router
 from memlane.server.routes_sessions import sessions_router
 from memlane.server.schemas import CompactEpisodeOut, EpisodeList, EpisodeOut, RecallResponse
@@ -102,6 +106,20 @@ class EpisodeQuery(BaseModel):
 
 
 Where = Annotated[EpisodeQuery, Query()]
+
+
+EXPORT_INTERRUPTED = "the export was interrupted by a store error; the details were logged"
+
+
+def _export_lines(episodes: Iterator[Any]) -> Iterator[bytes]:
+    """JSON Lines of ``episodes``; a store failure mid-stream ends them with an error record."""
+    try:
+        for episode in episodes:
+            yield (json.dumps(episode.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+    except MemlaneError as exc:
+        logger.exception("export interrupted")
+        error = {"error": {"type": type(exc).__name__, "message": EXPORT_INTERRUPTED}}
+        yield (json.dumps(error) + "\n").encode("utf-8")
 
 
 def episodes_router(max_limit: int) -> APIRouter:
@@ -163,16 +181,18 @@ def _read_routes(router: APIRouter, max_limit: int) -> None:
         responses={200: {"content": {"application/x-ndjson": {}}, "description": "One episode per line."}},
     )
     def export(tenant: Tenant, state: State, where: Where) -> StreamingResponse:
-        """Every episode in scope, oldest first, one JSON object per line (the ``memlane export`` format)."""
-        episodes = where.memory(state, tenant).iter_episodes(
-            event_type=where.event_type, tags=where.tag or []
+        """Every episode in scope, oldest first, one JSON object per line (the ``memlane export`` format).
+
+        The first page is read before the 200 is sent (a store that fails at once is a 503); a
+        failure later ends the stream with one ``{"error": {...}}`` line instead of a silent cut.
+        """
+        episodes = iter(
+            where.memory(state, tenant).iter_episodes(event_type=where.event_type, tags=where.tag or [])
         )
-
-        def lines() -> Iterator[bytes]:
-            for episode in episodes:
-                yield (json.dumps(episode.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
-
-        return StreamingResponse(lines(), media_type="application/x-ndjson")
+        first = list(itertools.islice(episodes, 1))  # runs the first page's query now
+        return StreamingResponse(
+            _export_lines(itertools.chain(first, episodes)), media_type="application/x-ndjson"
+        )
 
     @router.get(
         "/episodes/{episode_id}", response_model=EpisodeOut, responses=NOT_FOUND, summary="Get an episode"
@@ -247,7 +267,11 @@ class BodySizeLimit:
 
 
 def create_app(
-    memory_factory: MemoryFactory, settings: ServerSettings, *, max_limit: int = DEFAULT_MAX_LIMIT
+    memory_factory: MemoryFactory,
+    settings: ServerSettings,
+    *,
+    max_limit: int = DEFAULT_MAX_LIMIT,
+    key_failures: KeyFailures | None = None,
 ) -> FastAPI:
     """Build the HTTP API over the memory that ``memory_factory`` opens.
 
@@ -258,6 +282,8 @@ def create_app(
         settings: API keys (key -> tenant) and ``max_request_bytes``; see
             :class:`memlane.config.file.ServerSettings`.
         max_limit: Largest ``limit`` a request may ask for, >= 1 (default 50).
+        key_failures: The back-off for unknown API keys (default: 100 per address and minute;
+            :mod:`memlane.server.inspector.throttle`).
 
     Returns:
         The FastAPI application (serve it with uvicorn).
@@ -273,7 +299,9 @@ def create_app(
         )
     if max_limit < 1:
         raise ConfigError(f"max_limit must be >= 1, got {max_limit}")
-    state = AppState(settings=settings, max_limit=max_limit, factory=memory_factory)
+    state = AppState(
+        settings=settings, max_limit=max_limit, factory=memory_factory, failures=key_failures or KeyFailures()
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -297,6 +325,8 @@ def create_app(
         ),
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
+        docs_url=None,  # no CDN scripts on the inspector's origin (#22 item 15)
+        redoc_url=None,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.state.memlane = state
@@ -305,5 +335,7 @@ def create_app(
     app.include_router(episodes_router(max_limit))
     app.include_router(sessions_router(max_limit))
     app.include_router(lifecycle_router(max_limit))
-    install_inspector(app, state.base, settings, max_limit=max_limit)  # /inspect (server/inspector/)
+    install_inspector(  # /inspect (server/inspector/): the API's back-off and its 5xx texts
+        app, state.base, settings, max_limit=max_limit, failures=state.failures, describe=public_error
+    )
     return app

@@ -25,15 +25,19 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
 * Errors (the MCP convention, in :func:`to_call_tool_result`): a failed call is a
   ``CallToolResult`` with ``isError: true`` whose text (and ``structuredContent``) is the
   tool's JSON error ``{"ok": false, "error": {"type", "message"}}``; the model reads it and
-  can retry. Protocol-level JSON-RPC errors are left to the SDK.
+  can retry. Protocol-level JSON-RPC errors are left to the SDK, except on stdio for lines the
+  SDK would not answer at all: a line that is not JSON gets ``-32700``, a batch array, a
+  non-object or an id that is not a short string or 64-bit integer ``-32600`` (id ``null``).
 * Resources: the stored conversations of the server's agent and user (``--agent/--user``)
   are offered as MCP resources, newest first (``resources/list``: up to
   :data:`RESOURCE_LIST_LIMIT`, each ``memlane://sessions/{session_id}``, JSON), and any of
   them can be read by that URI (``resources/read``: the session's wire form, every message;
   the template ``memlane://sessions/{session_id}`` is listed by ``resources/templates/list``).
   An unknown id, another agent's or user's session, or an expired one is "not found".
-* The streamable HTTP transport has no authentication: bind it to 127.0.0.1 (the default;
-  the SDK then also enables DNS-rebinding protection) or put it behind an authenticating proxy.
+* The streamable HTTP transport (:func:`streamable_http_app`) is stateless: memlane's tools keep
+  no per-session state, so there is no session table to fill. It has no authentication: bind it
+  to 127.0.0.1 (the default; the SDK then also enables DNS-rebinding protection) or put it
+  behind an authenticating proxy.
 """
 
 from __future__ import annotations
@@ -82,11 +86,13 @@ from memlane.tools import (
 from memlane.validation import check_json_value
 
 __all__ = [
+    "MAX_REQUEST_ID_CHARS",
     "RESOURCE_LIST_LIMIT",
     "SERVER_INSTRUCTIONS",
     "SESSION_URI",
     "create_mcp_server",
     "run_stdio",
+    "streamable_http_app",
     "to_call_tool_result",
 ]
 
@@ -333,6 +339,43 @@ def _surrogate_problem(message: object) -> tuple[str, ValidationError] | None:
     return None
 
 
+MAX_REQUEST_ID_CHARS = 200
+"""Longest request id (a string, or an integer's digits) memlane answers by; longer is -32600."""
+
+
+def _rpc_error(code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+
+
+def _shape_error(line: str) -> tuple[Any, JSONRPCError | None]:
+    """The decoded line, or the JSON-RPC error it gets without reaching the SDK (which would
+    answer nothing: a client would wait forever, #22 item 15).
+
+    ``-32700`` for a line that is not JSON (a 20,000-digit id too: Python refuses such an
+    integer), ``-32600`` for a batch array, a non-object, or an id that is not a short string
+    or integer.
+    """
+    if not line.strip():
+        return None, None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None, _rpc_error(-32700, "Parse error: the line is not JSON")
+    if isinstance(message, list):
+        return None, _rpc_error(-32600, "Invalid Request: batch arrays are not supported")
+    if not isinstance(message, dict):
+        return None, _rpc_error(-32600, "Invalid Request: a message is a JSON object")
+    request_id = message.get("id")
+    if "id" in message and (
+        isinstance(request_id, bool)
+        or not isinstance(request_id, str | int)
+        or len(str(request_id)) > MAX_REQUEST_ID_CHARS
+        or (isinstance(request_id, int) and not -(2**63) <= request_id < 2**63)
+    ):
+        return None, _rpc_error(-32600, "Invalid Request: id must be a string or a 64-bit integer")
+    return message, None
+
+
 def _guard_reply(line: str, tools: MemoryTools) -> tuple[bool, JSONRPCResponse | JSONRPCError | None]:
     """Whether memlane handles this stdin line itself (the SDK could not decode it), and its answer.
 
@@ -340,11 +383,10 @@ def _guard_reply(line: str, tools: MemoryTools) -> tuple[bool, JSONRPCResponse |
         ``(False, None)``: pass the line on to the SDK. ``(True, reply)``: answer ``reply``
         instead; ``(True, None)``: drop it (a bad notification or response gets no answer).
     """
-    if _SURROGATE_ESCAPE.search(line) is None:
-        return False, None
-    try:
-        message = json.loads(line)
-    except ValueError:  # not JSON at all: the SDK reports it
+    message, refused = _shape_error(line)
+    if refused is not None:
+        return True, refused
+    if message is None or _SURROGATE_ESCAPE.search(line) is None:
         return False, None
     problem = _surrogate_problem(message)
     if problem is None or not isinstance(message, dict):
@@ -389,6 +431,22 @@ async def _serve_stdio(tools: MemoryTools, name: str) -> None:
         replies.append(write_stream)
         lowlevel = server._lowlevel_server  # the SDK runs custom streams only on its low-level server
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def streamable_http_app(server: MCPServer[Any], *, path: str = "/mcp", host: str = "127.0.0.1") -> Any:
+    """The ASGI app of the streamable HTTP transport, **stateless** (``memlane mcp --transport
+    streamable-http`` serves it).
+
+    memlane's tools keep no per-session state, so the SDK's stateless mode is used: no session
+    table to fill, so 10,000 ``initialize`` calls cannot lock other clients out or grow the
+    process (#22 item 6); each request is answered on its own.
+
+    Args:
+        server: From :func:`create_mcp_server`.
+        path: Where the endpoint is mounted.
+        host: The bound host (the SDK's DNS-rebinding protection for loopback).
+    """
+    return server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=True)
 
 
 def run_stdio(

@@ -1,20 +1,25 @@
 """HTTP routes for the lifecycle: supersede, history, contradictions, stats, and the admin jobs.
 
 ``forget``, ``compact`` and ``prune`` change many episodes at once, so they need an API key
-whose role is ``admin`` (403 for ``agent`` keys); each takes ``dry_run`` to report what it
-would do without changing anything. ``forget`` and ``compact`` act on the key's tenant
+whose role is ``admin`` or ``operator`` (403 for ``agent`` keys). Each only reports what it
+would do unless the body says ``"dry_run": false`` (an empty or ``null`` body is a dry run),
+and unless it is a dry run its ``now`` may not be later than the server's clock
+(:data:`ADMIN_CLOCK_SKEW`): a future ``now`` would expire what has not expired.
+``forget`` and ``compact`` act on the key's tenant
 (``scope: tenant``, the default) or one of its sessions. ``prune`` applies the store's
-retention (``retention_days``), which is store-wide by design: it deletes expired episodes
-of every tenant, so it is meant for the operator's admin key.
+retention (``retention_days``) to the key's tenant (episodes and stored conversations); an
+``operator`` key's prune is store-wide (every tenant).
 """
 
 import dataclasses
+from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Response
 
-from memlane import wire
+from memlane import EpisodicMemory, wire
 from memlane.config import DEFAULT_COMPACT_SIMILARITY
+from memlane.errors import ValidationError
 from memlane.models import Scope
 from memlane.operations import handlers as operations
 from memlane.operations.fields import Request, bounded
@@ -30,7 +35,7 @@ from memlane.server.deps import (
     API_PREFIX,
     ERRORS,
     NOT_FOUND,
-    AdminTenant,
+    AdminKey,
     AppState,
     IdPath,
     State,
@@ -56,6 +61,8 @@ def _memory(state: AppState, tenant: str, args: dict[str, Any]) -> Any:
 
 
 def _args(body: Any) -> dict[str, Any]:
+    if isinstance(body, dict):
+        return body
     return {} if body is None else dict(body.arguments())
 
 
@@ -118,20 +125,46 @@ def _episode_routes(router: APIRouter, max_limit: int) -> None:
         return respond(out)
 
 
+ADMIN_CLOCK_SKEW = timedelta(minutes=5)
+"""How far past the server's clock the ``now`` of an admin job that changes something may be
+(clients' clocks drift a little): a later ``now`` would expire, forget or archive what is not yet
+due, so it is refused (#22 item 2). A dry run may look ahead ("what would go by 2030?")."""
+
+
+def _admin_args(memory: EpisodicMemory, body: Any) -> dict[str, Any]:
+    """An admin body's arguments: ``dry_run`` true unless sent false; ``now`` not in the future
+    unless a dry run.
+
+    Raises:
+        ValidationError: not a dry run and ``now`` later than the server's clock plus
+            :data:`ADMIN_CLOCK_SKEW`.
+    """
+    args = _args(body)
+    args.setdefault("dry_run", True)  # an empty or null body only reports
+    clock_now = memory.clock.now()
+    now = args.get("now")
+    if not args["dry_run"] and now is not None and now > clock_now + ADMIN_CLOCK_SKEW:
+        raise ValidationError(
+            f"now must not be later than the server's clock ({clock_now.isoformat()}) by more than "
+            f"{int(ADMIN_CLOCK_SKEW.total_seconds())} s unless dry_run is true, got {now.isoformat()}"
+        )
+    return args
+
+
 def _admin_routes(router: APIRouter) -> None:
     @router.post(
         "/admin/forget",
         response_model=ForgetReportOut,
         responses=ADMIN_ONLY,
         tags=["admin"],
-        summary="Archive episodes whose strength decayed (admin keys only)",
+        summary="Archive faded episodes of the key's tenant (admin keys only; dry run by default)",
     )
-    def forget(tenant: AdminTenant, state: State, body: ForgetBody | None = None) -> Response:
-        """The :meth:`memlane.EpisodicMemory.forget` report (``dry_run`` changes nothing)."""
+    def forget(key: AdminKey, state: State, body: ForgetBody | None = None) -> Response:
+        """The :meth:`memlane.EpisodicMemory.forget` report (``dry_run``, the default, changes nothing)."""
         args = _args(body)
-        report = _memory(state, tenant, args).forget(
-            args.get("now"), dry_run=args.get("dry_run", False), threshold=args.get("threshold")
-        )
+        memory = _memory(state, key.tenant_id, args)
+        args = _admin_args(memory, args)
+        report = memory.forget(args.get("now"), dry_run=args["dry_run"], threshold=args.get("threshold"))
         return respond(report.to_dict())
 
     @router.post(
@@ -139,15 +172,17 @@ def _admin_routes(router: APIRouter) -> None:
         response_model=CompactReportOut,
         responses=ADMIN_ONLY,
         tags=["admin"],
-        summary="Merge near-duplicates and archive stale episodes (admin keys only)",
+        summary="Merge near-duplicates, archive stale episodes (admin keys; dry run by default)",
     )
-    def compact(tenant: AdminTenant, state: State, body: CompactBody | None = None) -> Response:
-        """The :meth:`memlane.EpisodicMemory.compact` report (``dry_run`` changes nothing)."""
+    def compact(key: AdminKey, state: State, body: CompactBody | None = None) -> Response:
+        """The :meth:`memlane.EpisodicMemory.compact` report (``dry_run``, the default, changes nothing)."""
         args = _args(body)
-        report = _memory(state, tenant, args).compact(
+        memory = _memory(state, key.tenant_id, args)
+        args = _admin_args(memory, args)
+        report = memory.compact(
             similarity=args.get("similarity", DEFAULT_COMPACT_SIMILARITY),
             never_retrieved_older_than_days=args.get("never_retrieved_older_than_days"),
-            dry_run=args.get("dry_run", False),
+            dry_run=args["dry_run"],
             now=args.get("now"),
         )
         return respond(report.to_dict())
@@ -157,11 +192,17 @@ def _admin_routes(router: APIRouter) -> None:
         response_model=PruneOut,
         responses=ADMIN_ONLY,
         tags=["admin"],
-        summary="Delete episodes past retention_days, store-wide (admin keys only)",
+        summary="Delete episodes and sessions past retention_days (admin keys only; dry run by default)",
     )
-    def prune(tenant: AdminTenant, state: State, body: PruneBody | None = None) -> Response:
-        """``{"dry_run", "episodes"}``: episodes deleted (or that would be) by the store's retention."""
-        args = _args(body)
-        dry_run = args.get("dry_run", False)
-        count = state.context(tenant, None, Scope.TENANT.value).prune(args.get("now"), dry_run=dry_run)
-        return respond({"dry_run": dry_run, "episodes": count})
+    def prune(key: AdminKey, state: State, body: PruneBody | None = None) -> Response:
+        """``{"dry_run", "all_tenants", "episodes", "sessions"}``: what the retention deleted (or would).
+
+        An ``admin`` key prunes its own tenant; an ``operator`` key the whole store.
+        """
+        memory = state.context(key.tenant_id, None, Scope.TENANT.value)
+        args = _admin_args(memory, body)
+        dry_run, everyone = args["dry_run"], key.is_operator
+        at = args.get("now")
+        sessions = memory.sessions.prune(at, dry_run=True, all_tenants=everyone)
+        count = memory.prune(at, dry_run=dry_run, all_tenants=everyone)
+        return respond({"dry_run": dry_run, "all_tenants": everyone, "episodes": count, "sessions": sessions})

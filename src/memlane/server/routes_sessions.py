@@ -93,7 +93,7 @@ def sessions_router(max_limit: int) -> APIRouter:
         return wire(operations.search_sessions(memory, body.arguments(), operations.Owner(), "full"))
 
     @router.get(
-        "/sessions/{session_id}",
+        "/sessions/{session_id:path}",  # an id may hold '/' (#22 item 13): routable, not a 404
         response_model=SessionOut,
         responses=_NO_SESSION,
         summary="Get a conversation",
@@ -106,7 +106,7 @@ def sessions_router(max_limit: int) -> APIRouter:
         return wire(session.to_dict())
 
     @router.delete(
-        "/sessions/{session_id}", status_code=204, responses=_NO_SESSION, summary="Delete a conversation"
+        "/sessions/{session_id:path}", status_code=204, responses=_NO_SESSION, summary="Delete a conversation"
     )
     def delete_session(session_id: IdPath, tenant: Tenant, state: State) -> Response:
         """Delete one conversation of the key's tenant (messages and index); 404 if unknown."""

@@ -250,7 +250,9 @@ class CompactReportOut(BaseModel):
 
 
 class PruneOut(BaseModel):
-    """Episodes deleted (or that would be) by the retention."""
+    """Episodes and stored conversations deleted (or that would be) by the retention."""
 
     dry_run: bool
+    all_tenants: bool = Field(description="Store-wide (an operator key) or the key's tenant only.")
     episodes: int
+    sessions: int = Field(description="Stored conversations (by their ended_at).")

@@ -65,7 +65,7 @@ from memlane.models import RecallHit, ScoreBreakdown
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SYSTEM_ROLES, SessionSnippet
 from memlane.sessions.tokens import TokenCounter
-from memlane.validation import check_choice, check_fraction
+from memlane.validation import check_at_least, check_choice, check_fraction
 
 __all__ = [
     "CONTEXT_FOOTER",
@@ -279,14 +279,12 @@ def match_strength(breakdown: ScoreBreakdown) -> float:
 
 
 def check_budget(token_budget: object) -> int:
-    """Return ``token_budget`` if it is an int >= 0 (bools refused).
+    """Return ``token_budget`` if it is an int in 0..:data:`memlane.validation.MAX_COUNT` (bools refused).
 
     Raises:
         ValidationError: anything else.
     """
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
-        raise ValidationError(f"token_budget must be an integer >= 0, got {token_budget!r}")
-    return token_budget
+    return check_at_least(token_budget, "token_budget", 0)
 
 
 def assemble_context(

@@ -35,7 +35,7 @@ from memlane.sessions.context import (
     latest_user_index,
     snippet_item,
 )
-from memlane.sessions.messages import message_text, validate_messages
+from memlane.sessions.messages import MAX_SESSION_MESSAGES, message_text, validate_messages
 from memlane.sessions.models import Message, SessionEpisode, SessionSnippet
 from memlane.sessions.search import SnippetOptions, WindowSource, read_messages, search_windows
 from memlane.sessions.tokens import TokenCounter, resolve_token_counter
@@ -49,12 +49,13 @@ from memlane.stores.sessions_base import (
     WindowInput,
 )
 from memlane.validation import (
+    MAX_QUERY_CHARS,
     check_at_least,
     check_flag,
     check_fraction,
     check_identifier,
     check_limit,
-    check_text,
+    check_query,
     normalize_metadata,
 )
 
@@ -151,8 +152,10 @@ class SessionMemory:
             The whole session as stored (for an append: every message so far).
 
         Raises:
-            ValidationError: a malformed message (the error names its index and field), a bad
-                argument, or an append to another agent's or user's session. Nothing is stored.
+            ValidationError: a malformed message (the error names its index and field), more
+                than :data:`~memlane.sessions.messages.MAX_MESSAGES` messages, an append past
+                :data:`~memlane.sessions.messages.MAX_SESSION_MESSAGES`, a bad argument, or an
+                append to another agent's or user's session. Nothing is stored.
             DuplicateSessionError: the session exists and ``append`` is false. Nothing is stored.
             EmbeddingError: the embedder failed and ``config.embedding_fallback`` is off.
             StoreError: the store failed.
@@ -161,6 +164,8 @@ class SessionMemory:
         session_id = check_identifier(session_id, "session_id")
         owner = self._owner(agent_id, user_id)
         parsed = validate_messages(messages)
+        append = check_flag(append, "append")
+        self._check_session_size(session_id, len(parsed), append=append)
         now = self._ctx.clock.now()
         start = None if started_at is None else ensure_utc(started_at, "started_at")
         end = None if ended_at is None else ensure_utc(ended_at, "ended_at")
@@ -187,10 +192,20 @@ class SessionMemory:
             ],
             embedding_model=None if turns and vectors is None else self._ctx.embedder.model_id,
         )
-        header = self.store.insert_session(write, vectors, append=check_flag(append, "append"))
+        header = self.store.insert_session(write, vectors, append=append)
         if header.message_count == len(parsed):
             return self._episode(header, parsed)
         return self._episode(header, self._messages(header))
+
+    def _check_session_size(self, session_id: str, adding: int, *, append: bool) -> None:
+        """Refuse an append that would take the session past :data:`MAX_SESSION_MESSAGES`."""
+        existing = self.store.get_session(self.tenant_id, session_id) if append else None
+        held = 0 if existing is None else existing.message_count
+        if held + adding > MAX_SESSION_MESSAGES:
+            raise ValidationError(
+                f"session {session_id!r} would hold {held + adding:,} messages; "
+                f"a session holds at most {MAX_SESSION_MESSAGES:,}"
+            )
 
     # -- reading -----------------------------------------------------------------------
 
@@ -357,7 +372,7 @@ class SessionMemory:
         )
         at = self._ctx.now(now)
         recall = RecallQuery(
-            text=check_text(query, "query"),
+            text=check_query(query),
             limit=options.top_k,
             at=at,
             weights=resolve_weights(weights, self._ctx.config.ranking_weights),
@@ -388,19 +403,25 @@ class SessionMemory:
         self._check_open()
         return self.store.delete_session(self.tenant_id, check_identifier(session_id, "session_id"))
 
-    def prune(self, now: datetime | None = None) -> int:
-        """Delete every session (all tenants) whose ``ended_at`` is older than ``retention_days``.
+    def prune(self, now: datetime | None = None, *, dry_run: bool = False, all_tenants: bool = True) -> int:
+        """Delete every session whose ``ended_at`` is older than ``retention_days``.
 
         Args:
             now: Reference time (timezone-aware); default the clock.
+            dry_run: Only count what would be deleted.
+            all_tenants: ``True`` (default): every tenant; ``False``: this tenant only.
 
         Returns:
-            Sessions deleted (0 when the memory's ``retention_days`` is ``None``).
+            Sessions deleted, or that would be (0 when the memory's ``retention_days`` is ``None``).
         """
         self._check_open()
         at = self._ctx.now(now)
+        dry_run, all_tenants = check_flag(dry_run, "dry_run"), check_flag(all_tenants, "all_tenants")
         cutoff = self._retention_cutoff(at)
-        return 0 if cutoff is None else self.store.delete_sessions_ended_before(cutoff)
+        if cutoff is None:
+            return 0
+        tenant = None if all_tenants else self.tenant_id
+        return self.store.delete_sessions_ended_before(cutoff, tenant, dry_run=dry_run)
 
     # -- context -----------------------------------------------------------------------
 
@@ -465,7 +486,7 @@ class SessionMemory:
             (with ``config.embedding_fallback`` on, both searches degrade to keywords instead).
         """
         self._check_open()
-        query = check_text(query, "query")
+        query = check_query(query)
         budget = check_budget(token_budget)
         counter = resolve_token_counter(tokenizer)
         max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
@@ -568,7 +589,7 @@ class SessionMemory:
             text = None if index is None else message_text(parsed[index].raw.get("content"))
             if text is None or not text.strip():
                 raise ValidationError("no user message with text to take the query from; pass query=")
-            query = text
+            query = text[-MAX_QUERY_CHARS:]  # a long message: its end is what was just asked
         block = self.build_context_block(
             query, agent_id=agent_id, user_id=user_id, token_budget=token_budget, **options
         )

@@ -40,6 +40,8 @@ from memlane.validation import check_json_value
 
 __all__ = [
     "CONVERSATION_ROLES",
+    "MAX_MESSAGES",
+    "MAX_SESSION_MESSAGES",
     "ROLES",
     "SYSTEM_ROLES",
     "Message",
@@ -49,6 +51,12 @@ __all__ = [
     "validate_message",
     "validate_messages",
 ]
+
+MAX_MESSAGES = 1_000
+"""Most messages one call may give (``store_session``, ``inject_context``): each turn is embedded
+inside the request, so this bounds a request's work (#22 item 3)."""
+MAX_SESSION_MESSAGES = 20_000
+"""Most messages one stored conversation may hold (appends included)."""
 
 _REQUIRES_CONTENT = frozenset({"system", "developer", "user"})
 
@@ -232,13 +240,19 @@ def validate_messages(messages: object, *, allow_empty: bool = False) -> tuple[M
         The messages as :class:`Message` objects, in order.
 
     Raises:
-        ValidationError: not a list, empty, or a malformed message; the error names the
-            message index and field (``messages[3].tool_call_id is required``).
+        ValidationError: not a list, empty, more than :data:`MAX_MESSAGES`, or a malformed
+            message; the error names the message index and field
+            (``messages[3].tool_call_id is required``).
     """
     if isinstance(messages, (str | bytes, Mapping)) or not isinstance(messages, Sequence):
         raise ValidationError(f"messages must be a list of message objects, got {_type_name(messages)}")
     if not messages and not allow_empty:
         raise ValidationError("messages must not be empty")
+    if len(messages) > MAX_MESSAGES:
+        raise ValidationError(
+            f"messages must hold at most {MAX_MESSAGES:,} messages, got {len(messages):,}; "
+            "store a longer conversation in parts (append)"
+        )
     return tuple(validate_message(m, f"messages[{i}]") for i, m in enumerate(messages))
 
 

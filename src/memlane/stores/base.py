@@ -419,13 +419,16 @@ class Store(Protocol):
         """Yield every episode passing ``flt``, oldest first (``created_at``, then insertion)."""
         ...
 
-    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
-        """Delete every episode (table-wide) with ``created_at < cutoff``; return how many.
+    def delete_created_before(
+        self, cutoff: datetime, keep_importance_from: float | None = None, tenant_id: str | None = None
+    ) -> int:
+        """Delete every episode with ``created_at < cutoff`` (of one tenant, or table-wide); return how many.
 
         Args:
             cutoff: Exclusive bound on ``created_at`` (UTC).
             keep_importance_from: Episodes rated at least this are kept (never-forget);
                 ``None`` = no exemption.
+            tenant_id: Only this tenant's episodes; ``None`` = every tenant.
         """
         ...
 

@@ -299,8 +299,16 @@ class SessionStore(Protocol):
         """Delete a session with its messages and windows; ``False`` if it does not exist."""
         ...
 
-    def delete_sessions_ended_before(self, cutoff: datetime) -> int:
-        """Delete every session (all tenants) with ``ended_at < cutoff``; return how many."""
+    def delete_sessions_ended_before(
+        self, cutoff: datetime, tenant_id: str | None = None, *, dry_run: bool = False
+    ) -> int:
+        """Delete every session with ``ended_at < cutoff``; return how many.
+
+        Args:
+            cutoff: Exclusive bound on ``ended_at`` (UTC).
+            tenant_id: Only this tenant's sessions; ``None`` = every tenant.
+            dry_run: Only count them.
+        """
         ...
 
 

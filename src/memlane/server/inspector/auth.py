@@ -30,7 +30,15 @@ from starlette.requests import Request
 
 from memlane.config.api_keys import ApiKey
 
-__all__ = ["COOKIE_NAME", "SESSION_TTL", "LoginSessions", "Principal", "principal_from_key", "same_origin"]
+__all__ = [
+    "COOKIE_NAME",
+    "MAX_LOGINS_PER_KEY",
+    "SESSION_TTL",
+    "LoginSessions",
+    "Principal",
+    "principal_from_key",
+    "same_origin",
+]
 
 COOKIE_NAME = "memlane_inspector"
 """Name of the login cookie (an opaque session token, never the API key)."""
@@ -39,6 +47,8 @@ SESSION_TTL = 12 * 3600
 """Seconds a login lasts (12 hours)."""
 
 _MAX_SESSIONS = 10_000
+MAX_LOGINS_PER_KEY = 16
+"""Live logins one API key may hold; its own oldest goes beyond that, never another key's (#22 item 10)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +81,8 @@ def principal_from_key(key: ApiKey, *, via_cookie: bool = False) -> Principal:
 class LoginSessions:
     """Browser logins: random token -> principal, in memory, expiring after ``ttl`` seconds.
 
-    Thread-safe. At most 10,000 live logins; the oldest is dropped beyond that.
+    Thread-safe. At most :data:`MAX_LOGINS_PER_KEY` live logins per key (the key's oldest is
+    dropped beyond that, so one key cannot log the others out) and 10,000 in all.
 
     Args:
         ttl: Lifetime of a login in seconds, > 0.
@@ -80,14 +91,24 @@ class LoginSessions:
     def __init__(self, ttl: float = SESSION_TTL) -> None:
         self.ttl = ttl
         self._tokens: OrderedDict[str, tuple[Principal, float]] = OrderedDict()
+        self._by_owner: dict[bytes, OrderedDict[str, None]] = {}  # (one entry per configured key)
         self._lock = threading.Lock()
 
-    def create(self, principal: Principal) -> str:
-        """Remember ``principal`` under a new random token (43 URL-safe characters) and return it."""
+    def create(self, principal: Principal, owner: bytes = b"") -> str:
+        """Remember ``principal`` under a new random token (43 URL-safe characters) and return it.
+
+        Args:
+            principal: Who logged in.
+            owner: The key's digest: the per-key cap counts the logins of one owner.
+        """
         token = secrets.token_urlsafe(32)
         with self._lock:
             self._tokens[token] = (principal, time.monotonic() + self.ttl)
-            while len(self._tokens) > _MAX_SESSIONS:
+            mine = self._by_owner.setdefault(owner, OrderedDict())
+            mine[token] = None
+            while len(mine) > MAX_LOGINS_PER_KEY:
+                self._tokens.pop(mine.popitem(last=False)[0], None)
+            while len(self._tokens) > _MAX_SESSIONS:  # only reachable with many keys
                 self._tokens.popitem(last=False)
         return token
 

@@ -463,21 +463,26 @@ class StatsView:
 
 
 def _bin_start(t: datetime, unit: str) -> datetime:
-    t = t.astimezone(UTC)
+    t = t.astimezone(UTC) if t.utcoffset() else t  # (a stored UTC time needs no conversion)
     day = datetime(t.year, t.month, t.day, tzinfo=UTC)
     if unit == "day":
         return day
     if unit == "week":
-        return day - timedelta(days=day.weekday())
+        return day - timedelta(days=min(day.weekday(), (day - datetime.min.replace(tzinfo=UTC)).days))
     return datetime(t.year, t.month, 1, tzinfo=UTC)
 
 
-def _next_bin(t: datetime, unit: str) -> datetime:
-    if unit == "day":
-        return t + timedelta(days=1)
-    if unit == "week":
-        return t + timedelta(days=7)
-    return datetime(t.year + (t.month == 12), t.month % 12 + 1, 1, tzinfo=UTC)
+def _next_bin(t: datetime, unit: str) -> datetime | None:
+    """The start of the bin after ``t``'s, or ``None`` past year 9999 (a time stored before the
+    instant bounds of :mod:`memlane.clock` existed must not break the page)."""
+    try:
+        if unit == "day":
+            return t + timedelta(days=1)
+        if unit == "week":
+            return t + timedelta(days=7)
+        return datetime(t.year + (t.month == 12), t.month % 12 + 1, 1, tzinfo=UTC)
+    except (OverflowError, ValueError):
+        return None
 
 
 def stats_view(base: EpisodicMemory, tenant: str | None, *, max_bins: int = 60) -> StatsView:
@@ -504,8 +509,8 @@ def stats_view(base: EpisodicMemory, tenant: str | None, *, max_bins: int = 60) 
     days = (hi - lo).days + 1
     unit = "day" if days <= max_bins else "week" if days <= max_bins * 7 else "month"
     starts: list[datetime] = []
-    cursor = _bin_start(lo, unit)
-    while cursor <= hi:
+    cursor: datetime | None = _bin_start(lo, unit)
+    while cursor is not None and cursor <= hi:
         starts.append(cursor)
         cursor = _next_bin(cursor, unit)
     if len(starts) > max_bins * 3:  # very long spans: one bin per year's month would still fit

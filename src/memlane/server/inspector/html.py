@@ -12,6 +12,8 @@ import html
 from collections.abc import Iterable, Mapping
 from urllib.parse import quote, urlencode
 
+from memlane.validation import show_bidi_controls
+
 __all__ = ["Html", "el", "esc", "join", "url"]
 
 _VOID = frozenset({"br", "hr", "img", "input", "link", "meta", "col"})
@@ -24,10 +26,14 @@ class Html(str):
 
 
 def esc(value: object) -> Html:
-    """Escape ``value`` as HTML text (``&<>"'``); :class:`Html` passes through unchanged."""
+    """Escape ``value`` as HTML text (``&<>"'``); :class:`Html` passes through unchanged.
+
+    Bidi embedding/override/isolate controls are shown as ``<U+202E>``
+    (:func:`memlane.validation.show_bidi_controls`), so stored text cannot reorder a label.
+    """
     if isinstance(value, Html):
         return value
-    return Html(html.escape(str(value), quote=True))
+    return Html(html.escape(show_bidi_controls(str(value)), quote=True))
 
 
 def _children(children: Iterable[object]) -> Iterable[Html]:

@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from memlane import PRESETS, EpisodeNotFoundError, EpisodicMemory, MemlaneError, ValidationError
+from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
 from memlane.server.inspector import data, pages, pages_sessions, pages_stats
 from memlane.server.inspector.auth import (
@@ -31,10 +32,14 @@ from memlane.server.inspector.auth import (
 )
 from memlane.server.inspector.html import Html
 from memlane.server.inspector.layout import PREFIX, View
+from memlane.server.inspector.throttle import KeyFailures, client_address
 
 __all__ = ["InspectorState", "create_inspector_app", "install_inspector"]
 
 logger = logging.getLogger(__name__)
+
+ErrorDescriber = Callable[[MemlaneError, str], tuple[int, str]]
+"""``(error, where) -> (status, message)``: what an error page shows for a memlane error."""
 
 _SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -60,6 +65,10 @@ class InspectorState:
         local_admin: Everyone who reaches the app is an admin (``memlane inspect``).
         max_limit: Largest number of search hits.
         logins: Browser login sessions.
+        failures: Unknown keys per client address (shared with ``/v1``: one back-off).
+        describe: The status and the text an error page shows for a memlane error (served: the
+            API's :func:`memlane.server.errors.public_error`, no internals; the keyless local
+            inspector shows the error itself to its one user).
     """
 
     memory: Callable[[], EpisodicMemory]
@@ -67,6 +76,14 @@ class InspectorState:
     local_admin: bool
     max_limit: int
     logins: LoginSessions = field(default_factory=LoginSessions)
+    failures: KeyFailures = field(default_factory=KeyFailures)
+    describe: ErrorDescriber = field(default=lambda exc, where: _describe_locally(exc, where))
+
+
+def _describe_locally(exc: MemlaneError, where: str) -> tuple[int, str]:
+    """The keyless local inspector's error text: the error itself (its one user runs the store)."""
+    logger.warning("%s: %s", where, exc)
+    return 503, f"{type(exc).__name__}: {exc}"
 
 
 class _ProblemError(Exception):
@@ -100,12 +117,29 @@ def _principal(request: Request, state: InspectorState) -> Principal | None:
         return None
     presented = _presented_key(request)
     if presented is not None:
-        key = state.settings.api_key_for(presented)
+        key = _known_key(request, state, presented)
         if key is None:
             raise _ProblemError(401, "invalid API key")
         return principal_from_key(key)
     token = request.cookies.get(COOKIE_NAME)
     return None if token is None else state.logins.get(token)
+
+
+def _known_key(request: Request, state: InspectorState, presented: str) -> ApiKey | None:
+    """The configured key ``presented`` is, or ``None`` (counted as a failure of the client).
+
+    Raises:
+        _ProblemError: 429, the client presented too many unknown keys lately.
+    """
+    assert state.settings is not None
+    client = client_address(request)
+    refusal = state.failures.refusal(client)
+    if refusal is not None:
+        raise _ProblemError(429, refusal[1])
+    key = state.settings.api_key_for(presented)
+    if key is None:
+        state.failures.failed(client)
+    return key
 
 
 def _view_tenant(who: Principal, requested: str | None) -> str | None:
@@ -190,9 +224,9 @@ def _run(request: Request, render: Callable[[InspectorState, EpisodicMemory, Vie
         return _html(pages.error_page(view, 404, str(exc)), 404)
     except ValidationError as exc:
         return _html(pages.error_page(view, 422, str(exc)), 422)
-    except MemlaneError as exc:
-        logger.warning("inspector: %s", exc)
-        return _html(pages.error_page(view, 503, f"{type(exc).__name__}: {exc}"), 503)
+    except MemlaneError as exc:  # internals (a path, a connection URL) are logged, never shown
+        status, message = state.describe(exc, f"inspector {request.url.path}")
+        return _html(pages.error_page(view, status, message), status)
 
 
 def _quote(target: str) -> str:
@@ -327,13 +361,19 @@ async def login(request: Request) -> Response:
         return _html(pages.error_page(None, 403, "cross-site login refused"), 403)
     if state.local_admin or state.settings is None:
         return RedirectResponse(PREFIX, status_code=303)
-    form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
+    try:
+        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
+    except ValueError:  # more fields than a login form has (#22 item 11)
+        return _html(pages.error_page(None, 400, "the login form has too many fields"), 400)
     presented = (form.get("key") or [""])[0].strip()
     next_url = _safe_next((form.get("next") or [""])[0])
-    key = state.settings.api_key_for(presented) if presented else None
+    try:
+        key = _known_key(request, state, presented) if presented else None
+    except _ProblemError as exc:
+        return _html(pages.login_page(exc.message, next_url), exc.status)
     if key is None:
         return _html(pages.login_page("Unknown API key.", next_url), 401)
-    token = state.logins.create(principal_from_key(key, via_cookie=True))
+    token = state.logins.create(principal_from_key(key, via_cookie=True), owner=key.digest)
     response = RedirectResponse(next_url, status_code=303)
     response.set_cookie(
         COOKIE_NAME,
@@ -377,6 +417,8 @@ def install_inspector(
     settings: ServerSettings,
     *,
     max_limit: int,
+    failures: KeyFailures | None = None,
+    describe: ErrorDescriber | None = None,
 ) -> None:
     """Mount the inspector under ``/inspect`` on an API app (``memlane serve``).
 
@@ -385,8 +427,13 @@ def install_inspector(
         memory: Returns the app's running memory.
         settings: API keys (with roles) that may log in.
         max_limit: Largest number of search hits.
+        failures: The API's count of unknown keys per address, to share its back-off.
+        describe: How an error page describes a memlane error (default: the error itself).
     """
-    app.state.memlane_inspector = InspectorState(memory, settings, False, max_limit)
+    state = InspectorState(memory, settings, False, max_limit, failures=failures or KeyFailures())
+    if describe is not None:
+        state.describe = describe
+    app.state.memlane_inspector = state
     app.include_router(router)
 
 

@@ -121,14 +121,23 @@ def archive_merged(cur: Cursor, t: sql.Composed, merge: MergeInto) -> None:
 
 
 def delete_created_before(
-    cur: Cursor, t: sql.Composed, cutoff: datetime, keep_importance_from: float | None
+    cur: Cursor,
+    t: sql.Composed,
+    cutoff: datetime,
+    keep_importance_from: float | None,
+    tenant_id: str | None = None,
 ) -> int:
-    """Delete every episode with ``created_at < cutoff`` (never-forget ones kept); return how many."""
-    condition = sql.SQL("created_at < %s")
+    """Delete every episode with ``created_at < cutoff`` (never-forget ones kept; of ``tenant_id``
+    only unless ``None``); return how many."""
+    conditions = [sql.SQL("created_at < %s")]
     params: list[Any] = [cutoff]
     if keep_importance_from is not None:
-        condition = sql.SQL("created_at < %s AND (importance IS NULL OR importance < %s)")
+        conditions.append(sql.SQL("(importance IS NULL OR importance < %s)"))
         params.append(keep_importance_from)
+    if tenant_id is not None:
+        conditions.append(sql.SQL("tenant_id = %s"))
+        params.append(tenant_id)
+    condition = sql.SQL(" AND ").join(conditions)
     cur.execute(sql.SQL("DELETE FROM {t} WHERE {c}").format(t=t, c=condition), params, prepare=False)
     return int(cur.rowcount)
 

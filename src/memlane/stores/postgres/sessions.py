@@ -163,14 +163,22 @@ class PostgresSessionStore(SessionStoreBase):
             )
             return cur.rowcount > 0
 
-    def delete_sessions_ended_before(self, cutoff: datetime) -> int:
-        """Delete every session (all tenants) with ``ended_at < cutoff``; return how many."""
+    def delete_sessions_ended_before(
+        self, cutoff: datetime, tenant_id: str | None = None, *, dry_run: bool = False
+    ) -> int:
+        """Delete (or count, with ``dry_run``) every session of ``tenant_id`` (``None``: all tenants)
+        with ``ended_at < cutoff``; return how many."""
+        condition = sql.SQL("ended_at < %s")
+        params: list[Any] = [cutoff]
+        if tenant_id is not None:
+            condition = sql.SQL("ended_at < %s AND tenant_id = %s")
+            params.append(tenant_id)
+        statement = sql.SQL("SELECT count(*) FROM {t} WHERE {c}" if dry_run else "DELETE FROM {t} WHERE {c}")
         with self._store.transaction("delete_sessions_ended_before") as cur:
-            cur.execute(
-                sql.SQL("DELETE FROM {t} WHERE ended_at < %s").format(t=self._sessions),
-                (cutoff,),
-                prepare=False,
-            )
+            cur.execute(statement.format(t=self._sessions, c=condition), params, prepare=False)
+            if dry_run:
+                row = cur.fetchone()
+                return int(row[0]) if row else 0
             return int(cur.rowcount)
 
     # -- reads -------------------------------------------------------------------------

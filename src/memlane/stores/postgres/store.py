@@ -263,14 +263,16 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             self._retrievals.put_back(pending)
             raise
 
-    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
-        """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
+    def delete_created_before(
+        self, cutoff: datetime, keep_importance_from: float | None = None, tenant_id: str | None = None
+    ) -> int:
+        """Delete every episode with ``created_at < cutoff`` (of ``tenant_id``, or all); return the count.
 
         One indexed range ``DELETE`` (``ix_memlane_episodes_time``); tags live in the same row.
         Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
         """
         with self._transaction("delete_created_before") as cur:
-            return lifecycle.delete_created_before(cur, self._t, cutoff, keep_importance_from)
+            return lifecycle.delete_created_before(cur, self._t, cutoff, keep_importance_from, tenant_id)
 
     def archive(self, episode_ids: Sequence[str], at: datetime) -> int:
         """Set ``archived_at`` on the given not-yet-archived episodes in one ``UPDATE``; return how many."""

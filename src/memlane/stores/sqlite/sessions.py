@@ -145,17 +145,22 @@ class SQLiteSessionStore(SessionStoreBase):
             self._delete_keys(conn, [int(row[0])])
         return True
 
-    def delete_sessions_ended_before(self, cutoff: datetime) -> int:
-        """Delete every session (all tenants) with ``ended_at < cutoff``; return how many."""
+    def delete_sessions_ended_before(
+        self, cutoff: datetime, tenant_id: str | None = None, *, dry_run: bool = False
+    ) -> int:
+        """Delete (or count, with ``dry_run``) every session of ``tenant_id`` (``None``: all tenants)
+        with ``ended_at < cutoff``; return how many."""
+        condition = "ended_at_us < ?"
+        params: list[object] = [to_us(cutoff)]
+        if tenant_id is not None:
+            condition += " AND tenant_id = ?"
+            params.append(tenant_id)
         with (
             self._store.translate_errors("delete_sessions_ended_before"),
             self._store.write_transaction() as conn,
         ):
-            keys = [
-                int(r[0])
-                for r in conn.execute("SELECT seq FROM sessions WHERE ended_at_us < ?", (to_us(cutoff),))
-            ]
-            if keys:
+            keys = [int(r[0]) for r in conn.execute(f"SELECT seq FROM sessions WHERE {condition}", params)]
+            if keys and not dry_run:
                 self._delete_keys(conn, keys)
         return len(keys)
 

@@ -296,14 +296,19 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 ) from cause
             raise
 
-    def delete_created_before(self, cutoff: datetime, keep_importance_from: float | None = None) -> int:
-        """Delete every episode with ``created_at < cutoff`` (all tenants); return the count.
+    def delete_created_before(
+        self, cutoff: datetime, keep_importance_from: float | None = None, tenant_id: str | None = None
+    ) -> int:
+        """Delete every episode with ``created_at < cutoff`` (of ``tenant_id``, or all); return the count.
 
         One indexed range delete (``ix_episodes_time``) plus its tag rows, in one transaction.
         Episodes rated ``>= keep_importance_from`` (never-forget) are kept.
         """
         condition = "created_at_us < ?"
         params: list[Any] = [to_us(cutoff)]
+        if tenant_id is not None:
+            condition += " AND tenant_id = ?"
+            params.append(tenant_id)
         if keep_importance_from is not None:
             condition += " AND (importance IS NULL OR importance < ?)"
             params.append(keep_importance_from)
