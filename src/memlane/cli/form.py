@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from memlane import EpisodicMemory
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, truncate_words
 from memlane.errors import FormationError
-from memlane.formation import OpenAICompatibleLLM, form_episodes
-from memlane.formation.llm import ResponseFormat
 from memlane.models import Episode, Scope
+
+if TYPE_CHECKING:  # formation is imported by the command that runs it
+    from memlane import EpisodicMemory
+    from memlane.formation.llm import ResponseFormat
 
 __all__ = ["form"]
 
@@ -158,6 +160,8 @@ def form(  # noqa: PLR0913  (a click command: one parameter per option)
         if state.json_output:
             echo_json([])
         return
+    from memlane.formation import OpenAICompatibleLLM, form_episodes
+
     llm = None
     if llm_model is not None:
         llm = OpenAICompatibleLLM(

@@ -5,18 +5,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from memlane import EpisodeInput, EpisodicMemory
+from memlane import EpisodeInput
 from memlane.cli.app import CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json
 from memlane.errors import DuplicateEpisodeError, ValidationError
+
+if TYPE_CHECKING:
+    from memlane import EpisodicMemory
 
 __all__ = ["IngestReport", "count_episode_lines", "export", "ingest", "ingest_stream"]
 

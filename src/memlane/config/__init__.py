@@ -25,6 +25,7 @@ from memlane.models import Scope
 __all__ = [
     "DEFAULT_COMPACT_SIMILARITY",
     "DEFAULT_DB_PATH",
+    "DEFAULT_REEMBED_BATCH_SIZE",
     "MemoryConfig",
     "config_path_from_env",
     "database_from_env",
@@ -36,6 +37,10 @@ DEFAULT_DB_PATH = "memlane.db"
 DEFAULT_COMPACT_SIMILARITY = 0.95
 """Cosine above which :meth:`memlane.EpisodicMemory.compact` merges episodes, unless told otherwise
 (every interface's default: Python, CLI, HTTP)."""
+
+DEFAULT_REEMBED_BATCH_SIZE = 256
+"""Texts :func:`memlane.lifecycle.reembed.reembed` embeds and commits per batch, unless told otherwise
+(its default and ``memlane reembed --batch-size``'s)."""
 
 
 @lru_cache(maxsize=64)
