@@ -52,7 +52,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "starts", "version": "0"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "starts", "version": "0"},
+    },
 }
 FIRST_RECALL = """
 import json, sys, time
@@ -131,7 +135,9 @@ def _free_port() -> int:
         return port
 
 
-def _until_answered(args: list[str], env: dict[str, str], work: Path, request: Callable[[int], bool]) -> dict[str, float]:
+def _until_answered(
+    args: list[str], env: dict[str, str], work: Path, request: Callable[[int], bool]
+) -> dict[str, float]:
     """Start a server on a free port; seconds until ``request(port)`` is true (polled every 10 ms)."""
     port = _free_port()
     start = time.perf_counter()
@@ -158,7 +164,10 @@ def http_health(env: dict[str, str], work: Path) -> dict[str, float]:
     """Seconds from starting ``memlane serve`` to its first ``GET /health`` 200."""
     args = [sys.executable, "-m", "memlane", "--config", "memlane.yaml", "serve", "--log-level", "warning"]
     return _until_answered(
-        args, env, work, lambda port: httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+        args,
+        env,
+        work,
+        lambda port: httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200,
     )
 
 
@@ -177,7 +186,12 @@ def mcp_http(env: dict[str, str], work: Path) -> dict[str, float]:
 def first_recall(env: dict[str, str], work: Path) -> dict[str, float]:
     """The first and second ``recall_episodes(query)`` of a fresh process (the first loads the model)."""
     done = subprocess.run(
-        [sys.executable, "-c", FIRST_RECALL, "bench.db"], env=env, cwd=work, capture_output=True, text=True, check=True
+        [sys.executable, "-c", FIRST_RECALL, "bench.db"],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     figures: dict[str, float] = json.loads(done.stdout)
     return figures
@@ -198,12 +212,28 @@ CASES: dict[str, Measure] = {
 def prepare(work: Path) -> None:
     """A small database made with the bundled model, and a server configuration with one key."""
     (work / "memlane.yaml").write_text(
-        f"memory:\n  path: bench.db\nserver:\n  host: 127.0.0.1\n  api_keys:\n    '{hash_api_key(KEY)}': bench\n",
+        "memory:\n  path: bench.db\nserver:\n  host: 127.0.0.1\n"
+        f"  api_keys:\n    '{hash_api_key(KEY)}': bench\n",
         encoding="utf-8",
     )
-    for content in ("User prefers window seats", "Invoice 4471 was paid on Monday", "Deploys go out on Fridays"):
+    for content in (
+        "User prefers window seats",
+        "Invoice 4471 was paid on Monday",
+        "Deploys go out on Fridays",
+    ):
         subprocess.run(
-            [sys.executable, "-m", "memlane", "--db", "bench.db", "--tenant", "bench", "remember", "note", content],
+            [
+                sys.executable,
+                "-m",
+                "memlane",
+                "--db",
+                "bench.db",
+                "--tenant",
+                "bench",
+                "remember",
+                "note",
+                content,
+            ],
             env=env_for(None),
             cwd=work,
             capture_output=True,
@@ -213,7 +243,8 @@ def prepare(work: Path) -> None:
 
 def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     return {
-        key: {"median": statistics.median(r[key] for r in runs), "min": min(r[key] for r in runs)} for key in runs[0]
+        key: {"median": statistics.median(r[key] for r in runs), "min": min(r[key] for r in runs)}
+        for key in runs[0]
     }
 
 
@@ -244,7 +275,8 @@ def to_markdown(document: dict[str, Any]) -> str:
         "# Starts (benchmarks/starts.py)",
         "",
         f"Fresh processes, {document['repeat']} runs each, interleaved; median (min) seconds. "
-        f"{document['machine']}; load average at start {document['load_average']}. Command: `{document['command']}`.",
+        f"{document['machine']}; load average at start {document['load_average']}. "
+        f"Command: `{document['command']}`.",
         "",
         "| | " + " | ".join(f"{t} wall | {t} CPU" for t in trees) + " |",
         "|---|" + "---:|---:|" * len(trees),
@@ -254,7 +286,9 @@ def to_markdown(document: dict[str, Any]) -> str:
         for tree in trees:
             figures = per_tree[tree]
             for key in ("wall_s", "cpu_s"):
-                cells.append(f"{figures[key]['median']:.3f} ({figures[key]['min']:.3f})" if key in figures else "")
+                cells.append(
+                    f"{figures[key]['median']:.3f} ({figures[key]['min']:.3f})" if key in figures else ""
+                )
         if "first_recall_s" in per_tree[trees[0]]:
             cells = []
             for tree in trees:
@@ -271,10 +305,16 @@ def to_markdown(document: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--baseline-src", default=None, help="a source tree to compare with (its src/ directory)")
-    parser.add_argument("--only", nargs="*", default=None, help="run only cases whose name contains one of these")
+    parser.add_argument(
+        "--baseline-src", default=None, help="a source tree to compare with (its src/ directory)"
+    )
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="run only cases whose name contains one of these"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     results = measure(args.repeat, args.baseline_src, args.only)
