@@ -211,6 +211,8 @@ def ingest(ctx: click.Context, state: CliState, file: BinaryIO, batch_size: int)
             on_reject=lambda n, reason: _print_rejection(progress.console, n, reason),
             on_progress=lambda done: progress.update(task, completed=done),
         )
+    if report.stored:
+        memory.optimize()  # the indexes are built here, at write time, not by the first recall
     if state.json_output:
         echo_json(
             {
