@@ -10,7 +10,10 @@ median and the minimum (the minimum is the least disturbed run on a shared machi
 * ``memlane mcp --transport streamable-http``: to the first answered ``initialize`` POST;
 * ``memlane serve``: to the first answered ``GET /health``;
 * in Python: the first ``recall_episodes(query)`` of a fresh process (the bundled model loads) and
-  the second one.
+  the second one;
+* the first vector search of a fresh process over a store just bulk-loaded with ``--bulk-rows``
+  random 384-d vectors (above the 50,000-row ANN threshold; no ``<db>.vectors``/``<db>.ivf`` yet),
+  and, where the tree has it, ``store.optimize()`` followed by the first search of another process.
 
 Wall seconds, and CPU seconds (user + system of the child) where the child exits by itself.
 With ``--baseline-src DIR`` (e.g. the main branch's ``src``) every figure is also measured with
@@ -66,6 +69,26 @@ with EpisodicMemory.open(sys.argv[1], tenant_id="bench", session_id="s") as memo
     t1 = time.perf_counter(); memory.recall_episodes("which invoice was paid?")
     t2 = time.perf_counter()
 print(json.dumps({"first_recall_s": t1 - t0, "second_recall_s": t2 - t1}))
+"""
+
+BULK_RECALL = """
+import json, sys, time
+import numpy as np
+from memlane.stores.base import EpisodeFilter
+from memlane.stores.sqlite import SQLiteStore
+query = np.random.default_rng(1).normal(size=384).astype(np.float32)
+query /= np.linalg.norm(query)
+out = {}
+store = SQLiteStore(sys.argv[1])
+if sys.argv[2] == "optimize":
+    if not hasattr(store, "optimize"):
+        print(json.dumps(out)); raise SystemExit
+    t0 = time.perf_counter(); store.optimize(); out["optimize_s"] = time.perf_counter() - t0
+    store.close(); store = SQLiteStore(sys.argv[1])
+t0 = time.perf_counter(); store.vector_candidates(EpisodeFilter(), query, 100)
+t1 = time.perf_counter(); store.vector_candidates(EpisodeFilter(), query, 100)
+out.update(first_search_s=t1 - t0, second_search_s=time.perf_counter() - t1)
+print(json.dumps(out))
 """
 
 Measure = Callable[[dict[str, str], Path], dict[str, float]]
@@ -183,18 +206,25 @@ def mcp_http(env: dict[str, str], work: Path) -> dict[str, float]:
     return _until_answered(args, env, work, initialized)
 
 
-def first_recall(env: dict[str, str], work: Path) -> dict[str, float]:
-    """The first and second ``recall_episodes(query)`` of a fresh process (the first loads the model)."""
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_RECALL, "bench.db"],
-        env=env,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    figures: dict[str, float] = json.loads(done.stdout)
-    return figures
+def in_process(script: str, *args: str, fresh_bulk: bool = False) -> Measure:
+    """A case that runs ``script`` in a child and reads the figures it prints as JSON."""
+
+    def run(env: dict[str, str], work: Path) -> dict[str, float]:
+        if fresh_bulk:  # the state right after a bulk load: no sidecar, no ANN lists
+            for suffix in (".vectors", ".ivf", ".vectors.lock", ".ivf.lock"):
+                (work / f"bulk.db{suffix}").unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        figures: dict[str, float] = json.loads(done.stdout)
+        return figures
+
+    return run
 
 
 CASES: dict[str, Measure] = {
@@ -205,8 +235,49 @@ CASES: dict[str, Measure] = {
     "memlane mcp: initialize (stdio)": mcp_stdio,
     "memlane mcp: initialize (streamable HTTP)": mcp_http,
     "memlane serve: GET /health": http_health,
-    "first recall_episodes in a process": first_recall,
+    "first recall_episodes in a process": in_process(FIRST_RECALL, "bench.db"),
+    "first vector search after a bulk load": in_process(BULK_RECALL, "bulk.db", "search", fresh_bulk=True),
+    "optimize() after a bulk load, then a search": in_process(
+        BULK_RECALL, "bulk.db", "optimize", fresh_bulk=True
+    ),
 }
+
+
+def bulk_load(work: Path, rows: int) -> None:
+    """``bulk.db``: ``rows`` episodes with random unit 384-d vectors, inserted in batches of 5,000."""
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+
+    from memlane.models import Episode
+    from memlane.stores.sqlite import SQLiteStore
+
+    rng = np.random.default_rng(0)
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    store = SQLiteStore(work / "bulk.db", vector_sidecar=False)
+    store.bind_embedding_model("random-384", 384)
+    for first in range(0, rows, 5000):
+        n = min(5000, rows - first)
+        vectors = rng.normal(size=(n, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        at = [t0 + timedelta(seconds=first + i) for i in range(n)]
+        episodes = [
+            Episode(
+                id=f"{first + i:032x}",
+                tenant_id="bench",
+                session_id=f"s{(first + i) % 50}",
+                event_type="turn",
+                content=f"turn {first + i}",
+                tags=(),
+                importance=None,
+                created_at=at[i],
+                valid_from=at[i],
+                recorded_at=at[i],
+            )
+            for i in range(n)
+        ]
+        store.insert(episodes, vectors)
+    store.close()
 
 
 def prepare(work: Path) -> None:
@@ -248,13 +319,15 @@ def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     }
 
 
-def measure(repeat: int, baseline_src: str | None, only: list[str] | None) -> dict[str, Any]:
+def measure(repeat: int, baseline_src: str | None, only: list[str] | None, bulk_rows: int) -> dict[str, Any]:
     """Run every case ``repeat`` times per source tree, interleaved; the summary per case and tree."""
     trees = {"this": None} if baseline_src is None else {"baseline": baseline_src, "this": None}
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="memlane-starts-") as tmp:
         work = Path(tmp)
         prepare(work)
+        if not only or any("bulk" in o for o in only):
+            bulk_load(work, bulk_rows)
         for name, case in CASES.items():
             if only and not any(o in name for o in only):
                 continue
@@ -264,7 +337,7 @@ def measure(repeat: int, baseline_src: str | None, only: list[str] | None) -> di
                 order = list(trees) if i % 2 == 0 else list(reversed(trees))
                 for tree in order:
                     runs[tree].append(case(env_for(trees[tree]), work))
-            results[name] = {tree: summarise(r) for tree, r in runs.items()}
+            results[name] = {tree: summarise(r) for tree, r in runs.items() if r and r[0]}
             print(name, json.dumps(results[name]), flush=True)
     return results
 
@@ -274,31 +347,29 @@ def to_markdown(document: dict[str, Any]) -> str:
     lines = [
         "# Starts (benchmarks/starts.py)",
         "",
-        f"Fresh processes, {document['repeat']} runs each, interleaved; median (min) seconds. "
-        f"{document['machine']}; load average at start {document['load_average']}. "
-        f"Command: `{document['command']}`.",
+        f"Fresh processes, {document['repeat']} runs each, the trees interleaved run by run; median (min) "
+        f"seconds. {document['machine']}; load average at start {document['load_average']} (other work on "
+        f"the machine). Command: `{document['command']}`.",
         "",
-        "| | " + " | ".join(f"{t} wall | {t} CPU" for t in trees) + " |",
-        "|---|" + "---:|---:|" * len(trees),
+        "| case | " + " | ".join(trees) + " |",
+        "|---|" + "---|" * len(trees),
     ]
     for name, per_tree in document["results"].items():
-        cells = []
-        for tree in trees:
-            figures = per_tree[tree]
-            for key in ("wall_s", "cpu_s"):
-                cells.append(
-                    f"{figures[key]['median']:.3f} ({figures[key]['min']:.3f})" if key in figures else ""
-                )
-        if "first_recall_s" in per_tree[trees[0]]:
-            cells = []
-            for tree in trees:
-                first, second = per_tree[tree]["first_recall_s"], per_tree[tree]["second_recall_s"]
-                cells += [f"first {first['median']:.3f} ({first['min']:.3f})", f"then {second['median']:.3f}"]
+        cells = [
+            "; ".join(
+                f"{key.removesuffix('_s').replace('_', ' ')} {value['median']:.3f} ({value['min']:.3f})"
+                for key, value in per_tree.get(tree, {}).items()
+            )
+            or "(not in this tree)"
+            for tree in trees
+        ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "CPU = user + system seconds of the child until it answered (servers) or exited. `baseline` is the "
-        "source tree given by `--baseline-src`, measured in the same run.",
+        "wall = from the process start to its exit, or to the answer (servers); cpu = user + system seconds "
+        "of "
+        "the child by then. In-process figures (first recall, bulk cases) are timed inside the child. "
+        "`baseline` is the source tree given by `--baseline-src`, measured in the same run.",
         "",
     ]
     return "\n".join(lines)
@@ -315,9 +386,10 @@ def main() -> None:
     parser.add_argument(
         "--only", nargs="*", default=None, help="run only cases whose name contains one of these"
     )
+    parser.add_argument("--bulk-rows", type=int, default=60_000, help="rows of the bulk-load cases")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
-    results = measure(args.repeat, args.baseline_src, args.only)
+    results = measure(args.repeat, args.baseline_src, args.only, args.bulk_rows)
     document = {
         "command": " ".join(["benchmarks/starts.py", *sys.argv[1:]]),
         "memlane": __version__,
