@@ -8,8 +8,8 @@ one tenant + one session):
   path in batches of 1,000 (validation, embedder call, vector checks, one store
   transaction per batch), plus the raw ``store.insert`` rate of the same episodes and
   vectors into a second, fresh store.
-* **first recall after ingest**: builds and saves what a long-lived process builds once (the
-  vector sidecar; above the ANN threshold, the IVF index);
+* **first recall after ingest**: after ``store.optimize()`` (timed on its own: it builds and saves
+  the vector sidecar and, above the ANN threshold, the IVF index, which a recall never trains);
 * **cold start**: a new store object on the indexed data: open + the first recall.
 * **recall**: p50/p95/p99 of ``recall_episodes(query, limit=10)`` end to end (argument
   validation, filter, exact cosine in numpy, three-factor ranking, fetching the
@@ -667,9 +667,12 @@ def run_size(
         )
         gc.collect()
         episodes, ingest_figures = ingest(_memory(store, embedder), data, floor)
-        # The first recall after the ingest builds what a long-lived process builds once (the ANN
-        # index above its threshold, the vector sidecar) and saves it beside the database; the
+        # optimize() builds what a long-lived process builds once (the ANN index above its
+        # threshold, the vector sidecar) and saves it beside the database, off the recall path; the
         # cold start below then measures a process opening an already-indexed store.
+        t0 = time.perf_counter_ns()
+        store.optimize()
+        ingest_figures["optimize_after_ingest_ms"] = (time.perf_counter_ns() - t0) / 1e6
         t0 = time.perf_counter_ns()
         _memory(store, embedder).recall_episodes(data.query_texts[0], limit=LIMIT)
         ingest_figures["first_recall_after_ingest_ms"] = (time.perf_counter_ns() - t0) / 1e6

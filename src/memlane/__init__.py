@@ -12,48 +12,67 @@ Quick use::
 
 from typing import TYPE_CHECKING
 
-from memlane.clock import Clock, FrozenClock, SystemClock
-from memlane.config import MemoryConfig
-from memlane.config.profile import PRESETS, RankingWeights
-from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
-from memlane.errors import (
-    ConfigError,
-    DuplicateEpisodeError,
-    DuplicateSessionError,
-    EmbedderUnavailableError,
-    EmbeddingError,
-    EmbeddingModelMismatchError,
-    EpisodeNotFoundError,
-    MemlaneError,
-    SchemaVersionError,
-    StoreClosedError,
-    StoreError,
-    ValidationError,
-)
-from memlane.memory import EpisodeInput, EpisodicMemory
-from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
-from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
-from memlane.stores import EpisodeFilter, Store, StoreStats
-from memlane.stores.sqlite import SQLiteStore
+from memlane.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from memlane.aio import AsyncEpisodicMemory, AsyncSessionMemory
+    from memlane.clock import Clock, FrozenClock, SystemClock
+    from memlane.config import MemoryConfig
+    from memlane.config.profile import PRESETS, RankingWeights
+    from memlane.embeddings import Embedder, LocalEmbedder, OpenAIEmbedder
+    from memlane.errors import (
+        ConfigError,
+        DuplicateEpisodeError,
+        DuplicateSessionError,
+        EmbedderUnavailableError,
+        EmbeddingError,
+        EmbeddingModelMismatchError,
+        EpisodeNotFoundError,
+        MemlaneError,
+        SchemaVersionError,
+        StoreClosedError,
+        StoreError,
+        ValidationError,
+    )
+    from memlane.memory import EpisodeInput, EpisodicMemory
+    from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
+    from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
+    from memlane.stores import EpisodeFilter, Store, StoreStats
+    from memlane.stores.sqlite import SQLiteStore
 
 __version__ = "0.1.0"
 
-_LAZY = {"AsyncEpisodicMemory": "memlane.aio", "AsyncSessionMemory": "memlane.aio"}
-"""Public names imported on first use, so ``import memlane`` does not import asyncio."""
-
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'memlane' has no attribute {name!r}")
-
+_HOMES: dict[str, tuple[str, ...]] = {
+    "memlane.aio": ("AsyncEpisodicMemory", "AsyncSessionMemory"),
+    "memlane.clock": ("Clock", "FrozenClock", "SystemClock"),
+    "memlane.config": ("MemoryConfig",),
+    "memlane.config.profile": ("PRESETS", "RankingWeights"),
+    "memlane.embeddings": ("Embedder", "LocalEmbedder", "OpenAIEmbedder"),
+    "memlane.errors": (
+        "ConfigError",
+        "DuplicateEpisodeError",
+        "DuplicateSessionError",
+        "EmbedderUnavailableError",
+        "EmbeddingError",
+        "EmbeddingModelMismatchError",
+        "EpisodeNotFoundError",
+        "MemlaneError",
+        "SchemaVersionError",
+        "StoreClosedError",
+        "StoreError",
+        "ValidationError",
+    ),
+    "memlane.episode_input": ("EpisodeInput",),
+    "memlane.memory": ("EpisodicMemory",),
+    "memlane.models": ("Contradiction", "Episode", "RecallHit", "Scope", "ScoreBreakdown"),
+    "memlane.sessions": ("Message", "SessionEpisode", "SessionMemory", "SessionSnippet", "ToolCall"),
+    "memlane.stores": ("EpisodeFilter", "Store", "StoreStats"),
+    "memlane.stores.sqlite": ("SQLiteStore",),
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _HOMES)
+"""Every public name is imported from its home on first use (PEP 562), so ``import memlane`` (and
+every ``memlane.<module>`` import, which runs this file first) costs nothing: ``memlane --help``
+and a structured lookup never import numpy, onnxruntime or the recall pipeline they do not use."""
 
 __all__ = [
     "PRESETS",

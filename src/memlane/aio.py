@@ -460,6 +460,7 @@ class AsyncEpisodicMemory(_AsyncTwin[EpisodicMemory]):
     forget = _delegate(EpisodicMemory.forget)
     compact = _delegate(EpisodicMemory.compact)
     end_session = _delegate(EpisodicMemory.end_session)
+    optimize = _delegate(EpisodicMemory.optimize)
 
     async def iter_episodes(
         self,

@@ -9,11 +9,14 @@ an embedder, and the backends never import each other or their common package's 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlane.config.file import EpisodicSettings, StoreSettings, is_postgres_url
-from memlane.embeddings.base import Embedder
 from memlane.errors import ConfigError
-from memlane.stores.base import Store
+
+if TYPE_CHECKING:  # the parts are imported when built, so reading settings imports no backend
+    from memlane.embeddings.base import Embedder
+    from memlane.stores.base import Store
 
 __all__ = ["build_embedder", "build_store", "open_store"]
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from memlane.clock import ensure_utc
 from memlane.errors import ValidationError
 from memlane.importance import AUTO_IMPORTANCE, estimate_importance
@@ -62,6 +60,8 @@ def new_episode_ids(n: int) -> list[str]:
     """
     if n <= 0:
         return []
+    import numpy as np  # lazily: parsing episode inputs (``memlane ingest``'s lines) needs none
+
     ms = (time.time_ns() // 1_000_000) & (2**48 - 1)
     raw = np.empty((n, 16), dtype=np.uint8)
     raw[:, :6] = np.frombuffer(ms.to_bytes(6, "big"), dtype=np.uint8)

@@ -40,7 +40,7 @@ from memlane.recall import methods as recall
 from memlane.recall.methods import RecallOptions
 from memlane.recall.ranking import RankingWeights
 from memlane.sessions.memory import SessionMemory
-from memlane.stores.base import Store, StoreStats
+from memlane.stores.base import IndexReport, Store, StoreStats
 from memlane.validation import check_identifier
 
 if TYPE_CHECKING:
@@ -725,6 +725,24 @@ class EpisodicMemory:
         return lifecycle.end_session(self._ctx)
 
     # -- open / close ------------------------------------------------------------------
+
+    def optimize(self) -> IndexReport:
+        """Build the store's search indexes now, so that no recall has to (call it after a bulk ingest).
+
+        SQLite: reads every vector not yet in the in-memory index, writes the ``<db>.vectors``
+        cold-start file and, for a store above its ANN threshold (50,000 vectors), trains the
+        ``<db>.ivf`` lists (or retrains them once the store grew 4x) and folds every new row into
+        them. A recall never trains them: without lists it searches exactly (the same hits,
+        slower at a million rows). PostgreSQL keeps its indexes current at write time, so this
+        returns at once. Table-wide (every tenant); recalls in other processes pick up the files.
+
+        Returns:
+            What was built (:class:`memlane.stores.base.IndexReport`).
+
+        Raises:
+            StoreError: the database failed.
+        """
+        return lifecycle.optimize(self._ctx)
 
     def flush(self) -> None:
         """Write deferred retrieval bookkeeping (``retrieve_count``/``last_retrieved_at``) now.

@@ -1,6 +1,7 @@
 """Approximate vector search and the vector sidecar of the SQLite store, against exact search.
 
-The ANN threshold is made small (``ann_threshold``) so that a few hundred rows take the IVF path;
+The ANN threshold is made small (``ann_threshold``) so that a few hundred rows take the IVF path
+once ``optimize()`` has built it (a recall never trains it: issue #24 item 3);
 with at most 16 inverted lists every list is probed, so the top-N must equal exact search's top-N
 under every filter, after deletes, supersession, archiving and writes from another store object.
 PostgreSQL's HNSW path is covered by the episodes contract; here the SQLite-only machinery
@@ -78,6 +79,7 @@ FILTERS = [
 def test_ann_matches_exact_under_filters(tmp_path: Path, flt: EpisodeFilter) -> None:
     ann, exact = _pair(tmp_path)
     _fill(ann)
+    ann.optimize()
     for q in _vectors(5, seed=9):
         got, want = ann.vector_candidates(flt, q, TOP_N), exact.vector_candidates(flt, q, TOP_N)
         assert len(want) <= TOP_N
@@ -91,7 +93,8 @@ def test_ann_after_delete_supersede_archive_and_other_writer(tmp_path: Path) -> 
     ann, exact = _pair(tmp_path)
     ids = _fill(ann)
     q = _vectors(3, seed=4)
-    ann.vector_candidates(EpisodeFilter(), q[0], TOP_N)  # builds the IVF index
+    ann.optimize()  # builds the IVF index
+    ann.vector_candidates(EpisodeFilter(), q[0], TOP_N)
     built = ann._vector_search.ann_searches
     winners = [ids[k - 1] for k in _top(exact.vector_candidates(EpisodeFilter(), q[0], TOP_N), 5)]
     exact.delete(winners[0], None)
@@ -222,6 +225,7 @@ def test_cold_open_loads_ivf_without_training(tmp_path: Path) -> None:
     first = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
     ids = _fill(first)
     q = _vectors(2, 8)
+    first.optimize()
     first.vector_candidates(EpisodeFilter(), q[0], TOP_N)
     assert first._vector_search.ann_trainings == 1
     assert Path(str(db) + ".ivf").exists()
@@ -244,20 +248,26 @@ def test_corrupt_ivf_is_ignored_and_retrained(tmp_path: Path) -> None:
     db = tmp_path / "bad.db"
     first = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
     _fill(first)
+    first.optimize()
     q = _vectors(1, 8)[0]
     want = _top(first.vector_candidates(EpisodeFilter(), q, TOP_N))
     first.close()
     Path(str(db) + ".ivf").write_bytes(b"not an index")
     second = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    assert _top(second.vector_candidates(EpisodeFilter(), q, TOP_N)) == want  # exact: the same hits
+    assert _top(second.vector_candidates(EpisodeFilter(), q, TOP_N)) == want  # the bad file is not reread
+    assert second._vector_search.ann_trainings == 0
+    assert second._vector_search.ann_searches == 0
+    assert second.optimize().ann_trained
     assert _top(second.vector_candidates(EpisodeFilter(), q, TOP_N)) == want
-    assert second._vector_search.ann_trainings == 1
+    assert second._vector_search.ann_searches == 1
 
 
 def test_rows_from_another_writer_are_folded_into_the_lists(tmp_path: Path) -> None:
     ann, exact = _pair(tmp_path)
     _fill(ann)
     q = _vectors(3, 6)
-    ann.vector_candidates(EpisodeFilter(), q[0], TOP_N)
+    ann.optimize()
     _fill(exact, n=2100, seed=5, prefix="bulk")  # a tail above the fold size (2,048 rows)
     for flt in FILTERS:
         for v in q:
@@ -275,6 +285,7 @@ def test_quantized_vectors_give_exact_top_n_and_cosines(tmp_path: Path, flt: Epi
         exact = SQLiteStore(db, ann_threshold=None, vector_sidecar=False)
         if threshold == 50:
             _fill(quant)
+            quant.optimize()
         for v in _vectors(4, seed=12):
             got, want = quant.vector_candidates(flt, v, TOP_N), exact.vector_candidates(flt, v, TOP_N)
             assert _top(got) == _top(want)
@@ -286,3 +297,57 @@ def test_quantized_vectors_give_exact_top_n_and_cosines(tmp_path: Path, flt: Epi
         exact.close()
     header = Path(db + ".vectors").read_bytes()[:4096]
     assert b'"vectors": "int8"' in header  # the sidecar holds the codes
+
+
+# -- optimize: the indexes are built off the recall path -------------------------------
+
+
+def test_a_recall_never_trains_and_optimize_builds_once(tmp_path: Path) -> None:
+    ann, exact = _pair(tmp_path)
+    _fill(ann)
+    queries = _vectors(4, seed=21)
+    before = [_top(ann.vector_candidates(flt, q, TOP_N)) for flt in FILTERS for q in queries]
+    assert ann._vector_search.ann_trainings == 0  # above the threshold, yet searched exactly
+    assert ann._vector_search.ann_searches == 0
+    assert not Path(str(tmp_path / "ann.db") + ".ivf").exists()
+
+    report = ann.optimize()
+    assert report.ann_trained and report.vectors == ROWS and report.ann_rows == ROWS
+    assert "ann.db.ivf" in report.saved and Path(str(tmp_path / "ann.db") + ".ivf").exists()
+    after = [_top(ann.vector_candidates(flt, q, TOP_N)) for flt in FILTERS for q in queries]
+    want = [_top(exact.vector_candidates(flt, q, TOP_N)) for flt in FILTERS for q in queries]
+    assert before == after == want  # the exact path is the truth; the index changes no hit
+    assert ann._vector_search.ann_searches > 0
+
+    again = ann.optimize()
+    assert not again.ann_trained and again.saved == () and again.ann_rows == ROWS
+
+
+def test_optimize_lists_every_new_row_and_another_process_uses_them(tmp_path: Path) -> None:
+    db = tmp_path / "grow.db"
+    writer = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    _fill(writer)
+    writer.optimize()
+    _fill(writer, n=10, seed=4, prefix="late")  # below the fold size: a recall would scan them
+    report = writer.optimize()
+    assert report.ann_rows == ROWS + 10 and not report.ann_trained
+    writer.close()
+    reader = SQLiteStore(db, ann_threshold=50, sidecar_min_rows=1)
+    exact = SQLiteStore(db, ann_threshold=None)
+    q = _vectors(1, 30)[0]
+    assert _top(reader.vector_candidates(EpisodeFilter(), q, TOP_N)) == _top(
+        exact.vector_candidates(EpisodeFilter(), q, TOP_N)
+    )
+    assert reader._vector_search.ann_trainings == 0 and reader._vector_search.ann_searches == 1
+    assert reader._vectors.rows_read == 0  # the sidecar optimize wrote served every vector
+
+
+def test_optimize_below_the_threshold_and_on_an_empty_store(tmp_path: Path) -> None:
+    empty = SQLiteStore(tmp_path / "empty.db")
+    assert empty.optimize().vectors == 0
+    small = SQLiteStore(tmp_path / "small.db", sidecar_min_rows=1)
+    _fill(small, n=40)
+    report = small.optimize()
+    assert (report.vectors, report.ann_rows, report.ann_trained) == (40, 0, False)
+    assert report.saved == ("small.db.vectors",)
+    assert not Path(str(tmp_path / "small.db") + ".ivf").exists()

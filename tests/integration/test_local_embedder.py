@@ -29,6 +29,23 @@ def test_shape_norm_and_determinism(model: LocalEmbedder) -> None:
     assert model.model_id == MINILM_MODEL_ID and model.dims == 384
 
 
+def test_thread_policy_and_batch_size_do_not_change_a_vector(model: LocalEmbedder) -> None:
+    """The policy is about speed only (issue #24 item 6): onnxruntime's own thread count with
+    spinning and batches of 32 (the old default) give the very vectors of the default."""
+    texts = [f"turn {i}: " + "the user booked a window seat " * (i % 7) for i in range(40)]
+    old = LocalEmbedder(batch_size=32, intra_op_threads=0, spinning=True).embed(texts)
+    two = LocalEmbedder(batch_size=5, intra_op_threads=2).embed(texts)
+    assert np.array_equal(model.embed(texts), old)
+    assert np.array_equal(two, old)
+
+
+def test_thread_policy_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="intra_op_threads"):
+        LocalEmbedder(intra_op_threads=-1)
+    with pytest.raises(ValueError, match="batch_size"):
+        LocalEmbedder(batch_size=0)
+
+
 def test_semantics_are_real(model: LocalEmbedder) -> None:
     docs = model.embed(["The user likes to sit by the window on flights", "The card payment was declined"])
     query = model.embed(["Which seat does the user prefer?"])[0]

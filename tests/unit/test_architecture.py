@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "memlane.bm25": LEAVES,
     "memlane.importance": LEAVES,  # importance="auto": pure rules over the text analysis
     "memlane.wire": LEAVES,  # the value types' JSON form; the engine's reports use it
+    "memlane.lazy": LEAVES,  # a package's names imported on first use (cheap `import memlane`)
     # what a memory is configured with: MemoryConfig, the ranking profile, the YAML file
     "memlane.config": SETTINGS,
     # the replaceable parts and their assembly from settings
@@ -146,6 +147,9 @@ INTERFACE_EXCEPTIONS: dict[tuple[str, str], str] = {
     ),
     ("memlane.cli.sessions", "memlane.evaluation.locomo_sessions"): (
         "`memlane sessions eval` drives the sessions LoCoMo runner, not re-exported by memlane.evaluation"
+    ),
+    ("memlane.cli.eval", "memlane.evaluation.configurations"): (
+        "the --configuration choices, read without the runners (memlane --help loads no engine)"
     ),
     ("memlane.cli.form", "memlane.formation.llm"): (
         "ResponseFormat (the --response-format choice) is not re-exported by memlane.formation"

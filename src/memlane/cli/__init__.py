@@ -10,6 +10,7 @@ Modules, one concern each:
 * :mod:`~memlane.cli.lifecycle` — ``history`` (supersede chains), ``forget`` (forgetting policies),
   ``compact`` (merge near-duplicates, archive stale episodes).
 * :mod:`~memlane.cli.form` — ``form`` (episodes from a stored session, :mod:`memlane.formation`).
+* :mod:`~memlane.cli.optimize` — ``optimize`` (the search indexes, :meth:`memlane.EpisodicMemory.optimize`).
 * :mod:`~memlane.cli.reembed` — ``reembed`` (embedding model migration, :mod:`memlane.lifecycle.reembed`).
 * :mod:`~memlane.cli.serve` — ``serve`` (HTTP API), ``mcp`` (MCP server), ``api-key``.
 * :mod:`~memlane.cli.inspect` — ``inspect`` (the memory inspector on a local database).
@@ -32,6 +33,7 @@ from memlane.cli.eval import eval_group
 from memlane.cli.form import form
 from memlane.cli.inspect import inspect_command
 from memlane.cli.lifecycle import compact, forget, history
+from memlane.cli.optimize import optimize
 from memlane.cli.reembed import reembed_command
 from memlane.cli.serve import api_key, mcp, serve
 from memlane.cli.sessions import context, sessions_group
@@ -48,6 +50,7 @@ cli.add_command(history)
 cli.add_command(forget)
 cli.add_command(compact)
 cli.add_command(inspect_command)
+cli.add_command(optimize)
 
 
 def main() -> None:

@@ -23,22 +23,25 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
-from memlane import EpisodicMemory, __version__
+from memlane import __version__
 from memlane.assembly import build_embedder, build_store
 from memlane.cli.output import VisibleConsole
-from memlane.clock import Clock
 from memlane.config import MemoryConfig, config_path_from_env
 from memlane.config.file import MemlaneConfig, StoreSettings, is_postgres_url, load_config
-from memlane.embeddings import Embedder
 from memlane.errors import MemlaneError
 from memlane.models import Scope
+
+if TYPE_CHECKING:  # the engine is imported when a command opens the memory: ``--help`` needs none of it
+    from memlane import EpisodicMemory
+    from memlane.clock import Clock
+    from memlane.embeddings import Embedder
 
 __all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "cli_wording", "pass_state"]
 
@@ -137,6 +140,8 @@ class CliState:
         Raises:
             MemlaneError: the file cannot be opened, or was written with another embedding model.
         """
+        from memlane import EpisodicMemory
+
         logger.debug("opening %s with embedder %s", path, self.embedder_name)
         return EpisodicMemory.open(
             path,
@@ -158,6 +163,8 @@ class CliState:
             CliError: ``must_exist`` and the file does not exist.
             MemlaneError: as for :meth:`open_memory`.
         """
+        from memlane import EpisodicMemory
+
         if self._memory is None and self.settings.store.type != "sqlite":
             store = build_store(self.settings.store)
             try:

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.text import Text
 
-from memlane import EpisodeInput, SQLiteStore
+from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
 from memlane.cli.output import echo_json, format_weights, hits_table, ranking_formula, ranking_terms
@@ -101,6 +101,8 @@ def _remove_old_demo(path: Path, *, json_output: bool = False) -> None:
     """
     if not path.exists():
         return
+    from memlane import SQLiteStore
+
     try:
         store = SQLiteStore(path)
         try:

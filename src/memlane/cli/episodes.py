@@ -22,7 +22,6 @@ from memlane.cli.params import IMPORTANCE, ISO_DATETIME, JSON_OBJECT, WEIGHTS, F
 from memlane.errors import EpisodeNotFoundError, ValidationError
 from memlane.operations.requests import RecallBody
 from memlane.recall import RankingWeights, resolve_weights
-from memlane.stores import EpisodeFilter
 
 __all__ = ["prune", "recall", "remember", "stats"]
 
@@ -247,6 +246,8 @@ def prune(
     cutoff = None if days is None else at - timedelta(days=days)
     would = memory.prune(now=at, dry_run=True)
     if not dry_run and would:
+        from memlane.stores import EpisodeFilter
+
         total = memory.store.stats(EpisodeFilter()).episodes
         assert cutoff is not None
         confirm_destructive(

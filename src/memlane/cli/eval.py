@@ -12,14 +12,8 @@ import click
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, stage_progress
-from memlane.evaluation import beam_report_to_markdown, default_beam_path, run_beam
+from memlane.evaluation.configurations import DEFAULT_CONFIGURATIONS, EvalConfiguration
 from memlane.evaluation.locomo import default_locomo_path
-from memlane.evaluation.locomo_run import (
-    DEFAULT_CONFIGURATIONS,
-    EvalConfiguration,
-    report_to_markdown,
-    run_locomo,
-)
 from memlane.recall import PRESETS
 
 __all__ = ["eval_group"]
@@ -126,6 +120,8 @@ def locomo(
     PATH defaults to ../shared/datasets/locomo/locomo10.json when present (LoCoMo, CC BY-NC 4.0:
     read in place, never copied). Takes a few minutes on 2 cores with the bundled model.
     """
+    from memlane.evaluation.locomo_run import report_to_markdown, run_locomo  # the runner loads the engine
+
     source = path or default_locomo_path()
     if source is None or not source.is_file():
         raise CliError(
@@ -183,6 +179,8 @@ def beam(
 
     PATH defaults to ../shared/datasets/beam/100K (BEAM, no licence: read in place, never copied).
     """
+    from memlane.evaluation import beam_report_to_markdown, default_beam_path, run_beam
+
     source = path or default_beam_path()
     if source is None or not source.is_dir():
         raise CliError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -9,9 +11,11 @@ from rich.table import Table
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, truncate_words
 from memlane.errors import FormationError
-from memlane.formation import OpenAICompatibleLLM, form_episodes, previous_formation
-from memlane.formation.llm import ResponseFormat
 from memlane.models import Episode
+
+if TYPE_CHECKING:  # formation is imported by the command that runs it
+    from memlane import EpisodicMemory
+    from memlane.formation.llm import ResponseFormat
 
 __all__ = ["form"]
 
@@ -128,6 +132,8 @@ def form(  # noqa: PLR0913  (a click command: one parameter per option)
         raise CliError(
             f"no session {session_id!r} for tenant {memory.tenant_id!r}", json_output=state.json_output
         )
+    from memlane.formation import previous_formation
+
     earlier = previous_formation(memory, session.session_id)
     if earlier and not replace:
         click.echo(
@@ -139,6 +145,8 @@ def form(  # noqa: PLR0913  (a click command: one parameter per option)
         if state.json_output:
             echo_json([])
         return
+    from memlane.formation import OpenAICompatibleLLM, form_episodes
+
     llm = None
     if llm_model is not None:
         llm = OpenAICompatibleLLM(

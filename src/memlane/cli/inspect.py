@@ -13,12 +13,15 @@ import socket
 import sys
 import webbrowser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from memlane import EpisodicMemory
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.serve import _require
+
+if TYPE_CHECKING:
+    from memlane import EpisodicMemory
 
 __all__ = ["inspect_command"]
 

@@ -15,10 +15,9 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -28,11 +27,12 @@ from rich.text import Text
 from memlane.config import MemoryConfig
 from memlane.models import Episode, RecallHit, ScoreBreakdown
 from memlane.recall import Fusion, RankingWeights, importance_signal
-from memlane.stores import StoreStats
 from memlane.validation import show_bidi_controls
 
+if TYPE_CHECKING:
+    from memlane.stores import StoreStats
+
 __all__ = [
-    "FORMULA",
     "compact_table",
     "decision",
     "echo_json",
@@ -115,10 +115,13 @@ def ranking_formula(config: MemoryConfig | None = None) -> str:
 
 
 def _unrated_importance() -> float:
+    import numpy as np  # lazily, with the ranking: rendering help text needs neither
+
+    from memlane.recall import importance_signal
+
     return float(importance_signal(np.array([np.nan]))[0])
 
 
-FORMULA = ranking_formula()
 """The ranking formula of the default configuration (:func:`ranking_formula`)."""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -15,15 +16,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from memlane.assembly import build_store
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json
+from memlane.config import DEFAULT_REEMBED_BATCH_SIZE
 from memlane.config.file import is_postgres_url
-from memlane.embeddings import Embedder
-from memlane.lifecycle.reembed import (
-    DEFAULT_BATCH_SIZE,
-    ReembedReport,
-    embedder_for_model,
-    reembed,
-    reembed_backend,
-)
+
+if TYPE_CHECKING:  # the job (stores, numpy) is imported when the command runs
+    from memlane.embeddings import Embedder
+    from memlane.lifecycle.reembed import ReembedReport
 
 __all__ = ["reembed_command"]
 
@@ -68,7 +66,7 @@ def _summary(report: ReembedReport) -> str:
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
-    default=DEFAULT_BATCH_SIZE,
+    default=DEFAULT_REEMBED_BATCH_SIZE,
     show_default=True,
     help="Episodes embedded and committed per batch.",
 )
@@ -98,6 +96,8 @@ def reembed_command(
     Without --model, episodes missing a vector of the current model (stored while the
     embedder was down) are embedded in place. Applies to every tenant, whatever --scope says.
     """
+    from memlane.lifecycle.reembed import embedder_for_model, reembed, reembed_backend
+
     settings = state.settings.store
     if settings.type == "sqlite":
         path = settings.sqlite_path()

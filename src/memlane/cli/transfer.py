@@ -8,19 +8,22 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from memlane import EpisodeInput, EpisodicMemory
+from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json
 from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.models import Scope
+
+if TYPE_CHECKING:
+    from memlane import EpisodicMemory
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -272,6 +275,8 @@ def ingest(ctx: click.Context, state: CliState, file: BinaryIO, batch_size: int)
     except KeyboardInterrupt:
         _print_report(state, report, interrupted=True)
         ctx.exit(EXIT_INTERRUPTED)
+    if report.stored:
+        memory.optimize()  # the indexes are built here, at write time, not by the first recall
     _print_report(state, report, interrupted=False)
     if report.rejected:
         ctx.exit(1)

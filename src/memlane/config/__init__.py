@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_COMPACT_SIMILARITY",
     "DEFAULT_CONTEXT_MIN_RELEVANCE",
     "DEFAULT_DB_PATH",
+    "DEFAULT_REEMBED_BATCH_SIZE",
     "MemoryConfig",
     "config_path_from_env",
     "database_from_env",
@@ -47,6 +48,10 @@ floor at which 95 % of the LoCoMo 0-4 and BEAM 1-10 questions keep their top-5 e
 BEAM 1.00 at 0.3), while 91 % of unrelated queries (off-topic, the other benchmark's questions) get
 nothing. A cosine floor cannot tell an on-topic question whose answer is absent (BEAM's abstention
 questions) from an answerable one."""
+
+DEFAULT_REEMBED_BATCH_SIZE = 256
+"""Texts :func:`memlane.lifecycle.reembed.reembed` embeds and commits per batch, unless told otherwise
+(its default and ``memlane reembed --batch-size``'s)."""
 
 
 @lru_cache(maxsize=64)

@@ -36,12 +36,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
 
 from memlane.clock import SECONDS_PER_DAY
 from memlane.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["DEFAULT_BANDS", "ForgettingPolicy", "half_life_strength"]
 
@@ -61,6 +63,8 @@ def half_life_strength(
     Returns:
         float64 array of the broadcast shape.
     """
+    import numpy as np  # lazily: reading the configuration (``memlane --help``) needs no numpy
+
     age_days = np.maximum(np.asarray(age_seconds, dtype=np.float64), 0.0) / SECONDS_PER_DAY
     half = np.asarray(half_life_days, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -161,6 +165,8 @@ class ForgettingPolicy:
 
     def half_lives(self, importance: NDArray[np.floating]) -> NDArray[np.float64]:
         """Vectorised :meth:`half_life_days` over ratings (NaN = unrated)."""
+        import numpy as np
+
         imp = np.asarray(importance, dtype=np.float64)
         unrated = math.inf if self.unrated_half_life_days is None else self.unrated_half_life_days
         lowest = self.bands[-1][1]

@@ -23,6 +23,7 @@ from memlane.lifecycle import compaction, forgetting, retention, supersession
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
 from memlane.models import Contradiction, Episode
+from memlane.stores.base import IndexReport
 from memlane.validation import check_flag, check_identifier, check_limit, check_text
 
 __all__ = [
@@ -196,6 +197,17 @@ def prune(ctx: MemoryContext, now: datetime | None, *, dry_run: bool, all_tenant
         dry_run=dry_run,
         tenant_id=None if all_tenants else ctx.tenant_id,
     )
+
+
+def optimize(ctx: MemoryContext) -> IndexReport:
+    """:meth:`memlane.EpisodicMemory.optimize`: the store's derived search indexes, built now.
+
+    Retrieval counts buffered by earlier recalls are written first, so the indexes see the
+    store as every other process does.
+    """
+    ctx.check_open()
+    ctx.store.flush()
+    return ctx.store.optimize()
 
 
 def maybe_prune(ctx: MemoryContext) -> None:

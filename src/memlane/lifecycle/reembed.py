@@ -54,6 +54,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.config import DEFAULT_REEMBED_BATCH_SIZE
 from memlane.embeddings.base import Embedder, check_vectors
 from memlane.errors import StoreError, ValidationError
 from memlane.stores.base import Store
@@ -75,8 +76,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BATCH_SIZE = 256
-"""Episodes embedded and committed per batch."""
+DEFAULT_BATCH_SIZE = DEFAULT_REEMBED_BATCH_SIZE
+"""Episodes embedded and committed per batch (:data:`memlane.config.DEFAULT_REEMBED_BATCH_SIZE`)."""
 
 ProgressFn = Callable[[int, int], None]
 """``progress(done, total)``: rows (episodes and session windows) embedded so far, including

@@ -13,6 +13,8 @@ Every constant of the last two is in one :class:`memlane.config.profile.RankingP
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memlane.config.profile import (
     DEFAULT_DECAY_PER_DAY,
     DEFAULT_PROFILE,
@@ -24,7 +26,18 @@ from memlane.config.profile import (
     RankingWeights,
     resolve_weights,
 )
-from memlane.recall.ranking import CandidateSignals, RankOptions, importance_signal, rank
+from memlane.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from memlane.recall.ranking import CandidateSignals, RankOptions, importance_signal, rank
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {"memlane.recall.ranking": ("CandidateSignals", "RankOptions", "importance_signal", "rank")},
+)
+"""The ranking's names are imported on first use: the weights and presets above need no numpy
+(``memlane --help`` reads them), the ranking does."""
 
 __all__ = [
     "DEFAULT_DECAY_PER_DAY",

@@ -22,6 +22,9 @@ injection),
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from memlane.lazy import lazy_exports
 from memlane.sessions.context import (
     CONTEXT_FOOTER,
     CONTEXT_HEADER,
@@ -29,10 +32,16 @@ from memlane.sessions.context import (
     ContextBlock,
     ContextItem,
 )
-from memlane.sessions.memory import SessionMemory
 from memlane.sessions.messages import validate_message, validate_messages
 from memlane.sessions.models import Message, SessionEpisode, SessionSnippet, ToolCall
 from memlane.sessions.tokens import TokenCounter, ToktokCounter
+
+if TYPE_CHECKING:
+    from memlane.sessions.memory import SessionMemory
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), {"memlane.sessions.memory": ("SessionMemory",)})
+"""The facade (which imports the recall pipeline and the stores) is imported on first use: the value
+types and messages above are what the request declarations and ``memlane --help`` read."""
 
 __all__ = [
     "CONTEXT_FOOTER",

@@ -19,6 +19,7 @@ from memlane.models import Episode
 
 __all__ = [
     "EpisodeFilter",
+    "IndexReport",
     "KeywordCandidates",
     "Neighbours",
     "Store",
@@ -275,6 +276,25 @@ class Neighbours:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What :meth:`Store.optimize` built: the search indexes a recall then finds ready.
+
+    Attributes:
+        vectors: Rows in the store's in-memory vector index (episodes with a vector); 0 for a
+            backend without one (PostgreSQL searches in the database).
+        ann_rows: Rows the approximate (ANN) index lists; 0 when the store searches exactly
+            (small enough, or a backend whose database maintains its own index).
+        ann_trained: Whether this call (re)trained the ANN index.
+        saved: Files written beside the database (cold-start vector file, ANN lists).
+    """
+
+    vectors: int
+    ann_rows: int = 0
+    ann_trained: bool = False
+    saved: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class StoreStats:
     """Summary of what a store holds.
 
@@ -457,6 +477,20 @@ class Store(Protocol):
 
     def flush(self) -> int:
         """Write every deferred retrieval count now; return how many rows were updated."""
+        ...
+
+    def optimize(self) -> IndexReport:
+        """Build or bring up to date every derived search index now, off the recall path.
+
+        After a bulk ingest, so that no recall pays for it: SQLite reads the new vectors into its
+        index, writes its cold-start file and trains (or, once the store grew 4x, retrains) the
+        ANN lists of a store above its ANN threshold; a recall never trains them. PostgreSQL
+        maintains its indexes at write time (nothing to do). Results never change: the indexes
+        are derived, and every cosine a search returns is exact.
+
+        Raises:
+            StoreError: the database failed.
+        """
         ...
 
     def vectors(self, episode_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from memlane.analysis import index_terms, index_terms_batch, keyword_text, terms_column
 from memlane.errors import EmbeddingModelMismatchError, EpisodeNotFoundError, ValidationError
 from memlane.models import Episode
-from memlane.stores.base import StoreStats, Supersession
+from memlane.stores.base import IndexReport, StoreStats, Supersession
 
 __all__ = [
     "EpisodeBatch",
@@ -433,6 +433,11 @@ class EpisodeStoreBase:
 
     def _write_episodes(self, batch: EpisodeBatch) -> None:
         raise NotImplementedError  # pragma: no cover - every backend overrides it
+
+    def optimize(self) -> IndexReport:
+        """:meth:`Store.optimize` for a backend whose database keeps its indexes current at write time
+        (PostgreSQL: pgvector's HNSW, the keyword statistics): nothing to build."""
+        return IndexReport(vectors=0)
 
     def _checked(
         self, episodes: Sequence[Episode], vectors: NDArray[np.float32] | None

@@ -40,7 +40,14 @@ from numpy.typing import NDArray
 import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
+from memlane.stores.base import (
+    EpisodeFilter,
+    IndexReport,
+    KeywordCandidates,
+    Neighbours,
+    StoreStats,
+    VectorCandidates,
+)
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
@@ -540,6 +547,19 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 mask = index.mask(_row_filter(flt, allowed))
                 top = max(1, int(top_n))
                 return self._vector_search.search(self._conn(), index, mask, vector, top).top(top)
+
+    def optimize(self) -> IndexReport:
+        """Read every new vector into the index, write ``<db>.vectors`` and build the ANN lists now.
+
+        See :meth:`memlane.stores.base.Store.optimize` and :meth:`SQLiteVectors.optimize`; a store
+        bound to no model yet has nothing to index.
+        """
+        with self._translate("optimize"):
+            bound = self.embedding_model
+            if bound is None:
+                return IndexReport(vectors=0)
+            with self._vectors.lock:
+                return self._vector_search.optimize(self._conn(), bound[1])
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.

@@ -11,13 +11,16 @@
   refresh has read at least ``sidecar_min_rows`` rows from SQLite.
 * ANN (:mod:`memlane.stores.sqlite.ann`): when the filtered set has more than ``ann_threshold`` rows,
   an inverted file over the index's own rows (centroids plus the list of every row key, saved as
-  ``<db>.ivf``; trained once on first need, then loaded on open) walks the lists nearest the query,
+  ``<db>.ivf``; trained by :meth:`SQLiteVectors.optimize`, i.e. ``memory.optimize()`` or
+  ``memlane optimize``, never by a search, then loaded on open) walks the lists nearest the query,
   keeps the members passing the filter mask until it holds ``nprobe`` unfiltered lists' worth of
   them, and adds every row the lists do not hold yet (appended since; folded into the lists once
   that tail exceeds max(2,048, 1/64 of the rows)). Cosines are computed exactly on the one
   in-memory copy of the vectors and the best ``top_n`` are returned (``exhaustive=False``). The
   lists are keyed by row key, so deletes drop out on re-attachment and supersession, archiving
-  and time filters act through the mask; the IVF is retrained when the store has grown 4x.
+  and time filters act through the mask; ``optimize`` retrains the IVF once the store has grown 4x.
+  Without lists (never optimized) a search above the threshold is exact: the same hits, slower,
+  and never a training of tens of seconds inside the first recall after a bulk ingest.
 * Quantized (``quantized=True``, the store's ``quantized_vectors``): the in-memory index and the
   sidecar hold int8 codes with a per-row scale (1/4 of the float32 bytes); a search scores
   candidates on the codes, keeps the best ``2 * top_n + 64`` and re-ranks them with the exact
@@ -36,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.stores.base import VectorCandidates
+from memlane.stores.base import IndexReport, VectorCandidates
 from memlane.stores.sqlite.ann import (
     ANN_THRESHOLD,
     BASE_NPROBE,
@@ -128,6 +131,12 @@ class SQLiteVectors:
         """Searches served by the ANN index (a structural probe for tests)."""
         self.ann_trainings = 0
         """IVF trainings in this process (a structural probe: none on a cold open with ``<db>.ivf``)."""
+        self.ivf_saves = 0
+        """``<db>.ivf`` files written by this process."""
+        self.sidecar_saves = 0
+        """``<db>.vectors`` files written by this process."""
+        self._hinted = False
+        self._rejected: tuple[int, int] | None = None  # (mtime_ns, size) of an <db>.ivf that did not load
 
     # -- identity --------------------------------------------------------------------------
 
@@ -180,6 +189,37 @@ class SQLiteVectors:
             self._save(conn, index, dims, {"generation": generation, "vectors": kind})
         return index
 
+    def optimize(self, conn: sqlite3.Connection, dims: int) -> IndexReport:
+        """Bring every derived index up to date now (:meth:`memlane.stores.base.Store.optimize`).
+
+        Reads the rows not yet in memory, writes the sidecar if any row is unsaved (for an index of
+        at least ``sidecar_min_rows`` rows: a smaller one loads as fast from SQLite), and, for an
+        index above ``ann_threshold`` rows, loads or trains the IVF lists (retrained once the index
+        is 4x the rows they were trained on), folds every unlisted row into them and saves them.
+        """
+        sidecar_saves, ivf_saves, trainings = self.sidecar_saves, self.ivf_saves, self.ann_trainings
+        index = self.refresh(conn, dims)
+        if self._sidecar is not None and self.cache.rows_unsaved and len(index) >= self._min_rows:
+            kind = "int8" if self.quantized else "float32"
+            self._save(conn, index, dims, {"generation": read_generation(conn, GENERATION), "vectors": kind})
+        covered = 0
+        if self.ann_threshold is not None and len(index) > self.ann_threshold:
+            lists = self._attached(conn, index, build=True)
+            assert lists is not None and self._ivf is not None
+            if self._ivf_unsaved:
+                self._save_ivf(self._ivf)
+            covered = lists.covered
+        written = (
+            (self._sidecar, self.sidecar_saves > sidecar_saves),
+            (self._ivf_path, self.ivf_saves > ivf_saves),
+        )
+        return IndexReport(
+            vectors=len(index),
+            ann_rows=covered,
+            ann_trained=self.ann_trainings > trainings,
+            saved=tuple(path.name for path, wrote in written if path is not None and wrote),
+        )
+
     def _save(self, conn: sqlite3.Connection, index: VectorIndex, dims: int, extra: dict[str, Any]) -> None:
         assert self._sidecar is not None
         try:
@@ -188,6 +228,7 @@ class SQLiteVectors:
             with file_lock(Path(str(self._sidecar) + ".lock")) as mine:
                 if mine:
                     write_index(self._sidecar, index, {**ident, **extra})
+                    self.sidecar_saves += 1
             self.cache.mark_saved()
         except (OSError, sqlite3.Error) as exc:  # the DB is the source of truth: keep going
             logger.warning("vector sidecar %s not written: %s", self._sidecar, exc)
@@ -241,16 +282,24 @@ class SQLiteVectors:
         top_n: int,
     ) -> NDArray[np.int64] | None:
         """Sorted positions of the ANN candidates (probed list members plus the unlisted tail), or None."""
-        lists = self._attached(conn, index)
+        lists = self._attached(conn, index, build=False)
         if lists is None or self._ivf is None:
+            if not self._hinted:
+                self._hinted = True
+                logger.info(
+                    "%d vectors and no ANN index: searching exactly; memory.optimize() (memlane optimize) "
+                    "builds it",
+                    len(index),
+                )
             return None
         found = self._ivf.probe(query, lists, mask, top_n, self.nprobe)
         tail = lists.covered + np.flatnonzero(mask[lists.covered :])
         return np.unique(np.concatenate([found, tail]))
 
-    def _attached(self, conn: sqlite3.Connection, index: VectorIndex) -> AttachedLists | None:
-        """The IVF lists as positions of ``index``: kept, loaded from ``<db>.ivf`` or trained, then
-        extended with the rows added since (folded in when the unlisted tail is large)."""
+    def _attached(self, conn: sqlite3.Connection, index: VectorIndex, *, build: bool) -> AttachedLists | None:
+        """The IVF lists as positions of ``index``: kept, loaded from ``<db>.ivf`` or (``build``, i.e.
+        :meth:`optimize`) trained, then extended with the rows added since (folded in when the
+        unlisted tail is large, or always when building). ``None``: no lists and not ``build``."""
         if len(index) == 0:
             return None
         ident = self._identity(conn, index.dims, create=self._ivf_path is not None) or {}
@@ -258,12 +307,13 @@ class SQLiteVectors:
         ivf = self._ivf
         if ivf is not None and ivf.meta["expect"] != expect:
             ivf = self._lists_of = None
-        if ivf is None and self._ivf_path is not None and self._ivf_path.exists():
-            ivf = IvfIndex.load(self._ivf_path, expect)
-            self._lists_of = None
-        if ivf is None or len(index) >= 4 * max(ivf.trained_rows, 4096):
+        if ivf is None and self._ivf_path is not None:
+            ivf = self._load_ivf(self._ivf_path, expect)
+        if build and (ivf is None or len(index) >= 4 * max(ivf.trained_rows, 4096)):
             ivf = self._train(index, expect)
             self._lists_of = None
+        if ivf is None:
+            return None
         self._ivf = ivf
         lists = self._lists if self._lists_of is index else None
         if lists is None:
@@ -273,7 +323,7 @@ class SQLiteVectors:
                 self._ivf_unsaved += len(missing)
                 lists, _ = ivf.attach(index.seqs)
         tail = len(index) - lists.covered
-        if tail >= max(2048, lists.covered // 64):
+        if tail >= (1 if build else max(2048, lists.covered // 64)):
             new = np.arange(lists.covered, len(index))
             ivf.add(index.seqs[new], index.gather(new))
             self._ivf_unsaved += tail
@@ -282,6 +332,20 @@ class SQLiteVectors:
         if self._ivf_unsaved >= max(self._min_rows, len(ivf.seqs) // 16):
             self._save_ivf(ivf)
         return lists
+
+    def _load_ivf(self, path: Path, expect: dict[str, Any]) -> IvfIndex | None:
+        """``<db>.ivf`` if it loads; a file that did not is not read again until it changes."""
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        mark = (stat.st_mtime_ns, stat.st_size)
+        if mark == self._rejected:
+            return None
+        ivf = IvfIndex.load(path, expect)
+        self._rejected = None if ivf is not None else mark
+        self._lists_of = None
+        return ivf
 
     def _train(self, index: VectorIndex, expect: dict[str, Any]) -> IvfIndex:
         n = len(index)
@@ -304,6 +368,7 @@ class SQLiteVectors:
             with file_lock(Path(str(self._ivf_path) + ".lock")) as mine:
                 if mine:
                     ivf.save(self._ivf_path)
+                    self.ivf_saves += 1
         except OSError as exc:
             logger.warning("ANN index %s not written: %s", self._ivf_path, exc)
 
