@@ -14,7 +14,6 @@ from memlane.errors import FormationError
 from memlane.models import Episode
 
 if TYPE_CHECKING:  # formation is imported by the command that runs it
-    from memlane import EpisodicMemory
     from memlane.formation.llm import ResponseFormat
 
 __all__ = ["form"]
