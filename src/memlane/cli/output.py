@@ -117,7 +117,6 @@ def ranking_formula(config: MemoryConfig | None = None) -> str:
 def _unrated_importance() -> float:
     import numpy as np  # lazily, with the ranking: rendering help text needs neither
 
-
     return float(importance_signal(np.array([np.nan]))[0])
 
 
