@@ -460,6 +460,14 @@ class AsyncEpisodicMemory(_AsyncTwin[EpisodicMemory]):
     forget = _delegate(EpisodicMemory.forget)
     compact = _delegate(EpisodicMemory.compact)
     end_session = _delegate(EpisodicMemory.end_session)
+    remember_fact = _delegate(EpisodicMemory.remember_fact)
+    query_facts = _delegate(EpisodicMemory.query_facts)
+    entity_timeline = _delegate(EpisodicMemory.entity_timeline)
+    neighbours = _delegate(EpisodicMemory.neighbours)
+    find_paths = _delegate(EpisodicMemory.find_paths)
+    merge_entities = _delegate(EpisodicMemory.merge_entities)
+    episodes_about = _delegate(EpisodicMemory.episodes_about)
+    graph_stats = _delegate(EpisodicMemory.graph_stats)
 
     async def iter_episodes(
         self,

@@ -58,6 +58,7 @@ LAYERS: dict[str, int] = {
     "memlane.lifecycle": ENGINE,
     "memlane.sessions": ENGINE,
     "memlane.formation": ENGINE,
+    "memlane.graph": ENGINE,  # the knowledge graph: entities, bi-temporal facts, structural contradictions
     # the benchmark harness, on the engine; `memlane eval` drives it
     "memlane.evaluation": EVALUATION,
     # the ways in: requests and schemas, tools, servers, CLI, other frameworks' adapters
