@@ -32,7 +32,8 @@ _ID_LIKE = re.compile(
 )
 _QUOTED = re.compile(r"[\"“”]([^\"“”\n]{2,60})[\"“”]")
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40})?):\s")
-_CAPITALISED = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:of|de|van|von|the|and|&)?\s*[A-Z][\w'&.-]*)*")
+_WORD = r"[A-Z][A-Za-z'&]*(?:-[A-Za-z]+)*(?![\w-])"
+_CAPITALISED = re.compile(rf"\b{_WORD}(?:[ \t]+(?:(?:of|de|van|von|the|and|&)[ \t]+)?{_WORD})*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
 
 _FUNCTION_WORDS = frozenset(
@@ -204,11 +205,19 @@ class Mention:
 
 
 def _names(content: str) -> Iterable[str]:
+    """Runs of capitalised words; a lone word opening a sentence only if it is capitalised elsewhere too."""
+    runs = []
     for match in _CAPITALISED.finditer(content):
-        words = match.group(0).split()
-        if match.start() == 0 or _SENTENCE_START.search(content[: match.start()]):
+        opening = match.start() == 0 or bool(_SENTENCE_START.search(content[: match.start()]))
+        runs.append((match.group(0).split(), opening))
+    elsewhere = {w for words, opening in runs for w in (words[1:] if opening else words)}
+    for words, opening in runs:
+        stripped = False
+        if opening:
             while words and words[0].casefold().strip(".'") in _FUNCTION_WORDS:
-                words = words[1:]
+                words, stripped = words[1:], True
+            if len(words) == 1 and not stripped and words[0] not in elsewhere:
+                continue
         while words and words[-1].casefold() in {"of", "de", "van", "von", "the", "and", "&"}:
             words = words[:-1]
         name = " ".join(words).rstrip(".'-")
