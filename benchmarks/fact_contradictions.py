@@ -126,7 +126,8 @@ def _markdown(report: dict[str, Any]) -> str:
         "",
         "| set | pairs | precision | recall | TP / FP / FN |",
         "|---|---:|---:|---:|---|",
-        f"| all | {o['pairs']} | {o['precision']:.3f} | {o['recall']:.3f} | {o['tp']} / {o['fp']} / {o['fn']} |",
+        f"| all | {o['pairs']} | {o['precision']:.3f} | {o['recall']:.3f} | "
+        f"{o['tp']} / {o['fp']} / {o['fn']} |",
     ]
     for name, r in report["by_category"].items():
         lines.append(

@@ -60,7 +60,8 @@ def test_entity_keys_fold_case_spacing_and_punctuation(name: str, key: str) -> N
 
 def test_mentions_are_found_without_a_model() -> None:
     found = extract_mentions(
-        'Alice: I met Bob Smith at Acme Corp. Ticket INV-2024-001 for customer_123 went to bob@acme.io re "Falcon".',
+        "Alice: I met Bob Smith at Acme Corp. Ticket INV-2024-001 for customer_123 went to "
+        'bob@acme.io re "Falcon".',
         ["work"],
     )
     assert [(m.name, m.entity_type) for m in found] == [
