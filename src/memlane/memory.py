@@ -757,8 +757,9 @@ class EpisodicMemory:
         Args:
             subject: The entity the fact is about (1-200 characters), e.g. ``"customer_123"``.
             predicate: The relation, e.g. ``"lives_in"``, ``"subscription_tier"`` (1-200 characters).
-            object: Another entity (e.g. ``"Lisbon"``); give exactly one of ``object`` and ``value``.
-            value: A literal (e.g. ``"enterprise"``), up to 2,000 characters.
+            object: Another entity (e.g. ``"Lisbon"``).
+            value: A literal (e.g. ``"enterprise"``); with ``object`` too, the relation's value (a
+                rating of a film); with neither, the fact is a flag stored as value ``"true"``.
             subject_type: Kind of a new subject entity (``"person"``...); default ``"thing"``.
             object_type: Kind of a new object entity; default ``"thing"``.
             valid_from: When it became true (timezone-aware); default now.
@@ -803,7 +804,7 @@ class EpisodicMemory:
             as_of: Valid-time instant (timezone-aware).
             known_at: Transaction-time instant (timezone-aware).
             predicate: Only this predicate (folded to its canonical name).
-            limit: Most facts, 1-1000 (default 1000).
+            limit: Most facts, >= 1 (default 1000).
             now: Reference time (timezone-aware); default the clock.
 
         Raises:

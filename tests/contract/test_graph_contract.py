@@ -184,12 +184,11 @@ def test_session_scope_reads_its_session_only(make_memory: MemoryFactory) -> Non
 @pytest.mark.parametrize(
     ("args", "kwargs", "message"),
     [
-        (("user", "likes"), {}, "give exactly one of object (an entity) and value (a literal)"),
-        (("user", "likes", "x"), {"value": "y"}, "give exactly one of object"),
         (("user", "likes", "x"), {"confidence": 1.5}, "confidence"),
         (("user", "likes", "x"), {"valid_from": T0, "valid_until": T0 - DAY}, "valid_until"),
         ((" ", "likes", "x"), {}, "subject"),
-        (("user", "!!", "x"), {}, "predicate"),
+        (("user", " ", "x"), {}, "predicate"),
+        (("user", "likes", "x"), {"valid_from": T0.replace(tzinfo=None)}, "valid_from"),
         (("user", "likes", "x"), {"method": "magic"}, "method"),
     ],
 )
@@ -199,6 +198,18 @@ def test_bad_facts_are_refused_and_nothing_is_stored(
     with pytest.raises(ValidationError, match=message.split(" (")[0]):
         graph.remember_fact(*args, **kwargs)  # type: ignore[arg-type]
     assert graph.graph_stats().facts == 0
+
+
+def test_flags_relations_with_values_and_punctuation_names(graph: EpisodicMemory) -> None:
+    flag = graph.remember_fact("user", "is_vegetarian").fact
+    assert (flag.object, flag.value) == (None, "true")
+    rated = graph.remember_fact("user", "rated", "Dune", value="5").fact
+    again = graph.remember_fact("user", "rated", "Dune", value="4")
+    assert not again.duplicate and again.superseded == ()  # rated is multi-valued: both kept
+    assert (rated.object, rated.value) == ("dune", "5")
+    odd = graph.remember_fact("<", "!!", ">").fact
+    assert (odd.subject, odd.predicate, odd.object) == ("<", "!!", ">")
+    assert graph.query_facts("<") == [odd]
 
 
 def test_a_nul_is_refused_on_every_backend(graph: EpisodicMemory) -> None:

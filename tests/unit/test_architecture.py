@@ -135,6 +135,7 @@ PUBLIC_API: dict[str, str] = {
         for name in ("models", "messages", "windows", "tokens", "context", "importing", "memory")
     },
     "memlane.formation": "memory formation",
+    "memlane.graph": "the knowledge graph: facts, entities, predicates (README: Knowledge graph)",
     "memlane.evaluation": "benchmark loaders and metrics",
     "memlane.evaluation.locomo": "named in the memlane.evaluation docstring",
     "memlane.evaluation.metrics": "named in the memlane.evaluation docstring",

@@ -29,7 +29,7 @@ def fact(fid: str, predicate: str, target: str, *, at: datetime = T, confidence:
         ("Favorite Color", "favourite_colour"),
         ("migrated_to", "uses_database"),
         ("visited", "visited"),
-        ("!!", ""),
+        ("!!", "!!"),
     ],
 )
 def test_predicates_fold_to_their_canonical_name(given: str, canonical: str) -> None:

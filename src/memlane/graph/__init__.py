@@ -8,12 +8,14 @@
 Storage: :mod:`memlane.stores.graph_base` (the ``GraphStore`` protocol, both backends).
 """
 
-from memlane.graph.methods import FactResult, GraphStats, Neighbour
+from memlane.graph.methods import FACT_METHODS, MIN_CONFIDENCE, FactResult, GraphStats, Neighbour
 from memlane.graph.predicates import DEFAULT_REGISTRY, PredicateRegistry, PredicateSpec
 from memlane.stores.graph_base import Entity, Fact
 
 __all__ = [
     "DEFAULT_REGISTRY",
+    "FACT_METHODS",
+    "MIN_CONFIDENCE",
     "Entity",
     "Fact",
     "FactResult",

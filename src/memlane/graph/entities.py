@@ -183,11 +183,14 @@ _FUNCTION_WORDS = frozenset(
 
 def entity_key(name: str) -> str:
     """The canonical key of an entity name: case-folded, spaces collapsed, edge punctuation and
-    a leading ``"the "`` dropped, commas removed (``"The Acme, Corp."`` -> ``"acme corp"``)."""
+    a leading ``"the "`` dropped, commas removed (``"The Acme, Corp."`` -> ``"acme corp"``); a name
+    of punctuation only keeps it (``"<"`` -> ``"<"``), so a visible name always has a key."""
     text = _SPACES.sub(" ", name.replace(",", " ")).strip().casefold()
     text = _EDGE.sub("", text)
     if text.startswith("the ") and len(text) > 4:
         text = text[4:]
+    if not text:  # only punctuation: the name itself, case-folded and trimmed
+        text = _SPACES.sub(" ", name).strip().casefold()
     return text[:MAX_ENTITY_CHARS]
 
 

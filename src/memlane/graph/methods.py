@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from memlane.clock import ensure_utc
 from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
 from memlane.graph.contradiction import plan
@@ -35,7 +34,15 @@ from memlane.stores.graph_base import (
     GraphStore,
     SupportsGraph,
 )
-from memlane.validation import check_fraction, check_identifier, check_limit, check_text, clamp_importance
+from memlane.validation import (
+    check_choice,
+    check_fraction,
+    check_identifier,
+    check_limit,
+    check_text,
+    check_timestamp,
+    clamp_importance,
+)
 
 __all__ = [
     "FACT_METHODS",
@@ -57,11 +64,11 @@ MIN_CONFIDENCE = 0.7
 """Confidence a fact needs to retire another, and under which a current fact counts as invalid
 in :func:`graph_stats` (the seed's minimum confidence to store a triple)."""
 
+FLAG_VALUE = "true"
+"""The value of a fact given neither an object nor a value (a flag: ``(user, is_vegetarian)``)."""
+
 FACT_METHODS = ("explicit", "llm", "import")
 """How a fact got in (its ``method``)."""
-
-MAX_VALUE_CHARS = 2000
-"""Longest literal value."""
 
 _TIMELINE_LIMIT = 10_000
 _QUERY_LIMIT = 1000
@@ -169,10 +176,7 @@ def _session(ctx: MemoryContext) -> str | None:
 
 def _name(value: object, what: str) -> tuple[str, str]:
     name = check_identifier(value, what)
-    key = entity_key(name)
-    if not key:
-        raise ValidationError(f"{what} must contain a letter or a digit")
-    return name, key
+    return name, entity_key(name)
 
 
 def _ensure(
@@ -209,32 +213,45 @@ class _Input:
     valid_until: datetime | None
     confidence: float
     importance: float | None
+    types: tuple[str, str]
+    sources: tuple[str | None, str | None]
+    method: str
 
 
-def _check(ctx: MemoryContext, args: dict[str, Any], now: datetime, registry: PredicateRegistry) -> _Input:
+def _check(args: dict[str, Any], now: datetime, registry: PredicateRegistry) -> _Input:
+    """Every field checked on its own first (the interfaces' order of errors), then the cross-field rules."""
+    subject = _name(args["subject"], "subject")
     raw = check_identifier(args["predicate"], "predicate")
-    predicate = registry.canonical(raw)
-    if not predicate:
-        raise ValidationError("predicate must contain a letter or a digit")
     obj, value = args.get("object"), args.get("value")
-    if (obj is None) == (value is None):
-        raise ValidationError("give exactly one of object (an entity) and value (a literal)")
-    valid_from = now if args.get("valid_from") is None else ensure_utc(args["valid_from"], "valid_from")
-    valid_until = None if args.get("valid_until") is None else ensure_utc(args["valid_until"], "valid_until")
-    if valid_until is not None and valid_until < valid_from:
-        raise ValidationError("valid_until must not be before valid_from")
-    confidence = 1.0 if args.get("confidence") is None else check_fraction(args["confidence"], "confidence")
-    return _Input(
-        subject=_name(args["subject"], "subject"),
-        predicate=predicate,
+    item = _Input(
+        subject=subject,
+        predicate=registry.canonical(raw),
         raw_predicate=raw,
         object=None if obj is None else _name(obj, "object"),
-        value=None if value is None else check_text(value, "value", max_chars=MAX_VALUE_CHARS).strip(),
-        valid_from=valid_from,
-        valid_until=valid_until,
-        confidence=confidence,
+        value=(None if obj is not None else FLAG_VALUE)
+        if value is None
+        else check_text(value, "value").strip(),
+        valid_from=now if args.get("valid_from") is None else _instant(args["valid_from"], "valid_from"),
+        valid_until=_opt_instant(args.get("valid_until"), "valid_until"),
+        confidence=1.0
+        if args.get("confidence") is None
+        else check_fraction(args["confidence"], "confidence"),
         importance=clamp_importance(args.get("importance")),
+        types=(
+            _opt_id(args.get("subject_type"), "subject_type") or "thing",
+            _opt_id(args.get("object_type"), "object_type") or "thing",
+        ),
+        sources=(
+            _opt_id(args.get("source_episode_id"), "source_episode_id"),
+            _opt_id(args.get("source_session_id"), "source_session_id"),
+        ),
+        method="explicit"
+        if args.get("method") is None
+        else check_choice(args["method"], "method", FACT_METHODS),
     )
+    if item.valid_until is not None and item.valid_until < item.valid_from:
+        raise ValidationError("valid_until must not be before valid_from")
+    return item
 
 
 def remember_fact(
@@ -245,13 +262,10 @@ def remember_fact(
 
     graph = graph_store(ctx)
     now = ctx.now(args.get("now"))
-    item = _check(ctx, args, now, registry)
-    method = args.get("method") or "explicit"
-    if method not in FACT_METHODS:
-        raise ValidationError(f"method must be one of {', '.join(FACT_METHODS)}")
-    names = [(*item.subject, args.get("subject_type") or "thing")]
+    item = _check(args, now, registry)
+    names = [(*item.subject, item.types[0])]
     if item.object is not None:
-        names.append((*item.object, args.get("object_type") or "thing"))
+        names.append((*item.object, item.types[1]))
     ids = _ensure(graph, ctx, names, now)
     fact = Fact(
         id="f" + new_episode_ids(1)[0],
@@ -266,9 +280,9 @@ def remember_fact(
         recorded_at=now,
         confidence=item.confidence,
         importance=item.importance,
-        source_episode_id=_opt_id(args.get("source_episode_id"), "source_episode_id"),
-        source_session_id=_opt_id(args.get("source_session_id"), "source_session_id"),
-        method=method,
+        source_episode_id=item.sources[0],
+        source_session_id=item.sources[1],
+        method=item.method,
         raw_predicate=item.raw_predicate,
     )
     spec = registry.spec(item.predicate)
@@ -322,6 +336,14 @@ def _dup_reason(item: _Input, held: Fact) -> str:
     return "duplicate: the same fact again"
 
 
+def _instant(value: object, name: str) -> datetime:
+    return check_timestamp(value, name).astimezone(UTC)
+
+
+def _opt_instant(value: object, name: str) -> datetime | None:
+    return None if value is None else _instant(value, name)
+
+
 def _opt_id(value: object, name: str) -> str | None:
     return None if value is None else check_identifier(value, name)
 
@@ -347,8 +369,7 @@ def time_filter(
 ) -> dict[str, Any]:
     """The time conditions of a read: the episodes' model (see ``recall_episodes``)."""
     at = ctx.now(now)
-    valid = None if as_of is None else ensure_utc(as_of, "as_of")
-    known = None if known_at is None else ensure_utc(known_at, "known_at")
+    valid, known = _opt_instant(as_of, "as_of"), _opt_instant(known_at, "known_at")
     if valid is None and known is None:
         return {"current_at": at, "still_valid_at": at}
     return {"valid_at": valid, "recorded_by": known, "current_at": known}
@@ -370,7 +391,7 @@ def query_facts(
     canonical = (
         None if predicate is None else DEFAULT_REGISTRY.canonical(check_identifier(predicate, "predicate"))
     )
-    cap = _QUERY_LIMIT if limit is None else check_limit(limit, maximum=_QUERY_LIMIT)
+    cap = _QUERY_LIMIT if limit is None else check_limit(limit)
     ids = _resolve(ctx, graph, entity)
     if not ids:
         return []

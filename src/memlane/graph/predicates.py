@@ -39,9 +39,10 @@ _STRIP = re.compile(r"[^\w]+")
 
 
 def normalise_predicate(predicate: str) -> str:
-    """``"Works At"`` -> ``"works_at"``: lower-case, separators to ``_``, other punctuation dropped."""
+    """``"Works At"`` -> ``"works_at"``: lower-case, separators to ``_``, other punctuation dropped
+    (a predicate of punctuation only keeps it, lower-cased: ``"!!"`` -> ``"!!"``)."""
     text = _SEPARATORS.sub("_", predicate.strip().casefold())
-    return _STRIP.sub("", text).strip("_")
+    return _STRIP.sub("", text).strip("_") or text
 
 
 @dataclass(frozen=True, slots=True)

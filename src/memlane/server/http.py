@@ -72,6 +72,7 @@ from memlane.server.deps import (
 )
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers
 from memlane.server.inspector.routes import install_inspector
+from memlane.server.routes_graph import graph_router
 from memlane.server.routes_lifecycle import lifecycle_router
 from memlane.server.routes_sessions import sessions_router
 from memlane.server.schemas import CompactEpisodeOut, EpisodeList, EpisodeOut, RecallResponse
@@ -305,5 +306,6 @@ def create_app(
     app.include_router(episodes_router(max_limit))
     app.include_router(sessions_router(max_limit))
     app.include_router(lifecycle_router(max_limit))
+    app.include_router(graph_router(max_limit))
     install_inspector(app, state.base, settings, max_limit=max_limit)  # /inspect (server/inspector/)
     return app

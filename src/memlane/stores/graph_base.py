@@ -150,7 +150,10 @@ class Fact:
 
     @property
     def target(self) -> str:
-        """The object entity id or the literal value (what a duplicate check compares)."""
+        """What a duplicate or single-value check compares: the object entity id, the literal value,
+        or ``"object=value"`` for a relation that carries both (e.g. a rating of a film)."""
+        if self.object is not None and self.value is not None:
+            return f"{self.object}={self.value}"
         return self.object if self.object is not None else (self.value or "")
 
     def is_current(self, now: datetime) -> bool:
