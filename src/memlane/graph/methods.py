@@ -51,6 +51,7 @@ __all__ = [
     "GraphStats",
     "Neighbour",
     "entity_timeline",
+    "facts_from_source",
     "find_paths",
     "graph_stats",
     "link_episodes",
@@ -492,6 +493,11 @@ def link_episodes(ctx: MemoryContext, episodes: Sequence[Episode]) -> int:
     links = [link for group in by_tenant.values() for link in group]
     graph.link_episodes(links)
     return len(links)
+
+
+def facts_from_source(ctx: MemoryContext, source_id: str, method: str) -> list[Fact]:
+    """The facts ``method`` took from the episode or session ``source_id`` in the memory's tenant."""
+    return graph_store(ctx).facts_from_source(ctx.tenant_id, check_identifier(source_id, "source_id"), method)
 
 
 def episodes_about(ctx: MemoryContext, entity: object, limit: int = 10) -> list[Episode]:
