@@ -24,12 +24,14 @@ from memlane.errors import (
     EmbeddingError,
     EmbeddingModelMismatchError,
     EpisodeNotFoundError,
+    FactNotFoundError,
     MemlaneError,
     SchemaVersionError,
     StoreClosedError,
     StoreError,
     ValidationError,
 )
+from memlane.graph import Entity, Fact
 from memlane.memory import EpisodeInput, EpisodicMemory
 from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
 from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
@@ -68,11 +70,14 @@ __all__ = [
     "EmbedderUnavailableError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
+    "Entity",
     "Episode",
     "EpisodeFilter",
     "EpisodeInput",
     "EpisodeNotFoundError",
     "EpisodicMemory",
+    "Fact",
+    "FactNotFoundError",
     "FrozenClock",
     "LocalEmbedder",
     "MemlaneError",

@@ -393,6 +393,10 @@ _TIME_CONDITIONS: tuple[tuple[str, str, int], ...] = (
 )
 
 
+_NEXT = "CASE WHEN f.subject = w.node THEN f.object ELSE f.subject END"
+"""The entity one hop from ``w.node`` along fact ``f`` (walks follow edges both ways)."""
+
+
 class Executor(Protocol):
     """Runs rendered statements inside one transaction."""
 
@@ -443,9 +447,9 @@ class GraphStoreBase:
         values["confidence"] = float(values["confidence"])
         return Fact(**values)
 
-    def _where(self, flt: FactFilter) -> tuple[str, list[Any]]:
-        clauses = ["f.tenant_id = ?"]
-        params: list[Any] = [flt.tenant_id]
+    def _where(self, flt: FactFilter, *, tenant: bool = True) -> tuple[str, list[Any]]:
+        clauses = ["f.tenant_id = ?"] if tenant else ["1 = 1"]
+        params: list[Any] = [flt.tenant_id] if tenant else []
         if flt.session_id is not None:
             clauses.append("f.session_id = ?")
             params.append(flt.session_id)
@@ -614,22 +618,27 @@ class GraphStoreBase:
                 )
 
     def facts(self, flt: FactFilter, limit: int) -> list[Fact]:
-        """Facts passing ``flt``, oldest ``valid_from`` first (see :meth:`GraphStore.facts`)."""
+        """Facts passing ``flt``, oldest ``valid_from`` first (see :meth:`GraphStore.facts`).
+
+        An entity condition is one indexed branch per role (subject, object) joined by ``UNION``,
+        so each branch probes its own ``(tenant_id, subject ...)`` / ``(tenant_id, object)`` index.
+        """
         where, params = self._where(flt)
-        if flt.entities:
-            marks = ", ".join("?" * len(flt.entities))
-            mention = f"f.subject IN ({marks})"
-            params.extend(flt.entities)
-            if flt.as_object:
-                mention = f"({mention} OR f.object IN ({marks}))"
-                params.extend(flt.entities)
-            where += " AND " + mention
         columns = ", ".join(f"f.{c}" for c in _FACT_FIELDS)
+        branches: list[tuple[str, list[Any]]] = []
+        if not flt.entities:
+            branches.append((f"SELECT {columns} FROM {{facts}} f WHERE {where}", params))
+        else:
+            marks = ", ".join("?" * len(flt.entities))
+            roles = ("subject", "object") if flt.as_object else ("subject",)
+            for role in roles:
+                sql = f"SELECT {columns} FROM {{facts}} f WHERE {where} AND f.{role} IN ({marks})"
+                branches.append((sql, [*params, *flt.entities]))
+        query = " UNION ".join(sql for sql, _ in branches)
         with self._read("facts") as run:
             rows = run(
-                f"SELECT {columns} FROM {{facts}} f WHERE {where} ORDER BY f.valid_from, f.recorded_at, "
-                "f.id LIMIT ?",
-                [*params, max(1, int(limit))],
+                f"{query} ORDER BY valid_from, recorded_at, id LIMIT ?",
+                [*(p for _, ps in branches for p in ps), max(1, int(limit))],
             )
         return [self._fact(r) for r in rows]
 
@@ -645,48 +654,48 @@ class GraphStoreBase:
 
     # -- traversal -------------------------------------------------------------------------
 
-    def _edges(self, flt: FactFilter) -> tuple[str, list[Any]]:
-        where, params = self._where(FactFilter(**{**_asdict(flt), "entities": (), "predicate": None}))
-        where += " AND f.object IS NOT NULL"
-        sql = (
-            f"edges(a, b, fid) AS (SELECT f.subject, f.object, f.id FROM {{facts}} f WHERE {where} "
-            f"UNION ALL SELECT f.object, f.subject, f.id FROM {{facts}} f WHERE {where})"
-        )
-        return sql, params + params
+    def _step(self, flt: FactFilter) -> tuple[str, list[Any]]:
+        """One hop from ``w.node`` over the facts ``f`` passing ``flt``'s scope and time, either way.
+
+        Returns the join condition and its parameters; the next node is :data:`_NEXT`.
+        """
+        where, params = self._where(FactFilter(**{**_asdict(flt), "entities": ()}), tenant=False)
+        # the tenant only inside each branch of the OR lets SQLite probe both indexes (MULTI-INDEX OR)
+        either = "((f.tenant_id = ? AND f.subject = w.node) OR (f.tenant_id = ? AND f.object = w.node))"
+        return f"{either} AND f.object IS NOT NULL AND {where}", [flt.tenant_id, flt.tenant_id, *params]
 
     def neighbours(self, flt: FactFilter, depth: int) -> dict[str, int]:
         """Entities within ``depth`` hops (see :meth:`GraphStore.neighbours`)."""
         if not flt.entities:
             return {}
-        edges, params = self._edges(flt)
+        step, params = self._step(flt)
         marks = ", ".join("?" * len(flt.entities))
         with self._read("neighbours") as run:
             rows = run(
-                f"WITH RECURSIVE {edges}, "
-                f"walk(node, hops) AS (SELECT id, 0 FROM {{entities}} WHERE tenant_id = ? AND id IN "
-                f"({marks}) "
-                "UNION SELECT e.b, w.hops + 1 FROM walk w JOIN edges e ON e.a = w.node WHERE w.hops < ?) "
-                "SELECT node, min(hops) FROM walk GROUP BY node",
-                [*params, flt.tenant_id, *flt.entities, max(1, min(MAX_DEPTH, int(depth)))],
+                f"WITH RECURSIVE walk(node, hops) AS (SELECT id, 0 FROM {{entities}} WHERE tenant_id = ? "
+                f"AND id IN ({marks}) UNION SELECT {_NEXT}, w.hops + 1 FROM walk w JOIN {{facts}} f ON "
+                f"{step} "
+                "WHERE w.hops < ?) SELECT node, min(hops) FROM walk GROUP BY node",
+                [flt.tenant_id, *flt.entities, *params, max(1, min(MAX_DEPTH, int(depth)))],
             )
         return {str(n): int(h) for n, h in rows}
 
     def paths(self, flt: FactFilter, source: str, target: str, depth: int, limit: int) -> list[list[str]]:
         """Simple paths from ``source`` to ``target`` (see :meth:`GraphStore.paths`)."""
-        edges, params = self._edges(flt)
+        step, params = self._step(flt)
         with self._read("paths") as run:
             rows = run(
-                f"WITH RECURSIVE {edges}, walk(node, hops, nodes, fids) AS ("
+                "WITH RECURSIVE walk(node, hops, nodes, fids) AS ("
                 "SELECT id, 0, ',' || id || ',', CAST('' AS TEXT) FROM {entities} WHERE tenant_id = ? "
-                "AND id = ? "
-                "UNION ALL SELECT e.b, w.hops + 1, w.nodes || e.b || ',', w.fids || e.fid || ',' "
-                "FROM walk w JOIN edges e ON e.a = w.node WHERE w.hops < ? AND w.node <> ? "
-                "AND length(w.nodes) = length(replace(w.nodes, ',' || e.b || ',', ''))) "
+                f"AND id = ? UNION ALL SELECT {_NEXT}, w.hops + 1, w.nodes || {_NEXT} || ',', "
+                f"w.fids || f.id || ',' FROM walk w JOIN {{facts}} f ON {step} WHERE w.hops < ? AND "
+                "w.node <> ? "
+                f"AND length(w.nodes) = length(replace(w.nodes, ',' || {_NEXT} || ',', ''))) "
                 "SELECT fids FROM walk WHERE node = ? AND hops > 0 ORDER BY hops, fids LIMIT ?",
                 [
-                    *params,
                     flt.tenant_id,
                     source,
+                    *params,
                     max(1, min(MAX_DEPTH, int(depth))),
                     target,
                     target,
