@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import tempfile
 import time
@@ -117,6 +118,7 @@ def main() -> None:
         sample = [f"customer_{rng.randrange(args.entities)}" for _ in range(args.queries)]
         _time(memory.query_facts, sample[:50])  # warm the file's pages
         report = {
+            "load_average_1m": round(os.getloadavg()[0], 1),
             "facts": memory.graph_stats().facts,
             "entities": args.entities,
             "queries": args.queries,
@@ -136,7 +138,8 @@ def main() -> None:
         "# Knowledge graph: fact query speed (SQLite)",
         "",
         f"`benchmarks/graph_query.py`: {report['facts']:,} facts over {args.entities:,} subjects (2,000 shared "
-        f"objects), {args.queries:,} random entities, warm file, this machine (2 shared cores). "
+        f"objects), {args.queries:,} random entities, warm file, this machine (2 cores shared by other "
+        f"jobs: load average {report['load_average_1m']} at the start of the timings; p95 and p99 follow it). "
         f"Built in {report['build_seconds']} s through the bulk store API.",
         "",
         "| query | p50 ms | p95 ms | p99 ms |",
