@@ -44,7 +44,7 @@ SINGLE = ("lives_in", "works_at", "subscription_tier")
 
 
 def build(store: SQLiteStore, facts: int, entities: int, rng: random.Random) -> None:
-    """Write ``facts`` facts over ``entities`` subjects in tenant ``bench`` (bulk, one batch per subject block)."""
+    """Write ``facts`` facts over ``entities`` subjects in tenant ``bench`` (bulk, in batches)."""
     graph = store.graph_store
     objects = [f"thing {i}" for i in range(2000)]
     names = [f"customer_{i}" for i in range(entities)] + objects
@@ -137,9 +137,10 @@ def main() -> None:
     md = [
         "# Knowledge graph: fact query speed (SQLite)",
         "",
-        f"`benchmarks/graph_query.py`: {report['facts']:,} facts over {args.entities:,} subjects (2,000 shared "
-        f"objects), {args.queries:,} random entities, warm file, this machine (2 cores shared by other "
-        f"jobs: load average {report['load_average_1m']} at the start of the timings; p95 and p99 follow it). "
+        f"`benchmarks/graph_query.py`: {report['facts']:,} facts over {args.entities:,} subjects "
+        f"(2,000 shared objects), {args.queries:,} random entities, warm file, this machine (2 cores "
+        f"shared by other jobs: load average {report['load_average_1m']} at the start of the timings; "
+        "p95 and p99 follow it). "
         f"Built in {report['build_seconds']} s through the bulk store API.",
         "",
         "| query | p50 ms | p95 ms | p99 ms |",
