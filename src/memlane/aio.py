@@ -468,6 +468,7 @@ class AsyncEpisodicMemory(_AsyncTwin[EpisodicMemory]):
     merge_entities = _delegate(EpisodicMemory.merge_entities)
     episodes_about = _delegate(EpisodicMemory.episodes_about)
     graph_stats = _delegate(EpisodicMemory.graph_stats)
+    recall_context = _delegate(EpisodicMemory.recall_context)
 
     async def iter_episodes(
         self,

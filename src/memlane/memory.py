@@ -32,7 +32,9 @@ from memlane.context import MemoryContext
 from memlane.embeddings.base import Embedder
 from memlane.episode_input import EpisodeInput
 from memlane.errors import MemlaneError
+from memlane.graph import context as graph_context
 from memlane.graph import methods as graph
+from memlane.graph.context import RecallContext
 from memlane.graph.methods import FactResult, GraphStats, Neighbour
 from memlane.lifecycle import methods as lifecycle
 from memlane.lifecycle.compaction import CompactionReport
@@ -876,6 +878,35 @@ class EpisodicMemory:
             entity: A name or alias. limit: Most episodes (1 to the maximum limit).
         """
         return graph.episodes_about(self._ctx, entity, limit)
+
+    def recall_context(
+        self,
+        entity_or_query: str,
+        *,
+        as_of: datetime | None = None,
+        limit: int = 10,
+        now: datetime | None = None,
+    ) -> RecallContext:
+        """What memory holds about an entity or a query (seed 002's ``load_customer_context``).
+
+        The facts valid at ``as_of`` (default: the current ones) about the entity the text names
+        (or the entities a query mentions), ranked by ``confidence * (0.5 + importance / 20)``
+        with their breakdowns; the ranked episodes of :meth:`recall_episodes` for the same text
+        (as of ``as_of``); and the episodes linked to those entities on write that recall missed.
+
+        Args:
+            entity_or_query: An entity name (``"customer_123"``) or a question.
+            as_of: Valid-time instant (timezone-aware), or ``None`` for now.
+            limit: Most facts, hits and linked episodes each (>= 1; default 10).
+            now: Reference time; default the clock.
+
+        Returns:
+            A :class:`memlane.graph.context.RecallContext`.
+
+        Raises:
+            ValidationError: a bad argument. EmbeddingError, StoreError: as for :meth:`recall_episodes`.
+        """
+        return graph_context.recall_context(self._ctx, entity_or_query, as_of=as_of, limit=limit, now=now)
 
     def graph_stats(self) -> GraphStats:
         """The health of this tenant's graph: triples per session, average confidence, invalid share,

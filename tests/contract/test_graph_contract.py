@@ -230,3 +230,26 @@ def test_episodes_are_linked_to_their_entities(make_memory: MemoryFactory) -> No
     assert [e.id for e in memory.episodes_about("sales")] == [e1.id]
     assert memory.episodes_about("nobody") == []
     assert memory.graph_stats().episode_links >= 5  # sales, alice, acme corp, inv-2024-001; bob, rome
+
+
+def test_recall_context_merges_valid_facts_and_episodes(
+    make_memory: MemoryFactory, clock: FrozenClock
+) -> None:
+    memory = make_memory(scope="tenant")
+    memory.remember_fact(
+        "customer_123", "subscription_tier", value="pro", valid_from=T0 - 400 * DAY, importance=9
+    )
+    memory.remember_fact("customer_123", "reported", "login_bug", valid_from=T0 - 30 * DAY, confidence=0.8)
+    memory.remember_fact("customer_123", "subscription_tier", value="enterprise", valid_from=T0 - 100 * DAY)
+    ticket = memory.remember_episode("support", "customer_123 reported a login bug after the SSO change")
+    context = memory.recall_context("customer_123")
+    assert [e.id for e in context.entities] == ["customer_123"]
+    assert [(r.fact.predicate, r.fact.value or r.fact.object) for r in context.facts] == [
+        ("subscription_tier", "enterprise"),
+        ("reported", "login_bug"),
+    ]
+    assert context.facts[0].breakdown == {"confidence": 1.0, "importance": 0.5, "score": 0.75}
+    assert {h.episode.id for h in context.episodes} | {e.id for e in context.linked} == {ticket.id}
+    then = memory.recall_context("what plan was customer_123 on?", as_of=T0 - 200 * DAY)
+    assert [r.fact.value for r in then.facts] == ["pro"]
+    assert context.to_dict()["facts"][0]["breakdown"]["score"] == 0.75

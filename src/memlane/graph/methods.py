@@ -59,6 +59,7 @@ __all__ = [
     "neighbours",
     "query_facts",
     "remember_fact",
+    "resolve_name",
 ]
 
 MIN_CONFIDENCE = 0.7
@@ -191,6 +192,12 @@ def _ensure(
         graph.write_entities(ctx.tenant_id, missing)
         known.update(graph.resolve(ctx.tenant_id, [w.id for w in missing]))
     return known
+
+
+def resolve_name(ctx: MemoryContext, name: str) -> str | None:
+    """The canonical entity id a name or alias stands for in the memory's tenant, or ``None``."""
+    key = entity_key(name)
+    return graph_store(ctx).resolve(ctx.tenant_id, [key]).get(key) if key else None
 
 
 def _resolve(ctx: MemoryContext, graph: GraphStore, entity: object, what: str = "entity") -> list[str]:
