@@ -469,6 +469,7 @@ class AsyncEpisodicMemory(_AsyncTwin[EpisodicMemory]):
     episodes_about = _delegate(EpisodicMemory.episodes_about)
     graph_stats = _delegate(EpisodicMemory.graph_stats)
     recall_context = _delegate(EpisodicMemory.recall_context)
+    import_facts = _delegate(EpisodicMemory.import_facts)
 
     async def iter_episodes(
         self,

@@ -34,8 +34,10 @@ from memlane.episode_input import EpisodeInput
 from memlane.errors import MemlaneError
 from memlane.graph import context as graph_context
 from memlane.graph import methods as graph
+from memlane.graph import transfer as graph_transfer
 from memlane.graph.context import RecallContext
 from memlane.graph.methods import FactResult, GraphStats, Neighbour
+from memlane.graph.transfer import FactImportReport
 from memlane.lifecycle import methods as lifecycle
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
@@ -907,6 +909,24 @@ class EpisodicMemory:
             ValidationError: a bad argument. EmbeddingError, StoreError: as for :meth:`recall_episodes`.
         """
         return graph_context.recall_context(self._ctx, entity_or_query, as_of=as_of, limit=limit, now=now)
+
+    def export_facts(self) -> Iterator[dict[str, Any]]:
+        """Every fact of this tenant (this session's only under ``session`` scope), oldest first, as
+        JSON-ready dicts: :meth:`memlane.Fact.to_dict` plus ``subject_name``/``object_name``
+        (:mod:`memlane.graph.transfer`; ``memlane facts export`` writes them as JSONL)."""
+        return graph_transfer.export_facts(self._ctx)
+
+    def import_facts(self, rows: Iterable[Mapping[str, Any]]) -> FactImportReport:
+        """Restore exported facts into this tenant, exactly as exported (times, closures, reasons).
+
+        The contradiction rules are not re-run (the history is already decided); a fact whose
+        id is held is skipped, so a second import stores nothing. Invalid rows are reported, the
+        valid ones stored in one transaction.
+
+        Returns:
+            A :class:`memlane.graph.transfer.FactImportReport` (stored, skipped, rejected).
+        """
+        return graph_transfer.import_facts(self._ctx, rows)
 
     def graph_stats(self) -> GraphStats:
         """The health of this tenant's graph: triples per session, average confidence, invalid share,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.cli.conftest import Invoke
 
@@ -58,3 +59,25 @@ def test_graph_check_exits_non_zero_past_the_seed_limits(invoke: Invoke) -> None
     assert sick.exit_code == 1
     report = json.loads(sick.stdout)
     assert report["contradictory"] == 2 and report["below_confidence"] == 1 and report["problems"]
+
+
+def test_facts_export_and_import_round_trip(invoke: Invoke, tmp_path: Path) -> None:
+    invoke("facts", "add", "ana", "lives_in", "Berlin", "--valid-from", "2020-01-01T00:00:00Z")
+    invoke("facts", "add", "ana", "lives_in", "Lisbon")
+    exported = invoke("facts", "export")
+    assert exported.exit_code == 0
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [(r["object_name"], r["supersede_reason"] is not None) for r in lines] == [
+        ("Berlin", True),
+        ("Lisbon", False),
+    ]
+    dump = tmp_path / "facts.jsonl"
+    dump.write_text(exported.stdout + "not json\n", encoding="utf-8")
+    other = tmp_path / "other.db"
+    first = invoke("facts", "import", str(dump), db_path=other, global_opts=["--json"])
+    assert first.exit_code == 1  # the bad line is reported, the good ones stored
+    assert json.loads(first.stdout)["stored"] == 2
+    again = invoke("facts", "import", str(dump), db_path=other, global_opts=["--json"])
+    assert json.loads(again.stdout)["skipped"] == 2
+    restored = invoke("facts", "export", db_path=other)
+    assert [json.loads(line) for line in restored.stdout.splitlines()] == lines

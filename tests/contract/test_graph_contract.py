@@ -253,3 +253,17 @@ def test_recall_context_merges_valid_facts_and_episodes(
     then = memory.recall_context("what plan was customer_123 on?", as_of=T0 - 200 * DAY)
     assert [r.fact.value for r in then.facts] == ["pro"]
     assert context.to_dict()["facts"][0]["breakdown"]["score"] == 0.75
+
+
+def test_export_and_import_restore_the_history_exactly(make_memory: MemoryFactory) -> None:
+    source = make_memory(tenant_id="a", scope="tenant")
+    source.remember_fact("Ana", "lives_in", "Berlin", valid_from=T0 - 300 * DAY)
+    source.remember_fact("Ana", "lives_in", "Lisbon", valid_from=T0 - 10 * DAY, importance=7)
+    rows = list(source.export_facts())
+    target = make_memory(tenant_id="b", scope="tenant")
+    report = target.import_facts([*rows, {"id": "broken"}])
+    assert (report.stored, report.skipped, len(report.rejected)) == (2, 0, 1)
+    assert target.import_facts(rows).skipped == 2
+    mine = [{**r, "tenant_id": "a"} for r in target.export_facts()]
+    assert mine == rows
+    assert [f.object for f in target.query_facts("ana")] == ["lisbon"]

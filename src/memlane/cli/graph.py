@@ -10,6 +10,7 @@ session, average confidence, share of invalid triples).
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import datetime
 from typing import Any
@@ -168,6 +169,42 @@ def paths(state: CliState, source: str, target: str, max_depth: int) -> None:
         state.out.print("[dim]no path[/]")
     for p in found:
         state.out.print(" -> ".join(escape(f"{f.subject} {f.predicate} {f.object}") for f in p))
+
+
+@facts_group.command(name="export")
+@pass_state
+def export_facts(state: CliState) -> None:
+    """Write every fact of the tenant as JSONL on stdout (one JSON object per line)."""
+    for row in state.memory(must_exist=True).export_facts():
+        click.echo(json.dumps(row, ensure_ascii=False, sort_keys=True))
+
+
+@facts_group.command(name="import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@pass_state
+def import_facts(state: CliState, file: Any) -> None:
+    """Restore facts from a JSONL FILE made by ``facts export``.
+
+    Ids already held are skipped; a bad line is reported and makes the exit code 1.
+    """
+    rows = []
+    for number, line in enumerate(file, start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                rows.append({"__line__": number, "__error__": str(exc)})
+    report = state.memory().import_facts(rows)
+    if state.json_output:
+        echo_json(report.to_dict())
+    else:
+        state.out.print(
+            f"stored {report.stored} · skipped {report.skipped} · rejected {len(report.rejected)}"
+        )
+        for position, reason in report.rejected:
+            state.out.print(f"[red]row {position + 1}[/]: {escape(reason)}")
+    if report.rejected:
+        sys.exit(1)
 
 
 @click.group(name="graph")

@@ -60,6 +60,7 @@ __all__ = [
     "query_facts",
     "remember_fact",
     "resolve_name",
+    "session_filter",
 ]
 
 MIN_CONFIDENCE = 0.7
@@ -172,7 +173,8 @@ def graph_store(ctx: MemoryContext) -> GraphStore:
     return store.graph_store
 
 
-def _session(ctx: MemoryContext) -> str | None:
+def session_filter(ctx: MemoryContext) -> str | None:
+    """The session a read is limited to: the memory's under ``session`` scope, else ``None``."""
     return ctx.session_id if Scope(ctx.config.scope) is Scope.SESSION else None
 
 
@@ -403,7 +405,9 @@ def query_facts(
     ids = _resolve(ctx, graph, entity)
     if not ids:
         return []
-    return graph.facts(FactFilter(ctx.tenant_id, _session(ctx), tuple(ids), True, canonical, **times), cap)
+    return graph.facts(
+        FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids), True, canonical, **times), cap
+    )
 
 
 def entity_timeline(ctx: MemoryContext, entity: object) -> list[Fact]:
@@ -412,7 +416,7 @@ def entity_timeline(ctx: MemoryContext, entity: object) -> list[Fact]:
     ids = _resolve(ctx, graph, entity)
     if not ids:
         return []
-    return graph.facts(FactFilter(ctx.tenant_id, _session(ctx), tuple(ids)), _TIMELINE_LIMIT)
+    return graph.facts(FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids)), _TIMELINE_LIMIT)
 
 
 def neighbours(
@@ -429,7 +433,7 @@ def neighbours(
     ids = _resolve(ctx, graph, entity)
     if not ids:
         return []
-    flt = FactFilter(ctx.tenant_id, _session(ctx), tuple(ids), **time_filter(ctx, as_of, None, now))
+    flt = FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids), **time_filter(ctx, as_of, None, now))
     found = graph.neighbours(flt, hops)
     canon = graph.resolve(ctx.tenant_id, list(found))
     best: dict[str, int] = {}
@@ -458,7 +462,7 @@ def find_paths(
     starts, ends = _resolve(ctx, graph, source, "source"), _resolve(ctx, graph, target, "target")
     if not starts or not ends:
         return []
-    flt = FactFilter(ctx.tenant_id, _session(ctx), **time_filter(ctx, as_of, None, now))
+    flt = FactFilter(ctx.tenant_id, session_filter(ctx), **time_filter(ctx, as_of, None, now))
     found = graph.paths(flt, starts[0], ends[0], depth, cap)
     by_id = {f.id: f for f in graph.facts(flt, _TIMELINE_LIMIT * 10)} if found else {}
     return [[by_id[i] for i in path if i in by_id] for path in found]
@@ -512,7 +516,7 @@ def episodes_about(ctx: MemoryContext, entity: object, limit: int = 10) -> list[
     graph = graph_store(ctx)
     cap = check_limit(limit)
     ids = _resolve(ctx, graph, entity)
-    found = graph.linked_episodes(ctx.tenant_id, _session(ctx), ids, cap) if ids else []
+    found = graph.linked_episodes(ctx.tenant_id, session_filter(ctx), ids, cap) if ids else []
     episodes = (ctx.get_episode(i) for i in found)
     return [e for e in episodes if e is not None]
 

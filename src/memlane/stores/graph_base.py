@@ -330,6 +330,10 @@ class GraphStore(Protocol):
         """
         ...
 
+    def import_facts(self, facts: Sequence[Fact]) -> int:
+        """Insert facts exactly as given (an export's rows), skipping ids already held; return how many."""
+        ...
+
     def record_merge(
         self, tenant_id: str, kind: str, source: str, into: str, at: datetime, reason: str
     ) -> None:
@@ -616,6 +620,18 @@ class GraphStoreBase:
                     f"INSERT INTO {{facts}} ({_FACT_COLUMNS}) VALUES ({marks})",
                     [self._fact_row(f) for f in facts],
                 )
+
+    def import_facts(self, facts: Sequence[Fact]) -> int:
+        """Insert facts as given, skipping held ids (see :meth:`GraphStore.import_facts`)."""
+        marks = ", ".join("?" * len(_FACT_FIELDS))
+        stored = 0
+        with self._write("import_facts") as run:
+            for fact in facts:
+                stored += run.rowcount(
+                    f"INSERT INTO {{facts}} ({_FACT_COLUMNS}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+                    self._fact_row(fact),
+                )
+        return stored
 
     def facts(self, flt: FactFilter, limit: int) -> list[Fact]:
         """Facts passing ``flt``, oldest ``valid_from`` first (see :meth:`GraphStore.facts`).

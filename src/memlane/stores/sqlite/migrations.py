@@ -278,7 +278,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 12: the knowledge graph (memlane.stores.sqlite.graph, memlane.graph): entities and their aliases,
     # bi-temporal facts (valid time valid_from/valid_until, transaction time recorded_at/invalidated_at,
     # as Unix microseconds like the episodes' *_us columns), recorded merges, and episode -> entity
-    # links. Every key leads with tenant_id, as in PostgreSQL.
+    # links. Every key leads with tenant_id, as in PostgreSQL (fact ids are unique per tenant, as there).
     (
         """
         CREATE TABLE graph_entities (
@@ -306,7 +306,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         """
         CREATE TABLE graph_facts (
             seq               INTEGER PRIMARY KEY AUTOINCREMENT,
-            id                TEXT    NOT NULL UNIQUE,
+            id                TEXT    NOT NULL,
             tenant_id         TEXT    NOT NULL,
             session_id        TEXT    NOT NULL,
             subject           TEXT    NOT NULL,
@@ -329,7 +329,7 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         """,
         "CREATE INDEX ix_graph_facts_subject ON graph_facts (tenant_id, subject, predicate, valid_from)",
         "CREATE INDEX ix_graph_facts_object ON graph_facts (tenant_id, object) WHERE object IS NOT NULL",
-        "CREATE INDEX ix_graph_facts_tenant_id ON graph_facts (tenant_id, id)",
+        "CREATE UNIQUE INDEX ix_graph_facts_tenant_id ON graph_facts (tenant_id, id)",
         "CREATE INDEX ix_graph_facts_source ON graph_facts (tenant_id, source_episode_id)",
         "CREATE INDEX ix_graph_facts_source_session ON graph_facts (tenant_id, source_session_id)",
         """
