@@ -103,7 +103,8 @@ class MemoryConfig:
         link_entities: Whether every write links the episode to the entities found in it
             without a model (tags, speakers, quoted and capitalised names, e-mail and id-like
             tokens: :func:`memlane.graph.entities.extract_mentions`), so
-            :meth:`memlane.EpisodicMemory.episodes_about` finds it (default ``True``).
+            :meth:`memlane.EpisodicMemory.episodes_about` finds it (default ``True``; about 0.6 ms per
+            episode here, in a second transaction after the insert; a failed link is logged).
         importance: The importance of an episode written without one: ``None`` (default:
             unrated, ranked as 5) or ``"auto"`` (estimated 1-10 from its content by
             :func:`memlane.importance.estimate_importance`; deterministic, no model).

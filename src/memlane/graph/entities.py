@@ -200,11 +200,12 @@ class Mention:
 
     Attributes:
         name: As written (``"Acme Corp"``). entity_type: ``"tag"``, ``"speaker"``, ``"email"``,
-            ``"id"``, ``"quoted"`` or ``"name"``.
+            ``"id"``, ``"quoted"`` or ``"name"``. key: Its :func:`entity_key`.
     """
 
     name: str
     entity_type: str
+    key: str = ""
 
 
 def _names(content: str) -> Iterable[str]:
@@ -248,7 +249,7 @@ def extract_mentions(
     def add(name: str, kind: str) -> None:
         key = entity_key(name)
         if key and key not in found and len(found) < limit:
-            found[key] = Mention(name.strip(), kind)
+            found[key] = Mention(name.strip(), kind, key)
 
     for tag in tags:
         add(tag, "tag")

@@ -484,24 +484,13 @@ def link_episodes(ctx: MemoryContext, episodes: Sequence[Episode]) -> int:
     found: list[tuple[Episode, list[Mention]]] = [
         (e, extract_mentions(e.content, e.tags, e.metadata)) for e in episodes
     ]
-    names = {entity_key(m.name): (m.name, entity_key(m.name), m.entity_type) for _, ms in found for m in ms}
+    names = {m.key: (m.name, m.key, m.entity_type) for _, ms in found for m in ms}
     if not names:
         return 0
-    by_tenant: dict[str, list[EntityLink]] = {}
-    now = ctx.now()
-    ids = _ensure(graph, ctx, list(names.values()), now)
-    for episode, mentions in found:
-        for m in mentions:
-            by_tenant.setdefault(episode.tenant_id, []).append(
-                EntityLink(
-                    episode.tenant_id,
-                    episode.session_id,
-                    ids[entity_key(m.name)],
-                    episode.id,
-                    episode.created_at,
-                )
-            )
-    links = [link for group in by_tenant.values() for link in group]
+    ids = _ensure(graph, ctx, list(names.values()), ctx.now())
+    links = [
+        EntityLink(e.tenant_id, e.session_id, ids[m.key], e.id, e.created_at) for e, ms in found for m in ms
+    ]
     graph.link_episodes(links)
     return len(links)
 
