@@ -341,7 +341,7 @@ class GraphStore(Protocol):
         ...
 
     def facts(self, flt: FactFilter, limit: int) -> list[Fact]:
-        """Up to ``limit`` facts passing ``flt``, by ``valid_from`` then ``recorded_at`` (oldest first)."""
+        """Up to ``limit`` facts passing ``flt``, by ``valid_from``, ``recorded_at``, then insertion order."""
         ...
 
     def facts_from_source(self, tenant_id: str, source_id: str, method: str) -> list[Fact]:
@@ -640,7 +640,7 @@ class GraphStoreBase:
         so each branch probes its own ``(tenant_id, subject ...)`` / ``(tenant_id, object)`` index.
         """
         where, params = self._where(flt)
-        columns = ", ".join(f"f.{c}" for c in _FACT_FIELDS)
+        columns = ", ".join(f"f.{c}" for c in (*_FACT_FIELDS, "seq"))
         branches: list[tuple[str, list[Any]]] = []
         if not flt.entities:
             branches.append((f"SELECT {columns} FROM {{facts}} f WHERE {where}", params))
@@ -653,17 +653,17 @@ class GraphStoreBase:
         query = " UNION ".join(sql for sql, _ in branches)
         with self._read("facts") as run:
             rows = run(
-                f"{query} ORDER BY valid_from, recorded_at, id LIMIT ?",
+                f"{query} ORDER BY valid_from, recorded_at, seq LIMIT ?",
                 [*(p for _, ps in branches for p in ps), max(1, int(limit))],
             )
-        return [self._fact(r) for r in rows]
+        return [self._fact(r[:-1]) for r in rows]
 
     def facts_from_source(self, tenant_id: str, source_id: str, method: str) -> list[Fact]:
         """Facts ``method`` took from ``source_id`` (see :meth:`GraphStore.facts_from_source`)."""
         with self._read("facts_from_source") as run:
             rows = run(
                 f"SELECT {_FACT_COLUMNS} FROM {{facts}} WHERE tenant_id = ? AND method = ? "
-                "AND (source_episode_id = ? OR source_session_id = ?) ORDER BY recorded_at, id",
+                "AND (source_episode_id = ? OR source_session_id = ?) ORDER BY recorded_at, seq",
                 [tenant_id, method, source_id, source_id],
             )
         return [self._fact(r) for r in rows]
