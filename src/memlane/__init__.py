@@ -28,12 +28,14 @@ if TYPE_CHECKING:
         EmbeddingError,
         EmbeddingModelMismatchError,
         EpisodeNotFoundError,
+        FactNotFoundError,
         MemlaneError,
         SchemaVersionError,
         StoreClosedError,
         StoreError,
         ValidationError,
     )
+    from memlane.graph import Entity, Fact
     from memlane.memory import EpisodeInput, EpisodicMemory
     from memlane.models import Contradiction, Episode, RecallHit, Scope, ScoreBreakdown
     from memlane.sessions import Message, SessionEpisode, SessionMemory, SessionSnippet, ToolCall
@@ -56,6 +58,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "EmbeddingError",
         "EmbeddingModelMismatchError",
         "EpisodeNotFoundError",
+        "FactNotFoundError",
         "MemlaneError",
         "SchemaVersionError",
         "StoreClosedError",
@@ -63,6 +66,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "ValidationError",
     ),
     "memlane.episode_input": ("EpisodeInput",),
+    "memlane.graph": ("Entity", "Fact"),
     "memlane.memory": ("EpisodicMemory",),
     "memlane.models": ("Contradiction", "Episode", "RecallHit", "Scope", "ScoreBreakdown"),
     "memlane.sessions": ("Message", "SessionEpisode", "SessionMemory", "SessionSnippet", "ToolCall"),
@@ -87,11 +91,14 @@ __all__ = [
     "EmbedderUnavailableError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
+    "Entity",
     "Episode",
     "EpisodeFilter",
     "EpisodeInput",
     "EpisodeNotFoundError",
     "EpisodicMemory",
+    "Fact",
+    "FactNotFoundError",
     "FrozenClock",
     "LocalEmbedder",
     "MemlaneError",

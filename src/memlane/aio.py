@@ -461,6 +461,16 @@ class AsyncEpisodicMemory(_AsyncTwin[EpisodicMemory]):
     compact = _delegate(EpisodicMemory.compact)
     end_session = _delegate(EpisodicMemory.end_session)
     optimize = _delegate(EpisodicMemory.optimize)
+    remember_fact = _delegate(EpisodicMemory.remember_fact)
+    query_facts = _delegate(EpisodicMemory.query_facts)
+    entity_timeline = _delegate(EpisodicMemory.entity_timeline)
+    neighbours = _delegate(EpisodicMemory.neighbours)
+    find_paths = _delegate(EpisodicMemory.find_paths)
+    merge_entities = _delegate(EpisodicMemory.merge_entities)
+    episodes_about = _delegate(EpisodicMemory.episodes_about)
+    graph_stats = _delegate(EpisodicMemory.graph_stats)
+    recall_context = _delegate(EpisodicMemory.recall_context)
+    import_facts = _delegate(EpisodicMemory.import_facts)
 
     async def iter_episodes(
         self,

@@ -8,6 +8,7 @@ memlane can still write ``except ValueError`` or ``except LookupError``::
     ├── ValidationError (ValueError)         bad argument from the caller; nothing was written
     ├── ConfigError (ValueError)             bad configuration value or file
     ├── EpisodeNotFoundError (LookupError)   an episode id unknown in this scope, or already superseded
+    ├── FactNotFoundError (LookupError)      a fact or entity unknown in this tenant, or retired/merged
     ├── StoreError (RuntimeError)            the storage backend failed (driver errors are translated here)
     │   ├── SchemaVersionError               the database was written by a newer memlane
     │   ├── DuplicateEpisodeError (KeyError) an episode id that already exists (the store is append-only)
@@ -36,6 +37,7 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingModelMismatchError",
     "EpisodeNotFoundError",
+    "FactNotFoundError",
     "FormationError",
     "MalformedOutputError",
     "MemlaneError",
@@ -66,6 +68,16 @@ class EpisodeNotFoundError(MemlaneError, LookupError):
     """
 
     def __str__(self) -> str:  # LookupError subclasses would not repr() it, but keep it plain
+        return str(self.args[0]) if self.args else ""
+
+
+class FactNotFoundError(MemlaneError, LookupError):
+    """No fact or entity with this id in the tenant (or the fact is already retired, the entity merged).
+
+    Nothing was written; another tenant's id is reported exactly like an unknown one.
+    """
+
+    def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 

@@ -32,6 +32,12 @@ from memlane.context import MemoryContext
 from memlane.embeddings.base import Embedder
 from memlane.episode_input import EpisodeInput
 from memlane.errors import MemlaneError
+from memlane.graph import context as graph_context
+from memlane.graph import methods as graph
+from memlane.graph import transfer as graph_transfer
+from memlane.graph.context import RecallContext
+from memlane.graph.methods import FactResult, GraphStats, Neighbour
+from memlane.graph.transfer import FactImportReport
 from memlane.lifecycle import methods as lifecycle
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
@@ -41,6 +47,7 @@ from memlane.recall.methods import RecallOptions
 from memlane.recall.ranking import RankingWeights
 from memlane.sessions.memory import SessionMemory
 from memlane.stores.base import IndexReport, Store, StoreStats
+from memlane.stores.graph_base import Entity, Fact
 from memlane.validation import check_identifier
 
 if TYPE_CHECKING:
@@ -723,6 +730,215 @@ class EpisodicMemory:
             StoreError: the store failed.
         """
         return lifecycle.end_session(self._ctx)
+
+    # -- the knowledge graph ---------------------------------------------------------------
+
+    def remember_fact(  # noqa: PLR0913  (public signature = RememberFactBody's fields)
+        self,
+        subject: str,
+        predicate: str,
+        object: str | None = None,
+        *,
+        value: str | None = None,
+        subject_type: str | None = None,
+        object_type: str | None = None,
+        valid_from: datetime | None = None,
+        valid_until: datetime | None = None,
+        confidence: float | None = None,
+        importance: float | None = None,
+        source_episode_id: str | None = None,
+        source_session_id: str | None = None,
+        method: str | None = None,
+        now: datetime | None = None,
+    ) -> FactResult:
+        """Store one fact ``(subject, predicate, object | value)`` in the knowledge graph.
+
+        Bi-temporal like an episode: ``valid_from``/``valid_until`` say when it was true,
+        ``recorded_at`` (now) when memlane learned it. Names are resolved to entities of this
+        tenant (:func:`memlane.graph.entities.entity_key`: case and spacing folded; aliases and
+        merges followed; unknown names create entities). The predicate is folded to its
+        canonical name (``enjoys`` -> ``likes``, :mod:`memlane.graph.predicates`). Then, in one
+        transaction (:mod:`memlane.graph.contradiction`): a current fact with the same predicate
+        and value is a duplicate (nothing is stored, the merge is recorded); a single-valued
+        predicate's current other value is closed (``valid_until`` = the new ``valid_from``,
+        ``invalidated_at`` = now, ``superseded_by``, the reason); the opposite predicate's
+        current fact on the same object is closed. Nothing is overwritten or deleted, and a fact
+        below confidence 0.7 retires nothing.
+
+        Args:
+            subject: The entity the fact is about (1-200 characters), e.g. ``"customer_123"``.
+            predicate: The relation, e.g. ``"lives_in"``, ``"subscription_tier"`` (1-200 characters).
+            object: Another entity (e.g. ``"Lisbon"``).
+            value: A literal (e.g. ``"enterprise"``); with ``object`` too, the relation's value (a
+                rating of a film); with neither, the fact is a flag stored as value ``"true"``.
+            subject_type: Kind of a new subject entity (``"person"``...); default ``"thing"``.
+            object_type: Kind of a new object entity; default ``"thing"``.
+            valid_from: When it became true (timezone-aware); default now.
+            valid_until: When it stops being true (exclusive, >= ``valid_from``); default ``None``.
+            confidence: In [0, 1]; default 1.
+            importance: 1-10 (clamped); default unrated.
+            source_episode_id: The episode it was taken from, if any.
+            source_session_id: The session (conversation) it was taken from, if any.
+            method: ``"explicit"`` (default), ``"llm"`` or ``"import"``.
+            now: Transaction time (timezone-aware); default the clock.
+
+        Returns:
+            A :class:`memlane.graph.FactResult`: the stored fact (or the one it duplicates),
+            and the facts it superseded.
+
+        Raises:
+            ValidationError: an invalid argument (nothing is stored).
+            FactNotFoundError: a superseded fact was retired concurrently (nothing is stored).
+            StoreError: the store failed or keeps no graph.
+        """
+        return graph.remember_fact(self._ctx, {k: v for k, v in locals().items() if k != "self"})
+
+    def query_facts(
+        self,
+        entity: str,
+        *,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        predicate: str | None = None,
+        limit: int | None = None,
+        now: datetime | None = None,
+    ) -> list[Fact]:
+        """The facts about ``entity`` (as subject or object), oldest ``valid_from`` first.
+
+        The episodes' time model: by default the facts current at ``now`` (not retired, still
+        valid); ``as_of=T`` the facts true at ``T`` (``valid_from <= T < valid_until``, retired
+        ones included); ``known_at=K`` what memlane held as current at ``K``; both together
+        combine.
+
+        Args:
+            entity: A name or alias (resolved like :meth:`remember_fact`'s); unknown -> ``[]``.
+            as_of: Valid-time instant (timezone-aware).
+            known_at: Transaction-time instant (timezone-aware).
+            predicate: Only this predicate (folded to its canonical name).
+            limit: Most facts, >= 1 (default 1000).
+            now: Reference time (timezone-aware); default the clock.
+
+        Raises:
+            ValidationError: an invalid argument. StoreError: the store failed.
+        """
+        return graph.query_facts(
+            self._ctx, entity, as_of=as_of, known_at=known_at, predicate=predicate, limit=limit, now=now
+        )
+
+    def entity_timeline(self, entity: str) -> list[Fact]:
+        """Every fact about ``entity``, current and retired, by ``valid_from`` (its history).
+
+        Raises:
+            ValidationError: a blank or over-long name. StoreError: the store failed.
+        """
+        return graph.entity_timeline(self._ctx, entity)
+
+    def neighbours(
+        self, entity: str, depth: int = 1, *, as_of: datetime | None = None, now: datetime | None = None
+    ) -> list[Neighbour]:
+        """Entities linked to ``entity`` by facts with an object entity, within ``depth`` hops.
+
+        Args:
+            entity: A name or alias; unknown -> ``[]``.
+            depth: Hops, 1-4 (default 1). Edges are followed both ways.
+            as_of: Use the facts true then (default: the current facts).
+            now: Reference time; default the clock.
+
+        Returns:
+            :class:`memlane.graph.Neighbour` (entity, hops), nearest first; the entity itself has 0 hops.
+        """
+        return graph.neighbours(self._ctx, entity, depth, as_of=as_of, now=now)
+
+    def find_paths(
+        self,
+        source: str,
+        target: str,
+        max_depth: int = 3,
+        limit: int = 5,
+        *,
+        as_of: datetime | None = None,
+        now: datetime | None = None,
+    ) -> list[list[Fact]]:
+        """Chains of facts linking ``source`` to ``target`` (multi-hop: "who did X introduce me to").
+
+        Args:
+            source / target: Names or aliases; unknown -> ``[]``.
+            max_depth: Longest chain, 1-4 facts (default 3).
+            limit: Most chains, 1-100 (default 5), shortest first.
+            as_of: Use the facts true then (default: the current facts).
+            now: Reference time; default the clock.
+        """
+        return graph.find_paths(self._ctx, source, target, max_depth, limit, as_of=as_of, now=now)
+
+    def merge_entities(self, alias: str, into: str, *, reason: str | None = None) -> Entity:
+        """Merge entity ``alias`` into ``into`` ("Bob" into "Robert Smith"), recording the merge.
+
+        Afterwards both names resolve to ``into``; facts stored under ``alias`` are read with it.
+
+        Raises:
+            ValidationError: a bad name. FactNotFoundError: ``alias`` is merged already.
+        """
+        return graph.merge_entities(self._ctx, alias, into, reason)
+
+    def episodes_about(self, entity: str, limit: int = 10) -> list[Episode]:
+        """Episodes linked to ``entity`` by the offline extraction on write, newest first.
+
+        Args:
+            entity: A name or alias. limit: Most episodes (1 to the maximum limit).
+        """
+        return graph.episodes_about(self._ctx, entity, limit)
+
+    def recall_context(
+        self,
+        entity_or_query: str,
+        *,
+        as_of: datetime | None = None,
+        limit: int = 10,
+        now: datetime | None = None,
+    ) -> RecallContext:
+        """What memory holds about an entity or a query (seed 002's ``load_customer_context``).
+
+        The facts valid at ``as_of`` (default: the current ones) about the entity the text names
+        (or the entities a query mentions), ranked by ``confidence * (0.5 + importance / 20)``
+        with their breakdowns; the ranked episodes of :meth:`recall_episodes` for the same text
+        (as of ``as_of``); and the episodes linked to those entities on write that recall missed.
+
+        Args:
+            entity_or_query: An entity name (``"customer_123"``) or a question.
+            as_of: Valid-time instant (timezone-aware), or ``None`` for now.
+            limit: Most facts, hits and linked episodes each (>= 1; default 10).
+            now: Reference time; default the clock.
+
+        Returns:
+            A :class:`memlane.graph.context.RecallContext`.
+
+        Raises:
+            ValidationError: a bad argument. EmbeddingError, StoreError: as for :meth:`recall_episodes`.
+        """
+        return graph_context.recall_context(self._ctx, entity_or_query, as_of=as_of, limit=limit, now=now)
+
+    def export_facts(self) -> Iterator[dict[str, Any]]:
+        """Every fact of this tenant (this session's only under ``session`` scope), oldest first, as
+        JSON-ready dicts: :meth:`memlane.Fact.to_dict` plus ``subject_name``/``object_name``
+        (:mod:`memlane.graph.transfer`; ``memlane facts export`` writes them as JSONL)."""
+        return graph_transfer.export_facts(self._ctx)
+
+    def import_facts(self, rows: Iterable[Mapping[str, Any]]) -> FactImportReport:
+        """Restore exported facts into this tenant, exactly as exported (times, closures, reasons).
+
+        The contradiction rules are not re-run (the history is already decided); a fact whose
+        id is held is skipped, so a second import stores nothing. Invalid rows are reported, the
+        valid ones stored in one transaction.
+
+        Returns:
+            A :class:`memlane.graph.transfer.FactImportReport` (stored, skipped, rejected).
+        """
+        return graph_transfer.import_facts(self._ctx, rows)
+
+    def graph_stats(self) -> GraphStats:
+        """The health of this tenant's graph: triples per session, average confidence, invalid share,
+        duplicates merged, and the seed's gates it fails (:class:`memlane.graph.GraphStats`)."""
+        return graph.graph_stats(self._ctx)
 
     # -- open / close ------------------------------------------------------------------
 

@@ -44,20 +44,24 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from memlane import wire
 from memlane.errors import MemlaneError
 from memlane.operations import handlers as operations
 from memlane.operations.arguments import parse_arguments
 from memlane.operations.fields import Request, bounded, check_request, tool_parameters
 from memlane.operations.tool_specs import (
     CONTRADICTIONS,
+    ENTITY_TIMELINE,
     EPISODE_HISTORY,
     GET_CONTEXT,
+    QUERY_FACTS,
     RECALL_EPISODES,
     REMEMBER_EPISODE,
+    REMEMBER_FACT,
     SEARCH_SESSIONS,
     SUPERSEDE_EPISODE,
     TOOLS,
@@ -366,22 +370,34 @@ class MemoryTools:
 
         Results are in the compact form unless ``detail: "full"`` (:mod:`memlane.wire`).
         """
-        memory, owner = self.memory, self.owner
-        if name == REMEMBER_EPISODE:
-            return operations.remember_episode(memory, args, "compact")
-        if name == RECALL_EPISODES:
-            return operations.recall_episodes(memory, args, "compact")
-        if name == GET_CONTEXT:
-            return operations.build_context(memory, args, owner, "compact")
-        if name == SEARCH_SESSIONS:
-            return operations.search_sessions(memory, args, owner, "compact")
-        if name == SUPERSEDE_EPISODE:
-            return operations.supersede_episode(memory, args, "compact")
-        if name == EPISODE_HISTORY:
-            return operations.episode_history(memory, args, "compact")
-        if name == CONTRADICTIONS:
-            return operations.find_contradictions(memory, args, "compact")
+        plain = _PLAIN_TOOLS.get(name)
+        if plain is not None:
+            return plain(self.memory, args, "compact")
+        owned = _OWNER_TOOLS.get(name)
+        if owned is not None:
+            return owned(self.memory, args, self.owner, "compact")
         raise ValueError(f"unknown tool {name!r}")
+
+
+_PLAIN_TOOLS: dict[str, Callable[[EpisodicMemory, Mapping[str, Any], wire.Detail], dict[str, Any]]] = {
+    REMEMBER_EPISODE: operations.remember_episode,
+    RECALL_EPISODES: operations.recall_episodes,
+    SUPERSEDE_EPISODE: operations.supersede_episode,
+    EPISODE_HISTORY: operations.episode_history,
+    CONTRADICTIONS: operations.find_contradictions,
+    REMEMBER_FACT: operations.remember_fact,
+    QUERY_FACTS: operations.query_facts,
+    ENTITY_TIMELINE: operations.entity_timeline,
+}
+"""The tools that need only the memory (each a handler of :mod:`memlane.operations.handlers`)."""
+
+_OWNER_TOOLS: dict[
+    str, Callable[[EpisodicMemory, Mapping[str, Any], operations.Owner, wire.Detail], dict[str, Any]]
+] = {
+    GET_CONTEXT: operations.build_context,
+    SEARCH_SESSIONS: operations.search_sessions,
+}
+"""The session tools, which also read the tools' bound owner (agent, user)."""
 
 
 def handle_tool_call(

@@ -169,6 +169,8 @@ HTTP_ROUTES = {
     "forget": ("POST", "/v1/admin/forget"),
     "compact": ("POST", "/v1/admin/compact"),
     "prune": ("POST", "/v1/admin/prune"),
+    "remember_fact": ("POST", "/v1/facts"),
+    "query_facts": ("POST", "/v1/facts/query"),
 }
 """Where each operation's body goes (``episode_history`` takes its id in the path: no body)."""
 
@@ -188,6 +190,9 @@ _PYTHON = {
     "forget": ("forget", {}, {}),
     "compact": ("compact", {}, {}),
     "prune": ("prune", {}, {}),
+    "remember_fact": ("remember_fact", {}, {}),
+    "query_facts": ("query_facts", {}, {}),
+    "entity_timeline": ("entity_timeline", {}, {}),
 }
 """Each operation's facade method (the async twin has the same names), its required keyword
 arguments that the interfaces fill in themselves, and the argument names it spells otherwise."""

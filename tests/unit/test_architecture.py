@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     "memlane.lifecycle": ENGINE,
     "memlane.sessions": ENGINE,
     "memlane.formation": ENGINE,
+    "memlane.graph": ENGINE,  # the knowledge graph: entities, bi-temporal facts, structural contradictions
     # the benchmark harness, on the engine; `memlane eval` drives it
     "memlane.evaluation": EVALUATION,
     # the ways in: requests and schemas, tools, servers, CLI, other frameworks' adapters
@@ -135,6 +136,7 @@ PUBLIC_API: dict[str, str] = {
         for name in ("models", "messages", "windows", "tokens", "context", "importing", "memory")
     },
     "memlane.formation": "memory formation",
+    "memlane.graph": "the knowledge graph: facts, entities, predicates (README: Knowledge graph)",
     "memlane.evaluation": "benchmark loaders and metrics",
     "memlane.evaluation.locomo": "named in the memlane.evaluation docstring",
     "memlane.evaluation.metrics": "named in the memlane.evaluation docstring",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from memlane import EpisodicMemory, ScoreBreakdown, SQLiteStore, Store
 from memlane.errors import StoreError
+from memlane.operations.tool_specs import TOOLS
 from memlane.recall.ranking import PRESETS
 from memlane.tools import (
     RECALL_EPISODES,
@@ -95,7 +96,7 @@ def test_tools_for_a_config_with_the_section(tmp_path: Path) -> None:
     path.write_text("agent: {name: helper}\nepisodic_memory:\n  default_limit: 4\n  max_limit: 9\n")
     for fmt in TOOL_FORMATS:
         tools = tools_for(path, fmt)
-        assert len(tools) == 7
+        assert len(tools) == len(TOOLS)  # every tool of memlane.operations.tool_specs
     openai = tools_for(path)
     assert [t["function"]["name"] for t in openai][:2] == [REMEMBER_EPISODE, RECALL_EPISODES]
     assert openai[1]["function"]["parameters"]["properties"]["limit"]["maximum"] == 9

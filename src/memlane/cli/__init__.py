@@ -31,6 +31,7 @@ from memlane.cli.demo import demo
 from memlane.cli.episodes import prune, recall, remember, stats
 from memlane.cli.eval import eval_group
 from memlane.cli.form import form
+from memlane.cli.graph import facts_group, graph_group
 from memlane.cli.inspect import inspect_command
 from memlane.cli.lifecycle import compact, forget, history
 from memlane.cli.optimize import optimize
@@ -51,6 +52,8 @@ cli.add_command(forget)
 cli.add_command(compact)
 cli.add_command(inspect_command)
 cli.add_command(optimize)
+cli.add_command(facts_group)
+cli.add_command(graph_group)
 
 
 def main() -> None:

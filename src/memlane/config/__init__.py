@@ -123,6 +123,11 @@ class MemoryConfig:
             the recall's ``now``, in one batched ``UPDATE`` (default ``True``). Structured
             lookups (no query) are not counted. :meth:`memlane.EpisodicMemory.compact` uses the
             counts to archive episodes never retrieved.
+        link_entities: Whether every write links the episode to the entities found in it
+            without a model (tags, speakers, quoted and capitalised names, e-mail and id-like
+            tokens: :func:`memlane.graph.entities.extract_mentions`), so
+            :meth:`memlane.EpisodicMemory.episodes_about` finds it (default ``True``; about 0.6 ms per
+            episode here, in a second transaction after the insert; a failed link is logged).
         importance: The importance of an episode written without one: ``None`` (default:
             unrated, ranked as 5) or ``"auto"`` (estimated 1-10 from its content by
             :func:`memlane.importance.estimate_importance`; deterministic, no model).
@@ -151,6 +156,7 @@ class MemoryConfig:
     forget_action: str = "archive"
     forget_threshold: float = 0.05
     track_retrievals: bool = True
+    link_entities: bool = True
     importance: str | None = None
 
     def __post_init__(self) -> None:
@@ -173,7 +179,14 @@ class MemoryConfig:
         _check_forgetting(self)
         if self.importance not in (None, "auto"):
             raise ConfigError(f"importance must be 'auto' or None (unrated), got {self.importance!r}")
-        for name in ("temporal", "embedding_fallback", "auto_supersede", "forgetting", "track_retrievals"):
+        for name in (
+            "temporal",
+            "embedding_fallback",
+            "auto_supersede",
+            "forgetting",
+            "track_retrievals",
+            "link_entities",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
 

@@ -6,6 +6,8 @@
 * :func:`summarize_session` — one ``session_summary`` episode; without a model, an
   extractive (SumBasic) summary.
 * :func:`form_episodes` — both, remembered in one atomic batch.
+* :func:`form_facts` — triples for the knowledge graph (confidence >= 0.7, importance >= 5),
+  stored with ``remember_fact``; idempotent per source episode or session.
 
 Models: any OpenAI-compatible chat endpoint through :class:`OpenAICompatibleLLM`
 (``openai`` extra; ``base_url`` for local servers), or anything implementing
@@ -45,11 +47,21 @@ from memlane.formation.summarize import (
     extractive_summary,
     summarize_session,
 )
+from memlane.formation.triples import (
+    MIN_IMPORTANCE,
+    TRIPLES_PROMPT_VERSION,
+    TRIPLES_SCHEMA,
+    Triple,
+    form_facts,
+)
 
 __all__ = [
     "EXTRACT_PROMPT_VERSION",
+    "MIN_IMPORTANCE",
     "SUMMARY_EVENT_TYPE",
     "SUMMARY_PROMPT_VERSION",
+    "TRIPLES_PROMPT_VERSION",
+    "TRIPLES_SCHEMA",
     "TURN_EVENT_TYPE",
     "ChatLLM",
     "ChatReply",
@@ -57,12 +69,14 @@ __all__ = [
     "MalformedOutputError",
     "OpenAICompatibleLLM",
     "StructuredOutput",
+    "Triple",
     "Turn",
     "complete_json",
     "conversation_turns",
     "extract_facts",
     "extractive_summary",
     "form_episodes",
+    "form_facts",
     "previous_formation",
     "raw_turn_episodes",
     "summarize_session",

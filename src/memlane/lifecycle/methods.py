@@ -19,6 +19,8 @@ from datetime import datetime
 
 from memlane.context import MemoryContext
 from memlane.episode_input import EpisodeInput, build_episodes
+from memlane.errors import MemlaneError
+from memlane.graph import methods as graph
 from memlane.lifecycle import compaction, forgetting, retention, supersession
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
@@ -76,8 +78,24 @@ def remember_episodes(ctx: MemoryContext, items: Iterable[EpisodeInput]) -> list
     if vectors is None:
         episodes = [replace(ep, embedding_model=None) for ep in episodes]
     ctx.store.insert(episodes, vectors)
+    link_entities(ctx, episodes)
     maybe_prune(ctx)
     return episodes
+
+
+def link_entities(ctx: MemoryContext, episodes: Sequence[Episode]) -> None:
+    """Link new episodes to their entities (``config.link_entities``); a failure is logged, never raised.
+
+    The links are derived data (:func:`memlane.graph.methods.link_episodes`): the episodes are
+    already stored, and a failed link only leaves :meth:`~memlane.EpisodicMemory.episodes_about`
+    without them.
+    """
+    if not ctx.config.link_entities:
+        return
+    try:
+        graph.link_episodes(ctx, episodes)
+    except MemlaneError as exc:
+        logger.warning("entity links of %d episode(s) not written: %s", len(episodes), exc)
 
 
 def delete_episode(ctx: MemoryContext, episode_id: str) -> bool:
@@ -139,6 +157,7 @@ def remember_superseding(
         if supersessions:
             logger.info("auto-superseding %d episode(s) with %s", len(supersessions), episode.id)
     ctx.store.insert([episode], vectors, supersessions)
+    link_entities(ctx, [episode])
     maybe_prune(ctx)
     return episode
 

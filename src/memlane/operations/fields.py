@@ -60,9 +60,11 @@ __all__ = [
     "Request",
     "bounded",
     "check_request",
+    "choice_field",
     "field_check",
     "is_interface_only",
     "metadata_of",
+    "rating_field",
     "tool_parameters",
 ]
 
@@ -304,6 +306,22 @@ def _confidence(value: Any, name: str) -> float:
 
 Confidence = Annotated[float, Field(gt=0, le=1), Check(_confidence)]
 Flag = Annotated[bool, Check(v.check_flag)]
+
+
+def _rating(value: Any, name: str) -> float | None:
+    return v.clamp_importance(value)
+
+
+def rating_field() -> Any:
+    """A 1-10 rating without ``"auto"`` (a fact's importance), clamped like an episode's."""
+    return Annotated[float, Check(_rating)]
+
+
+def choice_field(choices: tuple[str, ...]) -> Any:
+    """One of ``choices`` (a string), checked by :func:`memlane.validation.check_choice`."""
+    return Annotated[Literal[choices], _choice(choices)]
+
+
 Metadata = Annotated[dict[str, Any], Check(_metadata)]
 
 

@@ -27,11 +27,14 @@ if TYPE_CHECKING:
 __all__ = [
     "Owner",
     "build_context",
+    "entity_timeline",
     "episode_history",
     "find_contradictions",
+    "query_facts",
     "recall_episodes",
     "recent_sessions",
     "remember_episode",
+    "remember_fact",
     "search_sessions",
     "supersede_episode",
 ]
@@ -264,3 +267,66 @@ def build_context(
         "items": items,
         "relevant": block.relevant,
     }
+
+
+# -- the knowledge graph ------------------------------------------------------------------------
+
+_FACT_COMPACT = ("id", "subject", "predicate", "object", "value", "valid_from", "valid_until", "confidence")
+
+
+def _fact(fact: Any, detail: wire.Detail) -> dict[str, Any]:
+    """A fact's wire form: every field (``full``) or what a model needs (``compact``; retired ones say so)."""
+    full: dict[str, Any] = fact.to_dict()
+    if detail == "full":
+        return full
+    out = {k: full[k] for k in _FACT_COMPACT if full[k] is not None}
+    if full["invalidated_at"] is not None:
+        out["retired"] = full["supersede_reason"] or True
+    return out
+
+
+_FACT_ARGUMENTS = (
+    "object",
+    "value",
+    "subject_type",
+    "object_type",
+    "valid_from",
+    "valid_until",
+    "confidence",
+    "importance",
+    "source_episode_id",
+    "source_session_id",
+    "method",
+    "now",
+)
+
+
+def remember_fact(memory: EpisodicMemory, args: Mapping[str, Any], default: wire.Detail) -> dict[str, Any]:
+    """``remember_fact`` -> ``{"ok": true, "fact", "duplicate", "superseded": [...]}``."""
+    result = memory.remember_fact(
+        args["subject"], args["predicate"], **{k: args[k] for k in _FACT_ARGUMENTS if k in args}
+    )
+    detail = _detail(args, default)
+    return {
+        "ok": True,
+        "fact": _fact(result.fact, detail),
+        "duplicate": result.duplicate,
+        "superseded": [_fact(f, detail) for f in result.superseded],
+    }
+
+
+def query_facts(memory: EpisodicMemory, args: Mapping[str, Any], default: wire.Detail) -> dict[str, Any]:
+    """``query_facts`` -> ``{"ok": true, "count", "facts": [...]}``, oldest ``valid_from`` first."""
+    found = memory.query_facts(
+        args["entity"],
+        **{k: args[k] for k in ("as_of", "known_at", "predicate", "limit", "now") if k in args},
+    )
+    detail = _detail(args, default)
+    return {"ok": True, "count": len(found), "facts": [_fact(f, detail) for f in found]}
+
+
+def entity_timeline(memory: EpisodicMemory, args: Mapping[str, Any], default: wire.Detail) -> dict[str, Any]:
+    """``entity_timeline`` -> ``{"ok": true, "count", "facts": [...]}`` (current and retired)."""
+    found = memory.entity_timeline(args["entity"])
+    detail = _detail(args, default)
+    return {"ok": True, "count": len(found), "facts": [_fact(f, detail) for f in found]}

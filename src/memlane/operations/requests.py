@@ -17,6 +17,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from memlane.config import DEFAULT_COMPACT_SIMILARITY, DEFAULT_CONTEXT_MIN_RELEVANCE
+from memlane.graph import FACT_METHODS
 from memlane.operations.fields import (
     Confidence,
     Count,
@@ -41,6 +42,8 @@ from memlane.operations.fields import (
     Tags,
     Text,
     WeightsField,
+    choice_field,
+    rating_field,
 )
 
 __all__ = [
@@ -50,13 +53,18 @@ __all__ = [
     "ContextRequest",
     "ContradictionsBody",
     "ContradictionsRequest",
+    "EntityTimelineRequest",
     "ForgetBody",
     "HistoryRequest",
     "InjectContextBody",
     "PruneBody",
+    "QueryFactsBody",
+    "QueryFactsRequest",
     "RecallBody",
     "RecallRequest",
     "RememberBody",
+    "RememberFactBody",
+    "RememberFactRequest",
     "RememberRequest",
     "SearchSessionsBody",
     "SearchSessionsRequest",
@@ -366,6 +374,92 @@ class StoreSessionBody(_Owner):
     append: Flag | None = Field(default=None, description="Add turns to an existing session (else 409).")
 
 
+# -- the knowledge graph ------------------------------------------------------------------
+
+_ENTITY = "An entity's name or alias, e.g. 'customer_123', 'Alice' (case and spacing do not matter)."
+
+
+class RememberFactRequest(Request):
+    """Store one fact about an entity (the ``remember_fact`` tool)."""
+
+    OPERATION: ClassVar[str] = "remember_fact"
+
+    subject: Label = Field(description=f"Who or what the fact is about. {_ENTITY}")
+    predicate: Label = Field(
+        description=(
+            "The relation in snake_case, e.g. 'lives_in', 'works_at', 'subscription_tier', 'likes', "
+            "'uses_database'. Single-valued ones (lives_in, works_at, subscription_tier, diet, ...) replace "
+            "the current value; likes/dislikes replace each other."
+        )
+    )
+    object: Label | None = Field(default=None, description="Another entity, e.g. 'Lisbon'.")
+    value: Text | None = Field(
+        default=None,
+        description=(
+            "A literal, e.g. 'enterprise', '41' (with an object too: the relation's value, e.g. a rating). "
+            "Neither object nor value: a flag, stored as value 'true'."
+        ),
+    )
+    valid_from: Instant | None = Field(
+        default=None, description="When it became true (ISO 8601 with timezone). Default: now."
+    )
+    confidence: Fraction | None = Field(
+        default=None, description="How sure, 0-1 (default 1). Below 0.7 it replaces nothing."
+    )
+    importance: rating_field() | None = Field(  # type: ignore[valid-type]
+        default=None, description="How much it matters, 1-10 (clamped)."
+    )
+    source_episode_id: Label | None = Field(default=None, description="The episode it was taken from.")
+    detail: Detail | None = Field(default=None, description=_DETAIL)
+
+
+class RememberFactBody(RememberFactRequest):
+    """``POST /v1/facts``: a fact for the key's tenant."""
+
+    subject_type: Label | None = Field(default=None, description="Kind of a new subject ('person'...).")
+    object_type: Label | None = Field(default=None, description="Kind of a new object entity.")
+    source_session_id: Label | None = Field(default=None, description="The conversation it came from.")
+    method: choice_field(FACT_METHODS) | None = Field(  # type: ignore[valid-type]
+        default=None, description="How it got in: 'explicit' (default), 'llm' or 'import'."
+    )
+    now: Instant | None = Field(default=None, description=_NOW)
+    session_id: Label | None = Field(default=None, description=_SESSION)
+
+
+class QueryFactsRequest(Request):
+    """The facts about an entity, at a time (the ``query_facts`` tool)."""
+
+    OPERATION: ClassVar[str] = "query_facts"
+
+    entity: Label = Field(description=_ENTITY)
+    as_of: Instant | None = Field(
+        default=None, description="What was true at this time (ISO 8601), including facts replaced since."
+    )
+    known_at: Instant | None = Field(
+        default=None, description="What memory held as current at this time (ISO 8601 with timezone)."
+    )
+    predicate: Label | None = Field(default=None, description="Only this relation, e.g. 'lives_in'.")
+    limit: Limit | None = Field(default=None, description="Most facts to return.")
+    detail: Detail | None = Field(default=None, description=_DETAIL)
+
+
+class QueryFactsBody(QueryFactsRequest):
+    """``POST /v1/facts/query``."""
+
+    session_id: Label | None = Field(default=None, description=_SESSION)
+    scope: ScopeField | None = Field(default=None, description="'session' or 'tenant' (default tenant).")
+    now: Instant | None = Field(default=None, description=_NOW)
+
+
+class EntityTimelineRequest(Request):
+    """How the facts about an entity changed (the ``entity_timeline`` tool)."""
+
+    OPERATION: ClassVar[str] = "entity_timeline"
+
+    entity: Label = Field(description=_ENTITY)
+    detail: Detail | None = Field(default=None, description=_DETAIL)
+
+
 # -- admin --------------------------------------------------------------------------------
 
 
@@ -430,5 +524,7 @@ OPERATIONS: tuple[type[Request], ...] = (
     ForgetBody,
     CompactBody,
     PruneBody,
+    RememberFactBody,
+    QueryFactsBody,
 )
 """The HTTP bodies (each extends its tool request where there is one)."""

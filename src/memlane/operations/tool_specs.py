@@ -16,10 +16,13 @@ from memlane.operations.fields import Request
 
 __all__ = [
     "CONTRADICTIONS",
+    "ENTITY_TIMELINE",
     "EPISODE_HISTORY",
     "GET_CONTEXT",
+    "QUERY_FACTS",
     "RECALL_EPISODES",
     "REMEMBER_EPISODE",
+    "REMEMBER_FACT",
     "SEARCH_SESSIONS",
     "SUPERSEDE_EPISODE",
     "TOOLS",
@@ -33,6 +36,9 @@ GET_CONTEXT: Final = "get_context"
 SUPERSEDE_EPISODE: Final = "supersede_episode"
 EPISODE_HISTORY: Final = "episode_history"
 CONTRADICTIONS: Final = "find_contradictions"
+REMEMBER_FACT: Final = "remember_fact"
+QUERY_FACTS: Final = "query_facts"
+ENTITY_TIMELINE: Final = "entity_timeline"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +123,37 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "current episodes that are very similar (same event_type or a shared tag), with a "
         ),
         r.ContradictionsRequest,
+    ),
+    ToolSpec(
+        REMEMBER_FACT,
+        (
+            "Save one structured fact about a person, customer, team or thing as (subject, predicate, object "
+            "or value), e.g. ('customer_123', 'subscription_tier', value 'enterprise') or ('user', "
+            "'lives_in', "
+            "'Lisbon'). A new value of a single-valued relation (lives_in, works_at, subscription_tier, "
+            "diet, "
+            "uses_database...) replaces the current one, which is kept as history; 'likes' and 'dislikes' "
+            "replace each other; saying the same fact again changes nothing. Use remember_episode for events "
+            "and free text."
+        ),
+        r.RememberFactRequest,
+    ),
+    ToolSpec(
+        QUERY_FACTS,
+        (
+            "Look up the facts about one entity (as subject or object): by default what is true now; with "
+            "as_of, what was true at that time; with known_at, what memory held then. Use it for 'where does "
+            "the user live?', 'which plan is customer_123 on?', or before acting on a customer."
+        ),
+        r.QueryFactsRequest,
+    ),
+    ToolSpec(
+        ENTITY_TIMELINE,
+        (
+            "Show how the facts about one entity changed over time: every fact, current and replaced, oldest "
+            "first, each with when it was true and why it was replaced."
+        ),
+        r.EntityTimelineRequest,
     ),
 )
 """Every tool, in registration order; each request's ``OPERATION`` is the tool's name."""

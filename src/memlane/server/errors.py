@@ -56,6 +56,7 @@ from memlane.errors import (
     EmbeddingError,
     EmbeddingModelMismatchError,
     EpisodeNotFoundError,
+    FactNotFoundError,
     MemlaneError,
     SchemaVersionError,
     StoreClosedError,
@@ -79,6 +80,7 @@ logger = logging.getLogger(__name__)
 STATUS_BY_ERROR: tuple[tuple[type[MemlaneError], int], ...] = (
     (DuplicateEpisodeError, 409),
     (EpisodeNotFoundError, 404),
+    (FactNotFoundError, 404),
     (StoreClosedError, 503),
     (SchemaVersionError, 500),
     (StoreError, 503),

@@ -76,6 +76,7 @@ from memlane.server.deps import (
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers, public_error
 from memlane.server.inspector.routes import install_inspector
 from memlane.server.inspector.throttle import KeyFailures
+from memlane.server.routes_graph import graph_router
 from memlane.server.routes_lifecycle import lifecycle_router
 from memlane.server.routes_sessions import sessions_router
 from memlane.server.schemas import CompactEpisodeOut, EpisodeList, EpisodeOut, RecallResponse
@@ -335,6 +336,7 @@ def create_app(
     app.include_router(episodes_router(max_limit))
     app.include_router(sessions_router(max_limit))
     app.include_router(lifecycle_router(max_limit))
+    app.include_router(graph_router(max_limit))
     install_inspector(  # /inspect (server/inspector/): the API's back-off and its 5xx texts
         app, state.base, settings, max_limit=max_limit, failures=state.failures, describe=public_error
     )

@@ -421,6 +421,87 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "EXECUTE FUNCTION {schema}.memlane_scope_stats_delete()"
         ),
     ),
+    # 11: the knowledge graph (memlane.stores.postgres.graph, memlane.graph): entities and their
+    # aliases, bi-temporal facts, recorded merges and episode -> entity links; tenant_id leads every
+    # key (ready for a tenant-sharded cluster, as migration 9).
+    (
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_graph_entities (tenant_id text NOT NULL, id text NOT NULL, "
+            "name text NOT NULL, entity_type text NOT NULL, created_at timestamptz NOT NULL, merged_into "
+            "text, "
+            "PRIMARY KEY (tenant_id, id))"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_entities_merged ON {schema}.memlane_graph_entities "
+            "(tenant_id, merged_into) WHERE merged_into IS NOT NULL"
+        ),
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_graph_aliases (tenant_id text NOT NULL, alias text NOT NULL, "
+            "entity_id text NOT NULL, created_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, alias))"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_aliases_entity ON {schema}.memlane_graph_aliases (tenant_id, "
+            "entity_id)"
+        ),
+        sql.SQL(
+            """
+            CREATE TABLE {schema}.memlane_graph_facts (
+                seq               bigint GENERATED ALWAYS AS IDENTITY,
+                id                text             NOT NULL,
+                tenant_id         text             NOT NULL,
+                session_id        text             NOT NULL,
+                subject           text             NOT NULL,
+                predicate         text             NOT NULL,
+                object            text,
+                value             text,
+                valid_from        timestamptz      NOT NULL,
+                valid_until       timestamptz,
+                recorded_at       timestamptz      NOT NULL,
+                invalidated_at    timestamptz,
+                superseded_by     text,
+                supersede_reason  text,
+                confidence        double precision NOT NULL,
+                importance        double precision,
+                source_episode_id text,
+                source_session_id text,
+                method            text             NOT NULL,
+                raw_predicate     text             NOT NULL,
+                PRIMARY KEY (tenant_id, seq),
+                CONSTRAINT memlane_graph_facts_tenant_id_key UNIQUE (tenant_id, id)
+            )
+            """
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_facts_subject ON {schema}.memlane_graph_facts "
+            "(tenant_id, subject, predicate, valid_from)"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_facts_object ON {schema}.memlane_graph_facts (tenant_id, object) "
+            "WHERE object IS NOT NULL"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_facts_source ON {schema}.memlane_graph_facts "
+            "(tenant_id, source_episode_id)"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_facts_source_session ON {schema}.memlane_graph_facts "
+            "(tenant_id, source_session_id)"
+        ),
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_graph_merges (seq bigint GENERATED ALWAYS AS IDENTITY, "
+            "tenant_id text NOT NULL, kind text NOT NULL, source text NOT NULL, into_id text NOT NULL, "
+            "merged_at timestamptz NOT NULL, reason text NOT NULL, PRIMARY KEY (tenant_id, seq))"
+        ),
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_graph_episode_entities (tenant_id text NOT NULL, "
+            "entity_id text NOT NULL, episode_id text NOT NULL, session_id text NOT NULL, "
+            "created_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, entity_id, episode_id))"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_graph_episode_entities_episode "
+            "ON {schema}.memlane_graph_episode_entities (tenant_id, episode_id)"
+        ),
+    ),
 )
 
 

@@ -66,6 +66,7 @@ from memlane.stores.common import (
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
+from memlane.stores.postgres.graph import PostgresGraphStore
 from memlane.stores.postgres.ingest import copy_episodes, copy_types
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
@@ -582,6 +583,11 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def session_store(self) -> PostgresSessionStore:
         """Session episodes in the same schema (:mod:`memlane.stores.postgres.sessions`)."""
         return PostgresSessionStore(self)
+
+    @cached_property
+    def graph_store(self) -> PostgresGraphStore:
+        """Entities and facts in the same schema (:mod:`memlane.stores.postgres.graph`)."""
+        return PostgresGraphStore(self)
 
     @cached_property
     def reembed_backend(self) -> PostgresReembed:

@@ -275,4 +275,85 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         END
         """,
     ),
+    # 12: the knowledge graph (memlane.stores.sqlite.graph, memlane.graph): entities and their aliases,
+    # bi-temporal facts (valid time valid_from/valid_until, transaction time recorded_at/invalidated_at,
+    # as Unix microseconds like the episodes' *_us columns), recorded merges, and episode -> entity
+    # links. Every key leads with tenant_id, as in PostgreSQL (fact ids are unique per tenant, as there).
+    (
+        """
+        CREATE TABLE graph_entities (
+            tenant_id   TEXT    NOT NULL,
+            id          TEXT    NOT NULL,
+            name        TEXT    NOT NULL,
+            entity_type TEXT    NOT NULL,
+            created_at  INTEGER NOT NULL,
+            merged_into TEXT,
+            PRIMARY KEY (tenant_id, id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX ix_graph_entities_merged ON graph_entities (tenant_id, merged_into) "
+        "WHERE merged_into IS NOT NULL",
+        """
+        CREATE TABLE graph_aliases (
+            tenant_id  TEXT    NOT NULL,
+            alias      TEXT    NOT NULL,
+            entity_id  TEXT    NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, alias)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX ix_graph_aliases_entity ON graph_aliases (tenant_id, entity_id)",
+        """
+        CREATE TABLE graph_facts (
+            seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+            id                TEXT    NOT NULL,
+            tenant_id         TEXT    NOT NULL,
+            session_id        TEXT    NOT NULL,
+            subject           TEXT    NOT NULL,
+            predicate         TEXT    NOT NULL,
+            object            TEXT,
+            value             TEXT,
+            valid_from        INTEGER NOT NULL,
+            valid_until       INTEGER,
+            recorded_at       INTEGER NOT NULL,
+            invalidated_at    INTEGER,
+            superseded_by     TEXT,
+            supersede_reason  TEXT,
+            confidence        REAL    NOT NULL,
+            importance        REAL,
+            source_episode_id TEXT,
+            source_session_id TEXT,
+            method            TEXT    NOT NULL,
+            raw_predicate     TEXT    NOT NULL
+        )
+        """,
+        "CREATE INDEX ix_graph_facts_subject ON graph_facts (tenant_id, subject, predicate, valid_from)",
+        "CREATE INDEX ix_graph_facts_object ON graph_facts (tenant_id, object) WHERE object IS NOT NULL",
+        "CREATE UNIQUE INDEX ix_graph_facts_tenant_id ON graph_facts (tenant_id, id)",
+        "CREATE INDEX ix_graph_facts_source ON graph_facts (tenant_id, source_episode_id)",
+        "CREATE INDEX ix_graph_facts_source_session ON graph_facts (tenant_id, source_session_id)",
+        """
+        CREATE TABLE graph_merges (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            tenant_id TEXT    NOT NULL,
+            kind      TEXT    NOT NULL,
+            source    TEXT    NOT NULL,
+            into_id   TEXT    NOT NULL,
+            merged_at INTEGER NOT NULL,
+            reason    TEXT    NOT NULL
+        )
+        """,
+        "CREATE INDEX ix_graph_merges_tenant ON graph_merges (tenant_id, kind)",
+        """
+        CREATE TABLE graph_episode_entities (
+            tenant_id  TEXT    NOT NULL,
+            entity_id  TEXT    NOT NULL,
+            episode_id TEXT    NOT NULL,
+            session_id TEXT    NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, entity_id, episode_id)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX ix_graph_episode_entities_episode ON graph_episode_entities (tenant_id, episode_id)",
+    ),
 )

@@ -71,6 +71,7 @@ from memlane.stores.sqlite.base import (
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import index_new_rows, keyword_search
+from memlane.stores.sqlite.graph import SQLiteGraphStore
 from memlane.stores.sqlite.neighbours import stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
@@ -593,6 +594,11 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     def session_store(self) -> SQLiteSessionStore:
         """Session episodes in the same file (:class:`~memlane.stores.sqlite.sessions.SQLiteSessionStore`)."""
         return SQLiteSessionStore(self)
+
+    @cached_property
+    def graph_store(self) -> SQLiteGraphStore:
+        """Entities and facts in the same file (:mod:`memlane.stores.sqlite.graph`)."""
+        return SQLiteGraphStore(self)
 
     @cached_property
     def reembed_backend(self) -> SQLiteReembed:

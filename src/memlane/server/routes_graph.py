@@ -1,0 +1,125 @@
+"""HTTP routes for the knowledge graph: facts, their history, neighbourhoods, paths and health.
+
+Every route acts on the API key's tenant (another tenant's entities do not exist for it);
+writes record the body's ``session_id`` (default ``"default"``) on the fact. Bodies are the
+operations' request types (:mod:`memlane.operations.requests`), so the checks, the error
+messages and ``/openapi.json`` are the tools' and the MCP server's.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Response
+from pydantic import BaseModel, ConfigDict
+
+from memlane.models import Scope
+from memlane.operations import handlers as operations
+from memlane.operations.fields import Request, bounded
+from memlane.operations.requests import QueryFactsBody, RememberFactBody
+from memlane.server.deps import API_PREFIX, ERRORS, State, Tenant, with_body
+from memlane.server.deps import wire as respond
+from memlane.validation import MAX_LABEL_LENGTH, VISIBLE_PATTERN
+
+__all__ = ["graph_router"]
+
+EntityPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_LABEL_LENGTH,
+        pattern=VISIBLE_PATTERN,
+        description="An entity name or alias.",
+    ),
+]
+
+
+class FactOut(BaseModel):
+    """A fact (every field: :class:`memlane.graph.Fact`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    subject: str
+    predicate: str
+    object: str | None
+    value: str | None
+
+
+class RememberFactOut(BaseModel):
+    """The stored fact (or the one it duplicates) and the facts it superseded."""
+
+    fact: FactOut
+    duplicate: bool
+    superseded: list[FactOut]
+
+
+class FactList(BaseModel):
+    """Facts, oldest ``valid_from`` first."""
+
+    count: int
+    facts: list[FactOut]
+
+
+class GraphOut(BaseModel):
+    """A neighbourhood, paths or stats: see the route."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _args(body: Any) -> dict[str, Any]:
+    return {} if body is None else dict(body.arguments())
+
+
+def graph_router(max_limit: int) -> APIRouter:
+    """The knowledge-graph routes for one ``max_limit``."""
+    router = APIRouter(prefix=API_PREFIX, responses=ERRORS, tags=["knowledge graph"])
+    query_body = bounded(QueryFactsBody, max_limit)
+
+    @router.post("/facts", status_code=201, response_model=RememberFactOut, summary="Store one fact")
+    def remember_fact(body: RememberFactBody, tenant: Tenant, state: State) -> Response:
+        """The fact as stored (or the current one it duplicates) and the facts it closed."""
+        args = _args(body)
+        memory = state.context(tenant, args.pop("session_id", None), Scope.TENANT.value)
+        return respond(operations.remember_fact(memory, args, "full"), status_code=201)
+
+    @router.post("/facts/query", response_model=FactList, summary="The facts about an entity, at a time")
+    @with_body(query_body)
+    def query_facts(body: Request, tenant: Tenant, state: State) -> Response:
+        """Current facts by default; ``as_of`` = true then; ``known_at`` = held as current then."""
+        args = _args(body)
+        memory = state.context(tenant, args.pop("session_id", None), args.pop("scope", Scope.TENANT.value))
+        return respond(operations.query_facts(memory, args, "full"))
+
+    @router.get("/entities/{entity}/timeline", response_model=FactList, summary="Every fact about an entity")
+    def timeline(entity: EntityPath, tenant: Tenant, state: State) -> Response:
+        """Current and retired facts, by valid time (any session of the key's tenant)."""
+        memory = state.context(tenant, None, Scope.TENANT.value)
+        return respond(operations.entity_timeline(memory, {"entity": entity}, "full"))
+
+    @router.get("/entities/{entity}/neighbours", response_model=GraphOut, summary="Entities near an entity")
+    def neighbours(
+        entity: EntityPath, tenant: Tenant, state: State, depth: Annotated[int, Query(ge=1, le=4)] = 1
+    ) -> Response:
+        """``{"count", "neighbours": [{"entity", "hops"}]}``, nearest first (the entity itself at 0)."""
+        found = state.context(tenant, None, Scope.TENANT.value).neighbours(entity, depth)
+        return respond({"count": len(found), "neighbours": [n.to_dict() for n in found]})
+
+    @router.get(
+        "/entities/{entity}/paths/{target}", response_model=GraphOut, summary="Fact chains between two"
+    )
+    def paths(
+        entity: EntityPath,
+        target: EntityPath,
+        tenant: Tenant,
+        state: State,
+        max_depth: Annotated[int, Query(ge=1, le=4)] = 3,
+    ) -> Response:
+        """``{"count", "paths": [[fact, ...], ...]}``, shortest first (up to 5)."""
+        found = state.context(tenant, None, Scope.TENANT.value).find_paths(entity, target, max_depth)
+        return respond({"count": len(found), "paths": [[f.to_dict() for f in p] for p in found]})
+
+    @router.get("/graph/stats", response_model=GraphOut, summary="The health of the tenant's graph")
+    def stats(tenant: Tenant, state: State) -> Response:
+        """Triples per session, average confidence, invalid share, merges, and the failed gates."""
+        return respond(state.context(tenant, None, Scope.TENANT.value).graph_stats().to_dict())
+
+    return router

@@ -1,0 +1,269 @@
+"""The knowledge graph, written once and run against every backend (SQLite file, real PostgreSQL).
+
+Every test goes through the public facade over the parametrised ``store`` fixture with a
+frozen clock; the time model is the episodes' (valid time and transaction time).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memlane import EpisodicMemory, FrozenClock, ValidationError
+from memlane.errors import FactNotFoundError
+from tests.conftest import T0, MemoryFactory
+
+DAY = timedelta(days=1)
+
+
+@pytest.fixture
+def graph(make_memory: MemoryFactory) -> EpisodicMemory:
+    return make_memory(scope="tenant")
+
+
+def test_a_fact_round_trips_with_its_provenance(graph: EpisodicMemory) -> None:
+    result = graph.remember_fact(
+        "Customer_123",
+        "subscription tier",
+        value="enterprise",
+        valid_from=T0 - 30 * DAY,
+        confidence=0.9,
+        importance=8,
+        source_episode_id="ep-1",
+        source_session_id="chat-7",
+        subject_type="customer",
+    )
+    fact = result.fact
+    assert (fact.subject, fact.predicate, fact.value, fact.object) == (
+        "customer_123",
+        "subscription_tier",
+        "enterprise",
+        None,
+    )
+    assert (fact.valid_from, fact.valid_until, fact.recorded_at, fact.invalidated_at) == (
+        T0 - 30 * DAY,
+        None,
+        T0,
+        None,
+    )
+    assert (fact.confidence, fact.importance, fact.method) == (0.9, 8.0, "explicit")
+    assert (fact.source_episode_id, fact.source_session_id, fact.tenant_id, fact.session_id) == (
+        "ep-1",
+        "chat-7",
+        "t1",
+        "s1",
+    )
+    assert graph.query_facts("CUSTOMER_123 ") == [fact]
+    assert graph.query_facts("customer_123", predicate="Subscription Tier") == [fact]
+    assert graph.query_facts("customer_123", predicate="lives_in") == []
+    assert graph.query_facts("nobody") == []
+
+
+def test_a_single_valued_change_closes_the_old_fact_and_keeps_it(
+    graph: EpisodicMemory, clock: FrozenClock
+) -> None:
+    old = graph.remember_fact("team", "uses_database", value="MySQL", valid_from=T0 - 100 * DAY).fact
+    clock.advance(timedelta(hours=1))
+    new = graph.remember_fact("team", "migrated_to", value="PostgreSQL", valid_from=T0 - 10 * DAY)
+    assert [f.id for f in new.superseded] == [old.id]
+    retired = new.superseded[0]
+    assert retired.valid_until == T0 - 10 * DAY
+    assert retired.invalidated_at == T0 + timedelta(hours=1)
+    assert retired.superseded_by == new.fact.id
+    assert retired.supersede_reason == "uses_database is single-valued: 'MySQL' -> 'PostgreSQL'"
+    assert [f.value for f in graph.query_facts("team")] == ["PostgreSQL"]
+    # valid time: what was true 50 days ago, retired rows included
+    assert [f.value for f in graph.query_facts("team", as_of=T0 - 50 * DAY)] == ["MySQL"]
+    # transaction time: what memlane held before it learned of the migration
+    assert [f.value for f in graph.query_facts("team", known_at=T0 + timedelta(minutes=30))] == ["MySQL"]
+    timeline = graph.entity_timeline("team")
+    assert [(f.value, f.superseded_by) for f in timeline] == [("MySQL", new.fact.id), ("PostgreSQL", None)]
+    assert timeline[0] == retired  # the store holds exactly what remember_fact reported
+
+
+def test_multi_valued_facts_accumulate_and_opposites_close(graph: EpisodicMemory) -> None:
+    tea = graph.remember_fact("user", "likes", "tea").fact
+    spicy = graph.remember_fact("user", "likes", "spicy food")
+    assert spicy.superseded == ()
+    coffee = graph.remember_fact("user", "dislikes", "coffee").fact
+    flipped = graph.remember_fact("user", "loves", "coffee")
+    assert [f.id for f in flipped.superseded] == [coffee.id]
+    assert flipped.superseded[0].supersede_reason.startswith("opposite predicate")
+    current = {(f.predicate, f.object) for f in graph.query_facts("user")}
+    assert current == {("likes", "tea"), ("likes", "spicy food"), ("likes", "coffee")}
+    assert tea.id in {f.id for f in graph.query_facts("tea")}  # as object too
+
+
+def test_a_duplicate_is_merged_not_stored(graph: EpisodicMemory) -> None:
+    first = graph.remember_fact("user", "likes", "coffee").fact
+    again = graph.remember_fact("User", "enjoys", "Coffee")
+    assert again.duplicate and again.fact == first
+    assert len(graph.entity_timeline("user")) == 1
+    stats = graph.graph_stats()
+    assert (stats.facts, stats.duplicates_merged) == (1, 1)
+
+
+def test_a_backfilled_older_value_is_stored_as_history(graph: EpisodicMemory) -> None:
+    now_fact = graph.remember_fact("ana", "lives_in", "Lisbon", valid_from=T0 - 10 * DAY).fact
+    older = graph.remember_fact("ana", "lives_in", "Berlin", valid_from=T0 - 400 * DAY)
+    assert older.superseded == ()
+    assert older.fact.valid_until == now_fact.valid_from
+    assert [f.object for f in graph.query_facts("ana")] == ["lisbon"]
+    assert [f.object for f in graph.query_facts("ana", as_of=T0 - 200 * DAY)] == ["berlin"]
+
+
+def test_low_confidence_retires_nothing(graph: EpisodicMemory) -> None:
+    graph.remember_fact("ana", "works_at", "Acme")
+    weak = graph.remember_fact("ana", "works_at", "Globex", confidence=0.4)
+    assert weak.superseded == ()
+    assert {f.object for f in graph.query_facts("ana")} == {"acme", "globex"}
+    stats = graph.graph_stats()
+    assert stats.below_confidence == 1 and stats.contradictory == 2
+    assert stats.problems  # 3 invalid of 2 current: past the seed's 5 %
+
+
+def test_neighbours_and_paths_walk_the_object_facts(graph: EpisodicMemory) -> None:
+    graph.remember_fact("me", "introduced_to", "Alice")
+    graph.remember_fact("Alice", "introduced_me_to", "Bob")
+    graph.remember_fact("Bob", "works_at", "Acme")
+    graph.remember_fact("Bob", "age", value="41")  # a literal is no edge
+    near = {n.entity.id: n.hops for n in graph.neighbours("alice", depth=2)}
+    assert near == {"alice": 0, "me": 1, "bob": 1, "acme": 2}
+    assert {n.entity.id for n in graph.neighbours("alice")} == {"alice", "me", "bob"}
+    paths = graph.find_paths("me", "Acme", max_depth=3)
+    assert [[(f.subject, f.object) for f in p] for p in paths] == [
+        [("me", "alice"), ("alice", "bob"), ("bob", "acme")]
+    ]
+    assert graph.find_paths("me", "Acme", max_depth=2) == []
+    assert graph.find_paths("me", "nobody") == []
+
+
+def test_paths_follow_time(graph: EpisodicMemory) -> None:
+    graph.remember_fact("bob", "works_at", "Acme", valid_from=T0 - 100 * DAY)
+    graph.remember_fact("bob", "works_at", "Globex", valid_from=T0 - 10 * DAY)
+    assert graph.find_paths("bob", "acme") == []
+    then = graph.find_paths("bob", "acme", as_of=T0 - 50 * DAY)
+    assert [[f.object for f in p] for p in then] == [["acme"]]
+
+
+def test_merged_entities_resolve_and_keep_their_facts(graph: EpisodicMemory) -> None:
+    graph.remember_fact("Bob", "lives_in", "Paris")
+    graph.remember_fact("Robert Smith", "works_at", "Acme")
+    merged = graph.merge_entities("Bob", "Robert Smith", reason="same person")
+    assert merged.id == "robert smith" and set(merged.aliases) == {"bob", "robert smith"}
+    assert {f.predicate for f in graph.query_facts("bob")} == {"lives_in", "works_at"}
+    moved = graph.remember_fact("Robert Smith", "lives_in", "Rome")
+    assert [f.object for f in moved.superseded] == ["paris"]  # the merged entity's fact is closed
+    assert graph.graph_stats().entities_merged == 1
+    assert graph.merge_entities("bob", "Robert Smith") == merged  # already one entity: nothing to record
+    assert graph.graph_stats().entities_merged == 1
+    store = graph.store.graph_store  # type: ignore[attr-defined]
+    with pytest.raises(FactNotFoundError):  # a merged entity cannot be merged again
+        store.merge_entity("t1", "bob", "acme", T0, "again")
+
+
+def test_tenants_do_not_see_each_other(make_memory: MemoryFactory) -> None:
+    a, b = make_memory(tenant_id="a", scope="tenant"), make_memory(tenant_id="b", scope="tenant")
+    a.remember_fact("user", "lives_in", "Oslo")
+    b.remember_fact("user", "lives_in", "Rome")
+    assert [f.object for f in a.query_facts("user")] == ["oslo"]
+    assert [f.object for f in b.query_facts("user")] == ["rome"]
+    assert a.neighbours("rome") == [] and b.find_paths("user", "oslo") == []
+    assert a.graph_stats().facts == 1
+
+
+def test_session_scope_reads_its_session_only(make_memory: MemoryFactory) -> None:
+    s1, s2 = make_memory(session_id="s1"), make_memory(session_id="s2")
+    s1.remember_fact("user", "likes", "jazz")
+    s2.remember_fact("user", "likes", "rock")
+    assert [f.object for f in s1.query_facts("user")] == ["jazz"]
+    assert {f.object for f in make_memory(scope="tenant").query_facts("user")} == {"jazz", "rock"}
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (("user", "likes", "x"), {"confidence": 1.5}, "confidence"),
+        (("user", "likes", "x"), {"valid_from": T0, "valid_until": T0 - DAY}, "valid_until"),
+        ((" ", "likes", "x"), {}, "subject"),
+        (("user", " ", "x"), {}, "predicate"),
+        (("user", "likes", "x"), {"valid_from": T0.replace(tzinfo=None)}, "valid_from"),
+        (("user", "likes", "x"), {"method": "magic"}, "method"),
+    ],
+)
+def test_bad_facts_are_refused_and_nothing_is_stored(
+    graph: EpisodicMemory, args: tuple[str, ...], kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message.split(" (")[0]):
+        graph.remember_fact(*args, **kwargs)  # type: ignore[arg-type]
+    assert graph.graph_stats().facts == 0
+
+
+def test_flags_relations_with_values_and_punctuation_names(graph: EpisodicMemory) -> None:
+    flag = graph.remember_fact("user", "is_vegetarian").fact
+    assert (flag.object, flag.value) == (None, "true")
+    rated = graph.remember_fact("user", "rated", "Dune", value="5").fact
+    again = graph.remember_fact("user", "rated", "Dune", value="4")
+    assert not again.duplicate and again.superseded == ()  # rated is multi-valued: both kept
+    assert (rated.object, rated.value) == ("dune", "5")
+    odd = graph.remember_fact("<", "!!", ">").fact
+    assert (odd.subject, odd.predicate, odd.object) == ("<", "!!", ">")
+    assert graph.query_facts("<") == [odd]
+
+
+def test_a_nul_is_refused_on_every_backend(graph: EpisodicMemory) -> None:
+    with pytest.raises(ValidationError):
+        graph.remember_fact("user", "likes", value="a\x00b")
+    assert graph.graph_stats().facts == 0
+
+
+def test_episodes_are_linked_to_their_entities(make_memory: MemoryFactory) -> None:
+    memory = make_memory(scope="tenant")
+    e1 = memory.remember_episode(
+        "note", "Alice: we signed Acme Corp today, ticket INV-2024-001", tags=["sales"]
+    )
+    memory.remember_episode("note", "Bob booked a flight to Rome")
+    assert [e.id for e in memory.episodes_about("acme corp")] == [e1.id]
+    assert [e.id for e in memory.episodes_about("Alice")] == [e1.id]
+    assert [e.id for e in memory.episodes_about("inv-2024-001")] == [e1.id]
+    assert [e.id for e in memory.episodes_about("sales")] == [e1.id]
+    assert memory.episodes_about("nobody") == []
+    assert memory.graph_stats().episode_links >= 5  # sales, alice, acme corp, inv-2024-001; bob, rome
+
+
+def test_recall_context_merges_valid_facts_and_episodes(
+    make_memory: MemoryFactory, clock: FrozenClock
+) -> None:
+    memory = make_memory(scope="tenant")
+    memory.remember_fact(
+        "customer_123", "subscription_tier", value="pro", valid_from=T0 - 400 * DAY, importance=9
+    )
+    memory.remember_fact("customer_123", "reported", "login_bug", valid_from=T0 - 30 * DAY, confidence=0.8)
+    memory.remember_fact("customer_123", "subscription_tier", value="enterprise", valid_from=T0 - 100 * DAY)
+    ticket = memory.remember_episode("support", "customer_123 reported a login bug after the SSO change")
+    context = memory.recall_context("customer_123")
+    assert [e.id for e in context.entities] == ["customer_123"]
+    assert [(r.fact.predicate, r.fact.value or r.fact.object) for r in context.facts] == [
+        ("subscription_tier", "enterprise"),
+        ("reported", "login_bug"),
+    ]
+    assert context.facts[0].breakdown == {"confidence": 1.0, "importance": 0.5, "score": 0.75}
+    assert {h.episode.id for h in context.episodes} | {e.id for e in context.linked} == {ticket.id}
+    then = memory.recall_context("what plan was customer_123 on?", as_of=T0 - 200 * DAY)
+    assert [r.fact.value for r in then.facts] == ["pro"]
+    assert context.to_dict()["facts"][0]["breakdown"]["score"] == 0.75
+
+
+def test_export_and_import_restore_the_history_exactly(make_memory: MemoryFactory) -> None:
+    source = make_memory(tenant_id="a", scope="tenant")
+    source.remember_fact("Ana", "lives_in", "Berlin", valid_from=T0 - 300 * DAY)
+    source.remember_fact("Ana", "lives_in", "Lisbon", valid_from=T0 - 10 * DAY, importance=7)
+    rows = list(source.export_facts())
+    target = make_memory(tenant_id="b", scope="tenant")
+    report = target.import_facts([*rows, {"id": "broken"}])
+    assert (report.stored, report.skipped, len(report.rejected)) == (2, 0, 1)
+    assert target.import_facts(rows).skipped == 2
+    mine = [{**r, "tenant_id": "a"} for r in target.export_facts()]
+    assert mine == rows
+    assert [f.object for f in target.query_facts("ana")] == ["lisbon"]
