@@ -137,6 +137,7 @@ PUBLIC_API: dict[str, str] = {
     },
     "memlane.formation": "memory formation",
     "memlane.graph": "the knowledge graph: facts, entities, predicates (README: Knowledge graph)",
+    "memlane.graph.predicates": "the predicate registry and the fact methods (README: Knowledge graph)",
     "memlane.evaluation": "benchmark loaders and metrics",
     "memlane.evaluation.locomo": "named in the memlane.evaluation docstring",
     "memlane.evaluation.metrics": "named in the memlane.evaluation docstring",

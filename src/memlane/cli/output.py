@@ -26,7 +26,7 @@ from rich.text import Text
 
 from memlane.config import MemoryConfig
 from memlane.models import Episode, RecallHit, ScoreBreakdown
-from memlane.recall import Fusion, RankingWeights, importance_signal
+from memlane.recall import Fusion, RankingWeights
 from memlane.validation import show_bidi_controls
 
 if TYPE_CHECKING:
@@ -117,10 +117,9 @@ def ranking_formula(config: MemoryConfig | None = None) -> str:
 def _unrated_importance() -> float:
     import numpy as np  # lazily, with the ranking: rendering help text needs neither
 
+    from memlane.recall import importance_signal
+
     return float(importance_signal(np.array([np.nan]))[0])
-
-
-"""The ranking formula of the default configuration (:func:`ranking_formula`)."""
 
 
 class VisibleConsole(Console):

@@ -8,9 +8,23 @@
 Storage: :mod:`memlane.stores.graph_base` (the ``GraphStore`` protocol, both backends).
 """
 
-from memlane.graph.methods import FACT_METHODS, MIN_CONFIDENCE, FactResult, GraphStats, Neighbour
-from memlane.graph.predicates import DEFAULT_REGISTRY, PredicateRegistry, PredicateSpec
-from memlane.stores.graph_base import Entity, Fact
+from typing import TYPE_CHECKING
+
+from memlane.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from memlane.graph.methods import MIN_CONFIDENCE, FactResult, GraphStats, Neighbour
+    from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry, PredicateSpec
+    from memlane.stores.graph_base import Entity, Fact
+
+_HOMES: dict[str, tuple[str, ...]] = {
+    "memlane.graph.methods": ("MIN_CONFIDENCE", "FactResult", "GraphStats", "Neighbour"),
+    "memlane.graph.predicates": ("DEFAULT_REGISTRY", "FACT_METHODS", "PredicateRegistry", "PredicateSpec"),
+    "memlane.stores.graph_base": ("Entity", "Fact"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _HOMES)
+"""Names imported on first use (:mod:`memlane.lazy`): the request declarations read
+:data:`FACT_METHODS` without importing the engine (``memlane --help`` loads no numpy)."""
 
 __all__ = [
     "DEFAULT_REGISTRY",

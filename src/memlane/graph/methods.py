@@ -22,7 +22,7 @@ from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
 from memlane.graph.contradiction import plan
 from memlane.graph.entities import Mention, entity_key, extract_mentions
-from memlane.graph.predicates import DEFAULT_REGISTRY, PredicateRegistry
+from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry
 from memlane.models import Episode, Scope
 from memlane.stores.graph_base import (
     MAX_DEPTH,
@@ -69,9 +69,6 @@ in :func:`graph_stats` (the seed's minimum confidence to store a triple)."""
 
 FLAG_VALUE = "true"
 """The value of a fact given neither an object nor a value (a flag: ``(user, is_vegetarian)``)."""
-
-FACT_METHODS = ("explicit", "llm", "import")
-"""How a fact got in (its ``method``)."""
 
 _TIMELINE_LIMIT = 10_000
 _QUERY_LIMIT = 1000

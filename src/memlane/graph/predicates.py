@@ -26,11 +26,15 @@ from typing import Literal
 
 __all__ = [
     "DEFAULT_REGISTRY",
+    "FACT_METHODS",
     "Cardinality",
     "PredicateRegistry",
     "PredicateSpec",
     "normalise_predicate",
 ]
+
+FACT_METHODS = ("explicit", "llm", "import")
+"""How a fact got in (its ``method``): entered explicitly, formed by an LLM, or imported."""
 
 Cardinality = Literal["single", "multi"]
 

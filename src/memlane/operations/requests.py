@@ -17,7 +17,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from memlane.config import DEFAULT_COMPACT_SIMILARITY, DEFAULT_CONTEXT_MIN_RELEVANCE
-from memlane.graph import FACT_METHODS
+from memlane.graph.predicates import FACT_METHODS
 from memlane.operations.fields import (
     Confidence,
     Count,
