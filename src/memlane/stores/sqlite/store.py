@@ -63,7 +63,7 @@ from memlane.stores.sqlite.base import (
     to_us,
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
-from memlane.stores.sqlite.fts import index_new_rows, keyword_search
+from memlane.stores.sqlite.fts import KeywordIndex, index_new_rows, indexed_keyword_search, keyword_search
 from memlane.stores.sqlite.neighbours import stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
@@ -195,6 +195,10 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         quantized_vectors: Keep the in-memory vectors and the sidecar as int8 codes (1/4 of the
             memory of float32); candidates are re-ranked with the exact vectors from SQLite, so
             cosines stay exact (default off). See :mod:`memlane.stores.sqlite.vectors`.
+        keyword_index: Answer keyword searches from in-memory postings derived from the file
+            (:class:`~memlane.stores.sqlite.fts.KeywordIndex`: the same rows, order and scores as
+            the FTS5 path, without scoring every match in Python); ``False``: the FTS5 path
+            (default on).
 
     Raises:
         SchemaVersionError: the file was written by a newer memlane.
@@ -210,8 +214,10 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         ann_threshold: int | None = ANN_THRESHOLD,
         sidecar_min_rows: int = SIDECAR_MIN_ROWS,
         quantized_vectors: bool = False,
+        keyword_index: bool = True,
     ) -> None:
         self._common_terms = CommonTermFilter()
+        self._keyword_index = KeywordIndex() if keyword_index else None
         memory = str(path) == ":memory:"
         self._vector_search = SQLiteVectors(
             None if memory else str(Path(path).expanduser().resolve()),
@@ -537,12 +543,27 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 return self._vector_search.search(self._conn(), index, mask, vector, top).top(top)
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
-        """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
+        """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
 
-        See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring).
+        See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring); with the
+        store's ``keyword_index`` the in-memory postings answer (the same rows and scores).
         """
         where, params = filters.where(flt)
         with self._translate("keyword_candidates"):
+            if self._keyword_index is not None:
+                with self._keyword_index.lock:
+                    conn = self._conn()
+                    postings = self._keyword_index.refresh(conn)
+                    return indexed_keyword_search(
+                        conn,
+                        postings,
+                        where,
+                        params,
+                        terms,
+                        max(1, int(top_n)),
+                        scope=statistics_scope(flt),
+                        common=self._common_terms,
+                    )
             return keyword_search(
                 self._conn(),
                 where,
