@@ -142,6 +142,7 @@ class KeywordPostings:
         self._main: _Segment | None = None
         self._tail: _Segment | None = None
         self._tail_from = 0  # index position of the first row of the tail segment
+        self._by_session: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -161,6 +162,7 @@ class KeywordPostings:
         if not rows.seqs:
             return
         base = len(self.seqs)
+        self._by_session = None
         tenant = [self._tenant_codes.setdefault(t, len(self._tenant_codes)) for t in rows.tenants]
         session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
         self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
@@ -192,6 +194,7 @@ class KeywordPostings:
         if keep.all():
             return
         position = (np.cumsum(keep) - 1).astype(np.int64)
+        self._by_session = None
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
         self._tenant, self._session = self._tenant[keep], self._session[keep]
         main = None if self._main is None else self._main.retained(keep, position)
@@ -214,6 +217,36 @@ class KeywordPostings:
         else:
             keep = self._session[rows] == self._session_codes.get((tenant, session), -1)
         return rows[keep], tf[keep]
+
+    def neighbours(self, keys: NDArray[np.int64], radius: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Each held key's ``radius`` nearest rows before and after it in its tenant and session.
+
+        Rows are ordered by ``(tenant and session, key)`` once per change of the index (one
+        ``lexsort``); each key's neighbours are then a ``searchsorted`` and a few gathers.
+
+        Args:
+            keys: int64 ``[n]`` row keys (keys the index does not hold are left out).
+            radius: Neighbours on each side, >= 1.
+
+        Returns:
+            ``(positions, adjacent)``: index positions ``[m]`` of the held keys, in the order
+            given, and int64 ``[m, 2 * radius]`` the keys ``radius .. 1`` before and
+            ``1 .. radius`` after each (insertion order), -1 where the session has none.
+        """
+        if self._by_session is None:
+            order = np.lexsort((self.seqs, self._session)).astype(np.int64)
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order), dtype=np.int64)
+            self._by_session = order, rank
+        order, rank = self._by_session
+        at = np.clip(np.searchsorted(self.seqs, keys), 0, max(len(self.seqs) - 1, 0))
+        rows = at[self.seqs[at] == keys] if len(self.seqs) else _NO_ROWS
+        offsets = np.concatenate([np.arange(-radius, 0), np.arange(1, radius + 1)])
+        near = rank[rows][:, None] + offsets[None, :]
+        inside = (near >= 0) & (near < len(order))
+        other = order[np.clip(near, 0, max(len(order) - 1, 0))]
+        same = inside & (self._session[other] == self._session[rows][:, None])
+        return rows, np.where(same, self.seqs[other], -1).astype(np.int64)
 
     def scope_df(self, terms: Sequence[str], scope: tuple[str | None, str | None]) -> dict[str, int]:
         """Rows of ``scope`` holding each term, in the order given."""

@@ -282,30 +282,54 @@ def indexed_keyword_search(
         return KeywordCandidates.empty()
     rows, scores = postings.score(df, n, avgdl, scope, DEFAULT_BM25)
     keys = postings.seqs[rows]
-    sql = (
-        "SELECT e.seq, e.created_at_us / 1e6, e.importance FROM (SELECT value AS k FROM json_each(?)) AS j "
-        "CROSS JOIN episodes AS e ON e.seq = j.k" + where
-    )
-    chosen: list[NDArray[np.int64]] = []
-    found: dict[int, tuple[float, Any]] = {}
-    ranked = best_first(keys, scores, top_n + top_n // 2 + 32)
+    passed, created, importance = _passing(conn, keys, scores, where, params, top_n)
+    return KeywordCandidates(keys[passed], scores[passed], created, importance)
+
+
+_PASSING = (
+    "SELECT e.seq, e.created_at_us / 1e6, e.importance FROM (SELECT value AS k FROM json_each(?)) AS j "
+    "CROSS JOIN episodes AS e ON e.seq = j.k"
+)
+
+
+def _passing(
+    conn: sqlite3.Connection,
+    keys: NDArray[np.int64],
+    scores: NDArray[np.float64],
+    where: str,
+    params: Sequence[Any],
+    top_n: int,
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """The best ``top_n`` of the scored rows that pass ``where``: their indices, created_at and importance.
+
+    The rows are checked best first (:func:`best_first`), ``top_n + 32`` in the first statement,
+    then twice as many per statement, until ``top_n`` passed or every row was checked.
+    """
+    ranked = best_first(keys, scores, top_n + 32)
+    checked: list[NDArray[np.int64]] = []
+    found: list[tuple[Any, ...]] = []
     done, step = 0, len(ranked)
     while done < len(keys) and len(found) < top_n:
-        if done == len(ranked):  # the first chunk was not enough: rank every match
+        if done == len(ranked):  # the first rows were not enough: rank every match
             ranked, step = best_first(keys, scores, len(keys)), 2 * step
         chunk = ranked[done : done + step]
         done += len(chunk)
-        for seq, created, importance in conn.execute(sql, [json.dumps(keys[chunk].tolist()), *params]):
-            found[int(seq)] = (created, importance)
-        chosen.append(chunk)
-    order = np.concatenate(chosen) if chosen else ranked[:0]
-    passed = order[np.isin(keys[order], np.fromiter(found, dtype=np.int64, count=len(found)))][:top_n]
-    picked = keys[passed].tolist()
-    return KeywordCandidates(
-        keys=keys[passed],
-        score=scores[passed],
-        created_at_seconds=np.array([found[k][0] for k in picked], dtype=np.float64),
-        importance=np.array(
-            [np.nan if found[k][1] is None else found[k][1] for k in picked], dtype=np.float64
-        ),
+        found += conn.execute(_PASSING + where, [json.dumps(keys[chunk].tolist()), *params]).fetchall()
+        checked.append(chunk)
+    if not found:
+        return _NONE, np.zeros(0), np.zeros(0)
+    seqs, created, importance = zip(*found, strict=True)
+    got = np.asarray(seqs, dtype=np.int64)
+    sorter = np.argsort(got)
+    order = np.concatenate(checked)
+    at = np.clip(np.searchsorted(got, keys[order], sorter=sorter), 0, len(got) - 1)
+    hit = got[sorter[at]] == keys[order]
+    passed, where_found = order[hit][:top_n], sorter[at[hit]][:top_n]
+    return (  # an unrated importance (None) becomes NaN
+        passed,
+        np.asarray(created, dtype=np.float64)[where_found],
+        np.asarray(importance, dtype=np.float64)[where_found],
     )
+
+
+_NONE = np.zeros(0, dtype=np.int64)

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from memlane.stores.base import Neighbours
+from memlane.stores.keyword_postings import KeywordPostings
 
-__all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "stored_neighbours"]
+__all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "indexed_neighbours", "stored_neighbours"]
 
 RANGE_ROWS_PER_KEY = 8
 """The dense plan reads at most this many rows of the key range per candidate (plus the extra)."""
@@ -122,3 +123,38 @@ def stored_neighbours(conn: sqlite3.Connection, keys: Sequence[int], radius: int
             parsed[tags] = tuple(json.loads(tags))
         out.append((seq, session, parsed[tags], *adjacent[int(seq)]))
     return Neighbours.from_rows(out, radius)
+
+
+def indexed_neighbours(
+    conn: sqlite3.Connection, postings: KeywordPostings, keys: Sequence[int], radius: int
+) -> Neighbours:
+    """:func:`stored_neighbours`'s answer from the keyword index's row keys (no probe per candidate).
+
+    The neighbours come from :meth:`KeywordPostings.neighbours` (the refreshed index holds every
+    stored row with its tenant and session); one statement reads the candidates' tags.
+
+    Raises:
+        sqlite3.Error: the database failed (the store translates it).
+    """
+    wanted = np.unique(np.asarray(keys, dtype=np.int64))
+    rows, adjacent = postings.neighbours(wanted, radius)
+    held = postings.seqs[rows]
+    tags = dict(
+        conn.execute(
+            "SELECT seq, tags FROM episodes WHERE seq IN (SELECT value FROM json_each(?))",
+            [json.dumps(held.tolist())],
+        ).fetchall()
+    )
+    present = np.fromiter((int(k) in tags for k in held.tolist()), dtype=bool, count=len(held))
+    parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
+    for text in tags.values():
+        if text not in parsed:
+            parsed[text] = tuple(json.loads(text))
+    names = postings.session_names
+    codes = postings.session_of[rows[present]].tolist()
+    return Neighbours(
+        keys=held[present],
+        session_ids=[names[c] for c in codes],
+        tags=[parsed[tags[k]] for k in held[present].tolist()],
+        adjacent=adjacent[present],
+    )

@@ -64,7 +64,7 @@ from memlane.stores.sqlite.base import (
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import KeywordIndex, index_new_rows, indexed_keyword_search, keyword_search
-from memlane.stores.sqlite.neighbours import stored_neighbours
+from memlane.stores.sqlite.neighbours import indexed_neighbours, stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.sqlite.vector_index import RowFilter
@@ -430,6 +430,11 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         with self._translate("neighbours"):
+            if self._keyword_index is not None:
+                with self._keyword_index.lock:
+                    conn = self._conn()
+                    postings = self._keyword_index.refresh(conn)
+                    return indexed_neighbours(conn, postings, keys, max(1, int(radius)))
             return stored_neighbours(self._conn(), keys, max(1, int(radius)))
 
     def get(self, episode_id: str) -> Episode | None:
