@@ -16,7 +16,7 @@ it was built are added as a tail segment (folded into the main one when the tail
 Nothing acknowledged can be lost by a crash: a new process rebuilds the index from the file.
 
 The statistics are the caller's (``N`` and ``avgdl`` of the recall's scope); the document
-frequencies are counted here over the scope's rows only (:meth:`KeywordPostings.scope_df`), so
+frequencies are counted here over the scope's rows only (:meth:`KeywordPostings.scope_postings`), so
 another tenant's or session's rows never change a score.
 """
 
@@ -49,6 +49,9 @@ class PostingRows:
         sessions: Each row's ``session_id``.
         terms: Each row's analysed text (space-joined terms, :mod:`memlane.analysis`).
         token_counts: Each row's ``token_count`` (the BM25 document length).
+        created_us: Each row's ``created_at`` in Unix microseconds.
+        importance: Each row's importance, ``None`` if unrated.
+        tags: Each row's tags as stored (JSON text).
     """
 
     seqs: Sequence[int]
@@ -56,6 +59,9 @@ class PostingRows:
     sessions: Sequence[str]
     terms: Sequence[str]
     token_counts: Sequence[int]
+    created_us: Sequence[int]
+    importance: Sequence[float | None]
+    tags: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +132,15 @@ _NO_TF = np.zeros(0, dtype=np.float64)
 
 
 class KeywordPostings:
-    """Postings of every row of a store, with each row's key, scope and length (see the module docstring).
+    """Postings of every row of a store, with each row's key, scope, length and fixed columns.
+
+    Attributes:
+        seqs: int64 ``[rows]`` row keys, ascending.
+        lengths: float64 ``[rows]`` BM25 document lengths.
+        created_s: float64 ``[rows]`` ``created_at`` as Unix seconds (``created_at_us / 1e6``).
+        importance: float64 ``[rows]`` importance, NaN if unrated.
+        tags: object ``[rows]`` tags as stored (JSON text).
+        session_names: The ``session_id`` of each (tenant, session) code.
 
     Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches.
     """
@@ -134,6 +148,9 @@ class KeywordPostings:
     def __init__(self) -> None:
         self.seqs = _NO_ROWS
         self.lengths = _NO_TF
+        self.created_s = _NO_TF
+        self.importance = _NO_TF
+        self.tags: NDArray[np.object_] = np.zeros(0, dtype=object)
         self._tenant = np.zeros(0, dtype=np.int32)
         self._session = np.zeros(0, dtype=np.int32)
         self._tenant_codes: dict[str, int] = {}
@@ -167,6 +184,10 @@ class KeywordPostings:
         session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
         self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
         self.lengths = np.concatenate([self.lengths, np.asarray(rows.token_counts, dtype=np.float64)])
+        created = np.asarray(rows.created_us, dtype=np.int64) / 1e6
+        self.created_s = np.concatenate([self.created_s, created])
+        self.importance = np.concatenate([self.importance, np.asarray(rows.importance, dtype=np.float64)])
+        self.tags = np.concatenate([self.tags, np.asarray(rows.tags, dtype=object)])
         self._tenant = np.concatenate([self._tenant, np.asarray(tenant, dtype=np.int32)])
         self._session = np.concatenate([self._session, np.asarray(session, dtype=np.int32)])
         added = _Segment.build(rows.terms, base)
@@ -196,6 +217,11 @@ class KeywordPostings:
         position = (np.cumsum(keep) - 1).astype(np.int64)
         self._by_session = None
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
+        self.created_s, self.importance, self.tags = (
+            self.created_s[keep],
+            self.importance[keep],
+            self.tags[keep],
+        )
         self._tenant, self._session = self._tenant[keep], self._session[keep]
         main = None if self._main is None else self._main.retained(keep, position)
         if main is not None and self._tail is not None:
@@ -248,19 +274,24 @@ class KeywordPostings:
         same = inside & (self._session[other] == self._session[rows][:, None])
         return rows, np.where(same, self.seqs[other], -1).astype(np.int64)
 
-    def scope_df(self, terms: Sequence[str], scope: tuple[str | None, str | None]) -> dict[str, int]:
-        """Rows of ``scope`` holding each term, in the order given."""
-        return {t: len(self._term_postings(t, scope)[0]) for t in terms}
+    def scope_postings(
+        self, terms: Sequence[str], scope: tuple[str | None, str | None]
+    ) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]:
+        """Per term (in the order given), the rows of ``scope`` holding it and its count in each.
+
+        ``len`` of a term's rows is its document frequency in the scope.
+        """
+        return {t: self._term_postings(t, scope) for t in terms}
 
     def score(
         self,
+        postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
         df: dict[str, int],
         n_rows: int,
         avgdl: float,
-        scope: tuple[str | None, str | None],
         params: Bm25Params,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """BM25 of every row of ``scope`` holding a term of ``df``: ``(index positions, scores)``.
+        """BM25 of every row of the scope holding a term of ``df``: ``(index positions, scores)``.
 
         The same numbers as :func:`memlane.bm25.score_matches` with the same arguments: each
         term's contribution ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avgdl))`` is
@@ -268,10 +299,10 @@ class KeywordPostings:
         :mod:`memlane.bm25` sums).
 
         Args:
+            postings: :meth:`scope_postings` of (at least) ``df``'s terms in the scope.
             df: Query term -> document frequency in the scope (only the kept terms).
             n_rows: ``N`` of the scope (>= 1).
             avgdl: Mean document length of the scope.
-            scope: The statistics' ``(tenant_id, session_id)``.
             params: ``k1`` and ``b``.
 
         Returns:
@@ -282,7 +313,7 @@ class KeywordPostings:
         total = np.zeros(len(self.seqs), dtype=np.float64)
         for term, d in df.items():
             idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
-            rows, f = self._term_postings(term, scope)
+            rows, f = postings[term]
             norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg)
             total[rows] += idf * f * (k1 + 1.0) / (f + norm)
         hit = np.flatnonzero(total)

@@ -242,33 +242,37 @@ class KeywordIndex:
             self.postings.retain(keys)
         self._generation = generation
         cursor = conn.execute(
-            "SELECT seq, tenant_id, session_id, terms, token_count FROM episodes WHERE seq > ? ORDER BY seq",
+            "SELECT seq, tenant_id, session_id, terms, token_count, created_at_us, importance, tags "
+            "FROM episodes WHERE seq > ? ORDER BY seq",
             (self.postings.last_seq,),
         )
         while batch := cursor.fetchmany(50_000):
-            seqs, tenants, sessions, terms, lengths = zip(*batch, strict=True)
-            self.postings.append(PostingRows(seqs, tenants, sessions, terms, lengths))
+            self.postings.append(PostingRows(*zip(*batch, strict=True)))
         return self.postings
 
 
 def indexed_keyword_search(
     conn: sqlite3.Connection,
     postings: KeywordPostings,
-    where: str,
-    params: Sequence[Any],
+    sql_filter: tuple[str, Sequence[Any]],
     terms: Sequence[str],
     top_n: int,
     *,
     scope: tuple[str | None, str | None],
     common: CommonTermFilter | None = None,
+    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = None,
 ) -> KeywordCandidates:
     """:func:`keyword_search`'s answer (same rows, order and scores) from the in-memory postings.
 
     Every match of the scope is scored in numpy (:meth:`KeywordPostings.score`); the best are
-    then checked against ``where`` in SQL by row key, best first, in chunks (the first one
-    ``top_n + top_n // 2 + 32`` rows, then doubling) until ``top_n`` pass or none is left: the
-    result is exactly the best ``top_n`` rows passing the filter. Arguments as for
-    :func:`keyword_search`, plus the refreshed ``postings`` (:meth:`KeywordIndex.refresh`).
+    then checked against the filter, best first, in chunks (the first one ``top_n + 32`` rows,
+    then doubling) until ``top_n`` pass or none is left: the result is exactly the best
+    ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
+    (``sql_filter`` is its ``(where, params)``), plus the refreshed ``postings``
+    (:meth:`KeywordIndex.refresh`) and, optionally, ``known``: row keys (ascending) whose
+    filter result is already known, and that result (the store's in-memory vector index and
+    its mask for the same filter); only rows it does not hold are checked in SQL.
+    ``created_at`` and importance come from the postings.
 
     Raises:
         sqlite3.Error: the database failed (the store translates it).
@@ -277,59 +281,70 @@ def indexed_keyword_search(
     n, avgdl = scope_statistics(conn, *scope)[:2] if terms else (0, 0.0)
     if not n:
         return KeywordCandidates.empty()
-    df = (common or CommonTermFilter()).kept(postings.scope_df(terms, scope), n)
+    found = postings.scope_postings(terms, scope)
+    df = (common or CommonTermFilter()).kept({t: len(rows) for t, (rows, _) in found.items()}, n)
     if not df:
         return KeywordCandidates.empty()
-    rows, scores = postings.score(df, n, avgdl, scope, DEFAULT_BM25)
+    rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25)
     keys = postings.seqs[rows]
-    passed, created, importance = _passing(conn, keys, scores, where, params, top_n)
-    return KeywordCandidates(keys[passed], scores[passed], created, importance)
+    passed = _passing(conn, keys, scores, sql_filter, top_n, known)
+    chosen = rows[passed]
+    return KeywordCandidates(
+        keys[passed], scores[passed], postings.created_s[chosen], postings.importance[chosen]
+    )
 
 
 _PASSING = (
-    "SELECT e.seq, e.created_at_us / 1e6, e.importance FROM (SELECT value AS k FROM json_each(?)) AS j "
-    "CROSS JOIN episodes AS e ON e.seq = j.k"
+    "SELECT e.seq FROM (SELECT value AS k FROM json_each(?)) AS j CROSS JOIN episodes AS e ON e.seq = j.k"
 )
+
+
+def _check(
+    conn: sqlite3.Connection,
+    keys: NDArray[np.int64],
+    sql_filter: tuple[str, Sequence[Any]],
+    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None,
+) -> NDArray[np.bool_]:
+    """Boolean ``[len(keys)]``: which keys pass the filter (``known`` where it holds them, else SQL)."""
+    result = np.zeros(len(keys), dtype=bool)
+    ask = np.ones(len(keys), dtype=bool)
+    if known is not None and len(known[0]):
+        held, mask = known
+        at = np.clip(np.searchsorted(held, keys), 0, len(held) - 1)
+        ask = held[at] != keys
+        result[~ask] = mask[at[~ask]]
+    if ask.any():
+        where, params = sql_filter
+        sql = _PASSING + where
+        got = [r[0] for r in conn.execute(sql, [json.dumps(keys[ask].tolist()), *params]).fetchall()]
+        result[ask] = np.isin(keys[ask], np.asarray(got, dtype=np.int64))
+    return result
 
 
 def _passing(
     conn: sqlite3.Connection,
     keys: NDArray[np.int64],
     scores: NDArray[np.float64],
-    where: str,
-    params: Sequence[Any],
+    sql_filter: tuple[str, Sequence[Any]],
     top_n: int,
-) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    """The best ``top_n`` of the scored rows that pass ``where``: their indices, created_at and importance.
+    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None,
+) -> NDArray[np.int64]:
+    """Indices of the best ``top_n`` scored rows that pass the filter, best first.
 
-    The rows are checked best first (:func:`best_first`), ``top_n + 32`` in the first statement,
-    then twice as many per statement, until ``top_n`` passed or every row was checked.
+    The rows are checked best first (:func:`best_first`), ``top_n + 32`` at first, then twice as
+    many each time, until ``top_n`` passed or every row was checked.
     """
     ranked = best_first(keys, scores, top_n + 32)
-    checked: list[NDArray[np.int64]] = []
-    found: list[tuple[Any, ...]] = []
-    done, step = 0, len(ranked)
-    while done < len(keys) and len(found) < top_n:
+    passed: list[NDArray[np.int64]] = []
+    done, step, count = 0, len(ranked), 0
+    while done < len(keys) and count < top_n:
         if done == len(ranked):  # the first rows were not enough: rank every match
             ranked, step = best_first(keys, scores, len(keys)), 2 * step
         chunk = ranked[done : done + step]
         done += len(chunk)
-        found += conn.execute(_PASSING + where, [json.dumps(keys[chunk].tolist()), *params]).fetchall()
-        checked.append(chunk)
-    if not found:
-        return _NONE, np.zeros(0), np.zeros(0)
-    seqs, created, importance = zip(*found, strict=True)
-    got = np.asarray(seqs, dtype=np.int64)
-    sorter = np.argsort(got)
-    order = np.concatenate(checked)
-    at = np.clip(np.searchsorted(got, keys[order], sorter=sorter), 0, len(got) - 1)
-    hit = got[sorter[at]] == keys[order]
-    passed, where_found = order[hit][:top_n], sorter[at[hit]][:top_n]
-    return (  # an unrated importance (None) becomes NaN
-        passed,
-        np.asarray(created, dtype=np.float64)[where_found],
-        np.asarray(importance, dtype=np.float64)[where_found],
-    )
+        passed.append(chunk[_check(conn, keys[chunk], sql_filter, known)])
+        count += len(passed[-1])
+    return np.concatenate(passed)[:top_n] if passed else _NONE
 
 
 _NONE = np.zeros(0, dtype=np.int64)

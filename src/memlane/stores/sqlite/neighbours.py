@@ -125,36 +125,21 @@ def stored_neighbours(conn: sqlite3.Connection, keys: Sequence[int], radius: int
     return Neighbours.from_rows(out, radius)
 
 
-def indexed_neighbours(
-    conn: sqlite3.Connection, postings: KeywordPostings, keys: Sequence[int], radius: int
-) -> Neighbours:
-    """:func:`stored_neighbours`'s answer from the keyword index's row keys (no probe per candidate).
+def indexed_neighbours(postings: KeywordPostings, keys: Sequence[int], radius: int) -> Neighbours:
+    """:func:`stored_neighbours`'s answer from the keyword index (no SQL, no probe per candidate).
 
-    The neighbours come from :meth:`KeywordPostings.neighbours` (the refreshed index holds every
-    stored row with its tenant and session); one statement reads the candidates' tags.
-
-    Raises:
-        sqlite3.Error: the database failed (the store translates it).
+    The refreshed index holds every stored row with its tenant, session and tags: the
+    neighbours come from :meth:`KeywordPostings.neighbours`.
     """
     wanted = np.unique(np.asarray(keys, dtype=np.int64))
     rows, adjacent = postings.neighbours(wanted, radius)
-    held = postings.seqs[rows]
-    tags = dict(
-        conn.execute(
-            "SELECT seq, tags FROM episodes WHERE seq IN (SELECT value FROM json_each(?))",
-            [json.dumps(held.tolist())],
-        ).fetchall()
-    )
-    present = np.fromiter((int(k) in tags for k in held.tolist()), dtype=bool, count=len(held))
     parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
-    for text in tags.values():
-        if text not in parsed:
-            parsed[text] = tuple(json.loads(text))
+    for text in set(postings.tags[rows].tolist()):
+        parsed[text] = tuple(json.loads(text))
     names = postings.session_names
-    codes = postings.session_of[rows[present]].tolist()
     return Neighbours(
-        keys=held[present],
-        session_ids=[names[c] for c in codes],
-        tags=[parsed[tags[k]] for k in held[present].tolist()],
-        adjacent=adjacent[present],
+        keys=postings.seqs[rows],
+        session_ids=[names[c] for c in postings.session_of[rows].tolist()],
+        tags=[parsed[t] for t in postings.tags[rows].tolist()],
+        adjacent=adjacent,
     )

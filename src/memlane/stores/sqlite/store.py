@@ -434,7 +434,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 with self._keyword_index.lock:
                     conn = self._conn()
                     postings = self._keyword_index.refresh(conn)
-                    return indexed_neighbours(conn, postings, keys, max(1, int(radius)))
+                    return indexed_neighbours(postings, keys, max(1, int(radius)))
             return stored_neighbours(self._conn(), keys, max(1, int(radius)))
 
     def get(self, episode_id: str) -> Episode | None:
@@ -532,14 +532,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         candidates plus every row added since it was built, rescored exactly and trimmed.
         """
         with self._translate("vector_candidates"):
-            allowed: NDArray[np.int64] | None = None
-            if flt.tags:
-                allowed = np.fromiter(
-                    (r[0] for r in self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)),
-                    dtype=np.int64,
-                )
-                if len(allowed) == 0:
-                    return VectorCandidates.empty()
+            allowed = self._tagged(flt)
+            if allowed is not None and len(allowed) == 0:
+                return VectorCandidates.empty()
             with self._vectors.lock:
                 index = self._vector_search.refresh(self._conn(), len(query))
                 vector = np.asarray(query, dtype=np.float32)
@@ -547,27 +542,40 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 top = max(1, int(top_n))
                 return self._vector_search.search(self._conn(), index, mask, vector, top).top(top)
 
+    def _tagged(self, flt: EpisodeFilter) -> NDArray[np.int64] | None:
+        """The row keys carrying every tag of ``flt`` (``None``: no tag filter)."""
+        if not flt.tags:
+            return None
+        rows = self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
 
         See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring); with the
-        store's ``keyword_index`` the in-memory postings answer (the same rows and scores).
+        store's ``keyword_index`` the in-memory postings answer (the same rows and scores), the
+        in-memory vector index's filter mask deciding which of its rows pass ``flt``.
         """
         where, params = filters.where(flt)
         with self._translate("keyword_candidates"):
             if self._keyword_index is not None:
-                with self._keyword_index.lock:
-                    conn = self._conn()
+                conn = self._conn()
+                bound = _read_binding(conn)
+                with self._keyword_index.lock, self._vectors.lock:
                     postings = self._keyword_index.refresh(conn)
+                    known = None
+                    if bound is not None:  # the vector index's mask decides the rows it holds
+                        index = self._vector_search.refresh(conn, bound[1])
+                        known = index.seqs, index.mask(_row_filter(flt, self._tagged(flt)))
                     return indexed_keyword_search(
                         conn,
                         postings,
-                        where,
-                        params,
+                        (where, params),
                         terms,
                         max(1, int(top_n)),
                         scope=statistics_scope(flt),
                         common=self._common_terms,
+                        known=known,
                     )
             return keyword_search(
                 self._conn(),
