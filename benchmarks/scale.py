@@ -687,11 +687,15 @@ PEERS: dict[str, Callable[[Dataset], Peer]] = {
 texts (its own tokenizer and table-wide statistics), LanceDB hybrid search (vector + its FTS)."""
 
 
-def build_peers(data: Dataset, started: float) -> tuple[dict[str, Peer], dict[str, float]]:
-    """Every installed peer over ``data``, and its build time (s); a peer that fails to build is left out."""
+def build_peers(
+    data: Dataset, started: float, names: Sequence[str] = tuple(PEERS)
+) -> tuple[dict[str, Peer], dict[str, float]]:
+    """The installed peers ``names`` over ``data`` and their build times (s); one that fails is left out."""
     peers: dict[str, Peer] = {}
     seconds: dict[str, float] = {}
     for name, build in PEERS.items():
+        if name not in names:
+            continue
         t0 = time.perf_counter()
         try:
             peers[name] = build(data)
@@ -806,7 +810,15 @@ def _memory(store: Store, embedder: PrecomputedEmbedder) -> EpisodicMemory:
 
 
 def run_size(
-    n: int, *, backend: str, regime: str, n_queries: int, seed: int, workdir: Path, started: float
+    n: int,
+    *,
+    backend: str,
+    regime: str,
+    n_queries: int,
+    seed: int,
+    workdir: Path,
+    started: float,
+    peer_names: Sequence[str] = tuple(PEERS),
 ) -> dict[str, Any]:
     """Run every measurement for ``n`` episodes of ``regime`` in one fresh store of ``backend``."""
     factory = BACKENDS[backend]
@@ -860,9 +872,9 @@ def run_size(
     cold = {"open_ms": (t1 - t0) / 1e6, "first_recall_ms": (t2 - t1) / 1e6, "total_ms": (t2 - t0) / 1e6}
     exact = numpy_exact(data)
     try:
-        _log(f"{backend} n={n:,}: building the installed peers ({', '.join(PEERS)})", started)
+        _log(f"{backend} n={n:,}: building the installed peers ({', '.join(peer_names)})", started)
         rss_peers = _rss_bytes()
-        peers, peer_build_s = build_peers(data, started)
+        peers, peer_build_s = build_peers(data, started, peer_names)
         peer_rss = _rss_bytes()
         peer_bytes = 0 if rss_peers is None or peer_rss is None else peer_rss - rss_peers
         recall: dict[str, Any] = {}
@@ -1023,6 +1035,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=list(REGIMES),
         help=f"comma-separated text regimes (default {','.join(REGIMES)})",
     )
+    parser.add_argument(
+        "--peers",
+        type=lambda text: [t for t in text.split(",") if t],
+        default=list(PEERS),
+        help=f"peers timed beside memlane when installed (default {','.join(PEERS)}; '' = none)",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workdir", type=Path, default=None, help="where stores are created (default: temp)")
     args = parser.parse_args(argv)
@@ -1051,6 +1069,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             seed=args.seed,
                             workdir=Path(tmp) / backend / regime / f"n{n}",
                             started=started,
+                            peer_names=args.peers,
                         )
                         for n in args.sizes
                     ]
@@ -1076,6 +1095,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sizes": args.sizes,
             "backends": args.backend,
             "regimes": args.regimes,
+            "peers": args.peers,
             "queries": args.queries,
             "warmup": WARMUP,
             "limit": LIMIT,
