@@ -110,6 +110,14 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "scale.json"
 PARTIAL_OUT = Path(__file__).resolve().parent / "results" / "partial" / "scale.json"
 """Where any other run writes (unless ``--out``), so a quick run never overwrites the published figures."""
 FULL_SIZES = (10_000, 100_000)
+REGIMES = ("natural", "common")
+"""Text regimes: ``natural`` turns (6-24 words drawn with Zipf weights 1/rank from
+:data:`VOCABULARY_SIZE` pseudo-words, as words occur in speech) and ``common`` words (each of
+:data:`N_COMMON` words in :data:`COMMON_RATE` of the rows, plus 3 rare words). Every text ends
+with ``topic {c}`` (its cluster: the on-topic check; ``topic`` is in every row and skipped)."""
+VOCABULARY_SIZE = 5_000
+N_COMMON = 40
+COMMON_RATE = 0.2
 
 # -- data ----------------------------------------------------------------------------------
 
@@ -121,14 +129,14 @@ class Dataset:
     Attributes:
         vectors: float32 ``[n, DIMS]``, unit rows.
         clusters: int64 ``[n]``, cluster (topic) of each episode.
-        texts: ``n`` contents, ``"episode {i} about topic {c}"``.
+        texts: ``n`` contents of the regime (:func:`regime_texts`), ending ``"topic {c}"``.
         event_types: ``n`` event types drawn from :data:`EVENT_TYPES`.
         tags: ``n`` tag tuples.
         importance: ``n`` ratings in [1, 10] or ``None``.
         created_at: ``n`` timezone-aware datetimes in ``[NOW - SPAN, NOW]``.
         query_vectors: float32 ``[q, DIMS]``, unit rows near the centres.
         query_clusters: int64 ``[q]``.
-        query_texts: ``q`` query strings, ``"query {j} about topic {c}"``.
+        query_texts: ``q`` query strings of the regime, ending ``"topic {c}"``.
     """
 
     vectors: NDArray[np.float32]
@@ -156,13 +164,59 @@ def clustered_unit_vectors(
     return l2_normalize(noise)
 
 
-def make_dataset(n: int, n_queries: int, seed: int) -> Dataset:
+def pseudo_words(rng: np.random.Generator, count: int) -> list[str]:
+    """``count`` distinct pronounceable pseudo-words of 2-4 syllables (deterministic for ``rng``)."""
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    words: dict[str, None] = {}
+    while len(words) < count:
+        parts = rng.integers(0, len(syllables), size=int(rng.integers(2, 5)))
+        words.setdefault("".join(syllables[k] for k in parts.tolist()))
+    return list(words)
+
+
+def regime_texts(
+    rng: np.random.Generator,
+    regime: str,
+    clusters: NDArray[np.int64],
+    vocabulary: Sequence[str],
+    *,
+    query: bool,
+) -> list[str]:
+    """Texts of ``regime`` (:data:`REGIMES`), one per cluster, each ending with ``topic {c}``.
+
+    Queries: ``natural`` 3-6 Zipf words, ``common`` 4 of the common words and one rare word.
+    """
+    n = len(clusters)
+    tail = [f"topic {c}" for c in clusters.tolist()]
+    if regime == "natural":
+        weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+        lengths = rng.integers(3, 7, size=n) if query else rng.integers(6, 25, size=n)
+        ids = rng.choice(len(vocabulary), size=int(lengths.sum()), p=weights / weights.sum()).tolist()
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        return [
+            " ".join([vocabulary[k] for k in ids[bounds[i] : bounds[i + 1]]] + [tail[i]]) for i in range(n)
+        ]
+    common, rare = vocabulary[:N_COMMON], vocabulary[N_COMMON:]
+    if query:
+        picks = [rng.choice(N_COMMON, size=4, replace=False).tolist() for _ in range(n)]
+        extra = rng.integers(0, len(rare), size=(n, 1)).tolist()
+    else:
+        has = rng.random((n, N_COMMON)) < COMMON_RATE
+        picks = [np.flatnonzero(row).tolist() for row in has]
+        extra = rng.integers(0, len(rare), size=(n, 3)).tolist()
+    return [
+        " ".join([common[k] for k in picks[i]] + [rare[k] for k in extra[i]] + [tail[i]]) for i in range(n)
+    ]
+
+
+def make_dataset(n: int, n_queries: int, seed: int, regime: str = "natural") -> Dataset:
     """Generate ``n`` episodes and ``n_queries`` queries deterministically from ``seed``.
 
     Args:
         n: Number of episodes, >= 1.
         n_queries: Number of query points (other draws around the same centres).
         seed: Seed of :func:`numpy.random.default_rng`; same seed and sizes, same data.
+        regime: The texts' regime (:data:`REGIMES`).
     """
     rng = np.random.default_rng(seed)
     centres = l2_normalize(rng.standard_normal((N_CLUSTERS, DIMS), dtype=np.float32))
@@ -176,10 +230,12 @@ def make_dataset(n: int, n_queries: int, seed: int) -> Dataset:
     age_us = rng.integers(0, int(SPAN.total_seconds() * 1e6), size=n)
     query_clusters = rng.integers(0, N_CLUSTERS, size=n_queries, dtype=np.int64)
     query_vectors = clustered_unit_vectors(rng, centres, query_clusters, NOISE_SIGMA)
+    words = np.random.default_rng(seed + 1)
+    vocabulary = pseudo_words(words, VOCABULARY_SIZE)
     return Dataset(
         vectors=vectors,
         clusters=clusters,
-        texts=[f"episode {i} about topic {c}" for i, c in enumerate(clusters.tolist())],
+        texts=regime_texts(words, regime, clusters, vocabulary, query=False),
         event_types=[EVENT_TYPES[k] for k in type_codes.tolist()],
         tags=[
             (f"project-{p}", "followup") if f else (f"project-{p}",)
@@ -189,7 +245,7 @@ def make_dataset(n: int, n_queries: int, seed: int) -> Dataset:
         created_at=[NOW - timedelta(microseconds=a) for a in np.sort(age_us)[::-1].tolist()],
         query_vectors=query_vectors,
         query_clusters=query_clusters,
-        query_texts=[f"query {j} about topic {c}" for j, c in enumerate(query_clusters.tolist())],
+        query_texts=regime_texts(words, regime, query_clusters, vocabulary, query=True),
     )
 
 
@@ -324,11 +380,12 @@ class FilterArgs:
 FILTERS: dict[str, Callable[[int], FilterArgs]] = {
     "none": lambda j: FilterArgs(),
     "dense": lambda j: FilterArgs(retrieval="dense"),
+    "keyword": lambda j: FilterArgs(retrieval="keyword"),
     "tag": lambda j: FilterArgs(tags=(f"project-{j % N_PROJECTS}",)),
     "event_type": lambda j: FilterArgs(event_type=RARE_EVENT_TYPE),
 }
 """Filter per query index ``j`` for each recall mode (the tag filter rotates over projects);
-``dense`` is the unfiltered recall with ``retrieval="dense"`` (the others use the default, hybrid)."""
+``dense`` and ``keyword``: the unfiltered recall with that ``retrieval`` (the others: hybrid)."""
 
 
 class BackgroundLoad:
@@ -522,7 +579,7 @@ def raw_insert(store: Store, episodes: Sequence[Episode], vectors: NDArray[np.fl
 
 
 def _topic(hit: RecallHit) -> int:
-    """Topic (cluster) of a hit, parsed from its content ``"episode {i} about topic {c}"``."""
+    """Topic (cluster) of a hit, parsed from its content (``"... topic {c}"``)."""
     return int(hit.episode.content.rsplit(" ", 1)[1])
 
 
@@ -560,6 +617,95 @@ def numpy_exact(data: Dataset) -> ExactScan:
     return scan
 
 
+Peer = Callable[[int], object]
+"""Another engine answering query ``j`` of the dataset (top-:data:`LIMIT`), timed beside memlane."""
+
+PEERS_BY_MODE = {
+    "none": ("faiss_hnsw", "tantivy_bm25", "lancedb_hybrid"),
+    "dense": ("faiss_hnsw",),
+    "keyword": ("tantivy_bm25",),
+}
+"""The peers timed beside each recall mode (those that are installed)."""
+
+
+def _faiss_peer(data: Dataset) -> Peer:
+    import faiss  # optional: timed only when installed
+
+    faiss.omp_set_num_threads(1)
+    index = faiss.IndexHNSWFlat(DIMS, 32, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efSearch = 64
+    index.add(data.vectors)
+    queries = data.query_vectors
+    return lambda j: index.search(queries[j : j + 1], LIMIT)
+
+
+def _tantivy_peer(data: Dataset) -> Peer:
+    import tantivy  # optional: timed only when installed
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("body", stored=False)
+    builder.add_integer_field("row", stored=True, indexed=False)
+    index = tantivy.Index(builder.build())
+    writer = index.writer(heap_size=200_000_000, num_threads=1)
+    for i, text in enumerate(data.texts):
+        writer.add_document(tantivy.Document(body=text, row=i))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    searcher = index.searcher()
+    texts = data.query_texts
+
+    def search(j: int) -> object:
+        words = " OR ".join(texts[j].split())  # the query's words, any of them (as memlane's OR)
+        return searcher.search(index.parse_query(words, ["body"]), LIMIT).hits
+
+    return search
+
+
+def _lancedb_peer(data: Dataset) -> Peer:
+    import lancedb  # optional: timed only when installed
+
+    db = lancedb.connect(tempfile.mkdtemp(prefix="memlane-bench-lance-"))
+    rows = [
+        {"row": i, "text": t, "vector": v}
+        for i, (t, v) in enumerate(zip(data.texts, data.vectors, strict=True))
+    ]
+    table = db.create_table("episodes", data=rows)
+    table.create_fts_index("text")
+    vectors, texts = data.query_vectors, data.query_texts
+    return lambda j: (
+        table.search(query_type="hybrid").vector(vectors[j]).text(texts[j]).limit(LIMIT).to_list()
+    )
+
+
+PEERS: dict[str, Callable[[Dataset], Peer]] = {
+    "faiss_hnsw": _faiss_peer,
+    "tantivy_bm25": _tantivy_peer,
+    "lancedb_hybrid": _lancedb_peer,
+}
+"""Peer name -> its builder: faiss HNSW (M 32, efSearch 64, one thread), tantivy BM25 over the same
+texts (its own tokenizer and table-wide statistics), LanceDB hybrid search (vector + its FTS)."""
+
+
+def build_peers(
+    data: Dataset, started: float, names: Sequence[str] = tuple(PEERS)
+) -> tuple[dict[str, Peer], dict[str, float]]:
+    """The installed peers ``names`` over ``data`` and their build times (s); one that fails is left out."""
+    peers: dict[str, Peer] = {}
+    seconds: dict[str, float] = {}
+    for name, build in PEERS.items():
+        if name not in names:
+            continue
+        t0 = time.perf_counter()
+        try:
+            peers[name] = build(data)
+        except Exception as exc:  # an optional peer: missing or broken leaves it out of the run
+            _log(f"peer {name} left out: {type(exc).__name__}: {exc}", started)
+            continue
+        seconds[name] = time.perf_counter() - t0
+    return peers, seconds
+
+
 def bench_recall(
     memory: EpisodicMemory,
     data: Dataset,
@@ -568,6 +714,7 @@ def bench_recall(
     query: bool,
     n_queries: int,
     exact: ExactScan | None = None,
+    peers: dict[str, Peer] | None = None,
 ) -> dict[str, Any]:
     """Time ``recall_episodes`` (ranked if ``query`` else structured) under filter ``mode``.
 
@@ -585,13 +732,17 @@ def bench_recall(
         kwargs: dict[str, Any] = {} if args.retrieval is None else {"retrieval": args.retrieval}
         return memory.recall_episodes(text, event_type=args.event_type, tags=args.tags, limit=LIMIT, **kwargs)
 
+    peers = peers or {}
     for j in range(WARMUP):
         call(j, flt(j))
         if exact is not None:
             exact(data.query_vectors[j], flt(j))
+        for peer in peers.values():
+            peer(j)
     gc.collect()
     samples: list[int] = []
     exact_samples: list[int] = []
+    peer_samples: dict[str, list[int]] = {name: [] for name in peers}
     top: list[list[str]] = []
     hits_total = violations = on_topic = 0
     load = BackgroundLoad()
@@ -604,6 +755,10 @@ def bench_recall(
             t0 = time.perf_counter_ns()
             exact(data.query_vectors[j], args)
             exact_samples.append(time.perf_counter_ns() - t0)
+        for name, peer in peers.items():
+            t0 = time.perf_counter_ns()
+            peer(j)
+            peer_samples[name].append(time.perf_counter_ns() - t0)
         hits_total += len(hits)
         top.append([hit.episode.content for hit in hits])
         violations += sum(not _passes(hit.episode, args) for hit in hits)
@@ -625,6 +780,13 @@ def bench_recall(
             "p50": float(np.percentile(ratios, 50)),
             "p95": float(np.percentile(ratios, 95)),
             "p50_of_p50s": float(np.percentile(samples, 50) / max(np.percentile(exact_samples, 50), 1)),
+        }
+    for name, taken in peer_samples.items():
+        ratios = np.asarray(samples, dtype=np.float64) / np.maximum(np.asarray(taken, dtype=np.float64), 1)
+        result[name] = {
+            **latency_stats(taken),
+            "memlane_over_peer_p50": float(np.percentile(ratios, 50)),
+            "memlane_over_peer_p95": float(np.percentile(ratios, 95)),
         }
     if query:
         result["on_topic_fraction"] = on_topic / max(hits_total, 1)
@@ -648,12 +810,20 @@ def _memory(store: Store, embedder: PrecomputedEmbedder) -> EpisodicMemory:
 
 
 def run_size(
-    n: int, *, backend: str, n_queries: int, seed: int, workdir: Path, started: float
+    n: int,
+    *,
+    backend: str,
+    regime: str,
+    n_queries: int,
+    seed: int,
+    workdir: Path,
+    started: float,
+    peer_names: Sequence[str] = tuple(PEERS),
 ) -> dict[str, Any]:
-    """Run every measurement for ``n`` episodes in one fresh store of ``backend``; return the figures."""
+    """Run every measurement for ``n`` episodes of ``regime`` in one fresh store of ``backend``."""
     factory = BACKENDS[backend]
-    _log(f"{backend} n={n:,}: generating data", started)
-    data = make_dataset(n, WARMUP + n_queries, seed)
+    _log(f"{backend} {regime} n={n:,}: generating data", started)
+    data = make_dataset(n, WARMUP + n_queries, seed, regime)
     embedder = PrecomputedEmbedder()
     embedder.add(data.texts, data.vectors)
     embedder.add(data.query_texts, data.query_vectors)
@@ -705,11 +875,19 @@ def run_size(
     cold = {"open_ms": (t1 - t0) / 1e6, "first_recall_ms": (t2 - t1) / 1e6, "total_ms": (t2 - t0) / 1e6}
     exact = numpy_exact(data)
     try:
+        _log(f"{backend} n={n:,}: building the installed peers ({', '.join(peer_names)})", started)
+        rss_peers = _rss_bytes()
+        peers, peer_build_s = build_peers(data, started, peer_names)
+        peer_rss = _rss_bytes()
+        peer_bytes = 0 if rss_peers is None or peer_rss is None else peer_rss - rss_peers
         recall: dict[str, Any] = {}
         structured: dict[str, Any] = {}
         for mode in FILTERS:
-            _log(f"{backend} n={n:,}: recall, mode={mode} (interleaved with numpy)", started)
-            recall[mode] = bench_recall(memory, data, mode, query=True, n_queries=n_queries, exact=exact)
+            _log(f"{backend} n={n:,}: recall, mode={mode} (interleaved with numpy and peers)", started)
+            mine = {k: peers[k] for k in PEERS_BY_MODE.get(mode, ()) if k in peers}
+            recall[mode] = bench_recall(
+                memory, data, mode, query=True, n_queries=n_queries, exact=exact, peers=mine
+            )
         rss_after = _rss_bytes()
         for mode in ("none", "tag", "event_type"):
             _log(f"{backend} n={n:,}: structured lookup, filter={mode}", started)
@@ -721,7 +899,9 @@ def run_size(
 
     raw_vector_bytes = n * DIMS * 4
     resident = (
-        None if rss_before is None or rss_after is None else (rss_after - rss_before) / raw_vector_bytes
+        None
+        if rss_before is None or rss_after is None
+        else (rss_after - rss_before - peer_bytes) / raw_vector_bytes
     )
     matches = {
         "none": n,
@@ -730,6 +910,8 @@ def run_size(
     }
     figures: dict[str, Any] = {
         "episodes": n,
+        "regime": regime,
+        "peer_build_s": peer_build_s,
         "ingest": ingest_figures,
         "cold_start": cold,
         "resident_growth_over_raw_vectors": resident,
@@ -823,6 +1005,14 @@ def parse_backends(text: str) -> list[str]:
     return names
 
 
+def parse_regimes(text: str) -> list[str]:
+    """Parse ``"natural,common"`` into known text regimes (argparse type)."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names or not set(names) <= set(REGIMES):
+        raise argparse.ArgumentTypeError(f"regimes must be from {list(REGIMES)}, got {text!r}")
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; write JSON and Markdown; print the Markdown. Returns the exit code (0)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
@@ -842,31 +1032,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=list(BACKENDS),
         help=f"comma-separated backends, run one after the other (default {','.join(BACKENDS)})",
     )
+    parser.add_argument(
+        "--regimes",
+        type=parse_regimes,
+        default=list(REGIMES),
+        help=f"comma-separated text regimes (default {','.join(REGIMES)})",
+    )
+    parser.add_argument(
+        "--peers",
+        type=lambda text: [t for t in text.split(",") if t],
+        default=list(PEERS),
+        help=f"peers timed beside memlane when installed (default {','.join(PEERS)}; '' = none)",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--workdir", type=Path, default=None, help="where stores are created (default: temp)")
     args = parser.parse_args(argv)
     if args.queries < 1:
         parser.error("--queries must be >= 1")
-    full = set(FULL_SIZES) <= set(args.sizes) and set(BACKENDS) <= set(args.backend) and args.queries >= 300
+    full = (
+        set(FULL_SIZES) <= set(args.sizes)
+        and set(BACKENDS) <= set(args.backend)
+        and set(REGIMES) <= set(args.regimes)
+        and args.queries >= 300
+    )
     out: Path = args.out or (DEFAULT_OUT if full else PARTIAL_OUT)
 
     started = time.perf_counter()
     runs: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="memlane-scale-", dir=args.workdir) as tmp:
-            for backend in args.backend:
-                results = [
-                    run_size(
-                        n,
-                        backend=backend,
-                        n_queries=args.queries,
-                        seed=args.seed,
-                        workdir=Path(tmp) / backend / f"n{n}",
-                        started=started,
-                    )
-                    for n in args.sizes
-                ]
-                runs.append({"backend": backend, "sizes": results})
+            for regime in args.regimes:
+                for backend in args.backend:
+                    results = [
+                        run_size(
+                            n,
+                            backend=backend,
+                            regime=regime,
+                            n_queries=args.queries,
+                            seed=args.seed,
+                            workdir=Path(tmp) / backend / regime / f"n{n}",
+                            started=started,
+                            peer_names=args.peers,
+                        )
+                        for n in args.sizes
+                    ]
+                    runs.append({"backend": backend, "regime": regime, "sizes": results})
     finally:
         _POSTGRES.stop()
     compare_backends(runs)
@@ -887,6 +1097,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": {
             "sizes": args.sizes,
             "backends": args.backend,
+            "regimes": args.regimes,
+            "peers": args.peers,
             "queries": args.queries,
             "warmup": WARMUP,
             "limit": LIMIT,

@@ -24,26 +24,19 @@ __all__ = ["DEFAULT_BM25", "Bm25Params", "ScoredRow", "score_matches"]
 
 @dataclass(frozen=True, slots=True)
 class Bm25Params:
-    """The BM25 constants and how many matching rows a recall scores.
+    """The BM25 constants.
+
+    Every match of the recall's scope is scored (exact BM25 top-k): the SQLite store from its
+    in-memory postings (:mod:`memlane.stores.keyword_postings`), the FTS5 path and PostgreSQL
+    by :func:`score_matches` over every matching row.
 
     Attributes:
         k1: Term-frequency saturation, > 0 (1.2).
         b: Length normalisation, in [0, 1] (0.3).
-        match_limit: At least this many matching rows are scored per recall (1000).
-        match_limit_per_hit: ... and at least this many per requested candidate (5): at most
-            ``max(match_limit, match_limit_per_hit * top_n)`` rows are scored. Below that every
-            match of the scope is scored (exact); above it a backend keeps the rows its own index
-            ranks best (SQLite: FTS5 ``bm25()``; PostgreSQL: most distinct query terms, then newest).
     """
 
     k1: float = 1.2
     b: float = 0.3
-    match_limit: int = 1000
-    match_limit_per_hit: int = 5
-
-    def match_cap(self, top_n: int) -> int:
-        """``max(match_limit, match_limit_per_hit * top_n)``: rows scored for ``top_n`` candidates."""
-        return max(self.match_limit, self.match_limit_per_hit * int(top_n))
 
 
 DEFAULT_BM25 = Bm25Params()
@@ -101,19 +94,18 @@ def _score(
 ) -> list[ScoredRow]:
     """BM25 of parsed rows (see :func:`score_matches`), unsorted.
 
-    A row's terms are summed in the order they first occur in it (as a per-token count would
-    meet them), so the float score never depends on how the row was parsed.
+    A row's terms are summed in ``df``'s order (the query's term order), so the float score
+    depends only on the row and the query, and an index that adds each term's contributions in
+    turn (:mod:`memlane.stores.keyword_postings`) computes the same number.
     """
     k1, b = params.k1, params.b
     idf = {t: math.log1p((n_rows - d + 0.5) / (d + 0.5)) for t, d in df.items()}
     avg = max(float(avgdl), 1e-9)
     scored: list[ScoredRow] = []
     for (key, _, token_count, created, importance), tokens, hit in parsed:
-        present = [t for t in hit if t in idf]
+        present = [t for t in idf if t in hit]
         if not present:
             continue
-        if len(present) > 1:
-            present.sort(key=tokens.index)
         norm = k1 * (1.0 - b + b * float(token_count) / avg)
         score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t in present for f in (tokens.count(t),))
         scored.append((int(key), score, created, importance))

@@ -180,7 +180,7 @@ def test_profiles_are_recipes_of_one_value() -> None:
     assert {name: p.fusion.method for name, p in PROFILES.items()} == {n: n for n in PROFILES}
     assert DEFAULT_PROFILE.pools.recall(10) == 500 and DEFAULT_PROFILE.pools.recall(30) == 600
     assert DEFAULT_PROFILE.pools.sessions(3) == 200 and DEFAULT_PROFILE.pools.sessions(20) == 400
-    assert DEFAULT_PROFILE.bm25.match_cap(100) == 1000 and DEFAULT_PROFILE.bm25.match_cap(500) == 2500
+    assert (DEFAULT_PROFILE.bm25.k1, DEFAULT_PROFILE.bm25.b) == (1.2, 0.3)
 
 
 @pytest.mark.parametrize(

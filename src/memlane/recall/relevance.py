@@ -108,18 +108,20 @@ def groups_by_gap(
         int64 ``[n]`` group numbers (equal = same group).
     """
     n = len(order)
-    groups = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return groups
-    idx = sorted(range(n), key=lambda i: (str(session_keys[i]), int(order[i])))
-    current = 0
-    for pos, i in enumerate(idx):
-        if pos > 0:
-            j = idx[pos - 1]
-            same = session_keys[i] is not None and session_keys[i] == session_keys[j]
-            if not same or abs(float(created_at_s[i]) - float(created_at_s[j])) > max_gap_s:
-                current += 1
-        groups[i] = current
+        return np.zeros(0, dtype=np.int64)
+    # Candidates sorted by (str(session), insertion key), stably; a group starts at a change of
+    # session, at a session of None, or after a pause over max_gap_s.
+    names, codes = np.unique(np.array([str(k) for k in session_keys], dtype=object), return_inverse=True)
+    del names
+    known = np.fromiter((k is not None for k in session_keys), dtype=bool, count=n)
+    idx = np.lexsort((np.asarray(order, dtype=np.int64), codes))
+    codes, known = codes[idx], known[idx]
+    created = np.asarray(created_at_s, dtype=np.float64)[idx]
+    same = (codes[1:] == codes[:-1]) & known[1:] & known[:-1]
+    starts = ~same | (np.abs(created[1:] - created[:-1]) > max_gap_s)
+    groups = np.zeros(n, dtype=np.int64)
+    groups[idx] = np.concatenate([[0], np.cumsum(starts)])
     return groups
 
 

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 import memlane.stores.postgres.filters as filters
-from memlane.bm25 import DEFAULT_BM25, score_matches
+from memlane.bm25 import score_matches
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 
@@ -70,18 +70,13 @@ def keyword_count_statement(table: sql.Composable, where: sql.Composable) -> sql
 
 
 def keyword_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
-    """The scope's rows containing any query term, for scoring.
+    """Every row of the filter containing any query term, for scoring (all are scored: exact BM25).
 
     ``where`` must end with ``TERMS_ARRAY && %s::text[]``. Parameters: the WHERE clause's values
-    (the terms array last), the terms array again, then the row limit. Returns ``seq, terms,
-    token_count, created_at_seconds, importance``, rows with the most distinct query terms
-    first (then the newest).
+    (the terms array last). Returns ``seq, terms, token_count, created_at_seconds, importance``.
     """
     return sql.SQL(
-        "SELECT seq, terms, token_count, extract(epoch FROM created_at)::float8, importance "
-        "FROM {t}{where} ORDER BY pg_catalog.cardinality(ARRAY(SELECT pg_catalog.unnest("
-        + TERMS_ARRAY
-        + ") INTERSECT SELECT pg_catalog.unnest(%s::text[]))) DESC, seq DESC LIMIT %s"
+        "SELECT seq, terms, token_count, extract(epoch FROM created_at)::float8, importance FROM {t}{where}"
     ).format(t=table, where=where)
 
 
@@ -131,8 +126,5 @@ def keyword_search(
         return KeywordCandidates.empty()
     kept = list(df)
     any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
-    limit = DEFAULT_BM25.match_cap(top_n)
-    rows = cur.execute(
-        keyword_statement(table, any_where), [*any_params, kept, kept, limit], prepare=False
-    ).fetchall()
+    rows = cur.execute(keyword_statement(table, any_where), [*any_params, kept], prepare=False).fetchall()
     return KeywordCandidates.from_rows(score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n))))

@@ -28,15 +28,33 @@ ordering (they are all scored anyway).
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import threading
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.base import KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter
+from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
+from memlane.stores.sqlite.base import read_generation
 
-__all__ = ["fts5_match_expression", "index_new_rows", "keyword_search", "scope_statistics"]
+__all__ = [
+    "GENERATION",
+    "KeywordIndex",
+    "fts5_match_expression",
+    "index_new_rows",
+    "indexed_keyword_search",
+    "keyword_search",
+    "scope_statistics",
+]
+
+GENERATION = "delete_generation"
+"""The ``store_meta`` counter every deletion, supersession and archiving bumps (by any process)."""
 
 _ADD_SCOPE_STATS = (
     "INSERT INTO scope_stats (tenant_id, session_id, rows, tokens, min_seq, max_seq) "
@@ -174,16 +192,10 @@ def keyword_search(
         df = rule.kept({t: int(c) for t, c in zip(terms, found, strict=True)}, n)
     if not df:
         return KeywordCandidates.empty()
-    kept = list(df)
     columns = "SELECT e.seq, e.terms, e.token_count, e.created_at_us / 1e6, e.importance FROM "
-    match = [fts5_match_expression(kept), low, high, *params]
-    limit = DEFAULT_BM25.match_cap(top_n)
-    if n < limit:
-        # Every match of the scope fits under the limit: all are scored, in any order.
-        rows = conn.execute(columns + _joined(where), match).fetchall()
-    else:
-        sql = columns + _joined(where, ", bm25(episodes_fts) AS r") + " ORDER BY f.r, e.seq LIMIT ?"
-        rows = conn.execute(sql, [*match, limit]).fetchall()
+    rows = conn.execute(
+        columns + _joined(where), [fts5_match_expression(list(df)), low, high, *params]
+    ).fetchall()
     return KeywordCandidates.from_rows(score_matches(rows, df, n, avgdl, top_n))
 
 
@@ -200,3 +212,139 @@ def _joined(where: str, rank: str = "") -> str:
         f"(SELECT rowid AS fts_seq{rank} FROM episodes_fts WHERE episodes_fts MATCH ? "
         "AND rowid BETWEEN ? AND ?) AS f CROSS JOIN episodes AS e ON e.seq = f.fts_seq" + where
     )
+
+
+class KeywordIndex:
+    """In-memory keyword postings (:mod:`memlane.stores.keyword_postings`) kept in step with the file.
+
+    The file is the source of truth; before every search :meth:`refresh` reads what changed:
+    rows with ``seq`` above the last indexed key are appended (every insert, by any process:
+    row keys only grow), and when ``delete_generation`` changed (a delete, retention pruning,
+    session removal, supersession or archiving, by any process) the indexed keys are checked
+    against the table and the deleted ones dropped. A crash or a write by another process at any
+    point leaves nothing to repair: the next refresh reads the committed state.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.postings = KeywordPostings()
+        self._generation: str | None = None
+
+    def refresh(self, conn: sqlite3.Connection) -> KeywordPostings:
+        """The postings of every committed row (call under :attr:`lock`).
+
+        Raises:
+            sqlite3.Error: the database failed (the index is left as it was, still consistent).
+        """
+        generation = read_generation(conn, GENERATION)
+        if generation != self._generation and len(self.postings):
+            keys = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM episodes")), dtype=np.int64)
+            self.postings.retain(keys)
+        self._generation = generation
+        cursor = conn.execute(
+            "SELECT seq, tenant_id, session_id, terms, token_count, created_at_us, importance, tags "
+            "FROM episodes WHERE seq > ? ORDER BY seq",
+            (self.postings.last_seq,),
+        )
+        while batch := cursor.fetchmany(50_000):
+            self.postings.append(PostingRows(*zip(*batch, strict=True)))
+        return self.postings
+
+
+def indexed_keyword_search(
+    conn: sqlite3.Connection,
+    postings: KeywordPostings,
+    sql_filter: tuple[str, Sequence[Any]],
+    terms: Sequence[str],
+    top_n: int,
+    *,
+    scope: tuple[str | None, str | None],
+    common: CommonTermFilter | None = None,
+    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = None,
+) -> KeywordCandidates:
+    """:func:`keyword_search`'s answer (same rows, order and scores) from the in-memory postings.
+
+    Every match of the scope is scored in numpy (:meth:`KeywordPostings.score`); the best are
+    then checked against the filter, best first, in chunks (the first one ``top_n + 32`` rows,
+    then doubling) until ``top_n`` pass or none is left: the result is exactly the best
+    ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
+    (``sql_filter`` is its ``(where, params)``), plus the refreshed ``postings``
+    (:meth:`KeywordIndex.refresh`) and, optionally, ``known``: row keys (ascending) whose
+    filter result is already known, and that result (the store's in-memory vector index and
+    its mask for the same filter); only rows it does not hold are checked in SQL.
+    ``created_at`` and importance come from the postings.
+
+    Raises:
+        sqlite3.Error: the database failed (the store translates it).
+    """
+    terms = [t for t in terms if t]
+    n, avgdl = scope_statistics(conn, *scope)[:2] if terms else (0, 0.0)
+    if not n:
+        return KeywordCandidates.empty()
+    found = postings.scope_postings(terms, scope)
+    df = (common or CommonTermFilter()).kept({t: len(rows) for t, (rows, _) in found.items()}, n)
+    if not df:
+        return KeywordCandidates.empty()
+    rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25)
+    keys = postings.seqs[rows]
+    passed = _passing(conn, keys, scores, sql_filter, top_n, known)
+    chosen = rows[passed]
+    return KeywordCandidates(
+        keys[passed], scores[passed], postings.created_s[chosen], postings.importance[chosen]
+    )
+
+
+_PASSING = (
+    "SELECT e.seq FROM (SELECT value AS k FROM json_each(?)) AS j CROSS JOIN episodes AS e ON e.seq = j.k"
+)
+
+
+def _check(
+    conn: sqlite3.Connection,
+    keys: NDArray[np.int64],
+    sql_filter: tuple[str, Sequence[Any]],
+    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None,
+) -> NDArray[np.bool_]:
+    """Boolean ``[len(keys)]``: which keys pass the filter (``known`` where it holds them, else SQL)."""
+    result = np.zeros(len(keys), dtype=bool)
+    ask = np.ones(len(keys), dtype=bool)
+    if known is not None and len(known[0]):
+        held, mask = known
+        at = np.clip(np.searchsorted(held, keys), 0, len(held) - 1)
+        ask = held[at] != keys
+        result[~ask] = mask[at[~ask]]
+    if ask.any():
+        where, params = sql_filter
+        sql = _PASSING + where
+        got = [r[0] for r in conn.execute(sql, [json.dumps(keys[ask].tolist()), *params]).fetchall()]
+        result[ask] = np.isin(keys[ask], np.asarray(got, dtype=np.int64))
+    return result
+
+
+def _passing(
+    conn: sqlite3.Connection,
+    keys: NDArray[np.int64],
+    scores: NDArray[np.float64],
+    sql_filter: tuple[str, Sequence[Any]],
+    top_n: int,
+    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None,
+) -> NDArray[np.int64]:
+    """Indices of the best ``top_n`` scored rows that pass the filter, best first.
+
+    The rows are checked best first (:func:`best_first`), ``top_n + 32`` at first, then twice as
+    many each time, until ``top_n`` passed or every row was checked.
+    """
+    ranked = best_first(keys, scores, top_n + 32)
+    passed: list[NDArray[np.int64]] = []
+    done, step, count = 0, len(ranked), 0
+    while done < len(keys) and count < top_n:
+        if done == len(ranked):  # the first rows were not enough: rank every match
+            ranked, step = best_first(keys, scores, len(keys)), 2 * step
+        chunk = ranked[done : done + step]
+        done += len(chunk)
+        passed.append(chunk[_check(conn, keys[chunk], sql_filter, known)])
+        count += len(passed[-1])
+    return np.concatenate(passed)[:top_n] if passed else _NONE
+
+
+_NONE = np.zeros(0, dtype=np.int64)

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from memlane.stores.base import Neighbours
+from memlane.stores.keyword_postings import KeywordPostings
 
-__all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "stored_neighbours"]
+__all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "indexed_neighbours", "stored_neighbours"]
 
 RANGE_ROWS_PER_KEY = 8
 """The dense plan reads at most this many rows of the key range per candidate (plus the extra)."""
@@ -122,3 +123,23 @@ def stored_neighbours(conn: sqlite3.Connection, keys: Sequence[int], radius: int
             parsed[tags] = tuple(json.loads(tags))
         out.append((seq, session, parsed[tags], *adjacent[int(seq)]))
     return Neighbours.from_rows(out, radius)
+
+
+def indexed_neighbours(postings: KeywordPostings, keys: Sequence[int], radius: int) -> Neighbours:
+    """:func:`stored_neighbours`'s answer from the keyword index (no SQL, no probe per candidate).
+
+    The refreshed index holds every stored row with its tenant, session and tags: the
+    neighbours come from :meth:`KeywordPostings.neighbours`.
+    """
+    wanted = np.unique(np.asarray(keys, dtype=np.int64))
+    rows, adjacent = postings.neighbours(wanted, radius)
+    parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
+    for text in set(postings.tags[rows].tolist()):
+        parsed[text] = tuple(json.loads(text))
+    names = postings.session_names
+    return Neighbours(
+        keys=postings.seqs[rows],
+        session_ids=[names[c] for c in postings.session_of[rows].tolist()],
+        tags=[parsed[t] for t in postings.tags[rows].tolist()],
+        adjacent=adjacent,
+    )

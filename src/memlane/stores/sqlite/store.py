@@ -70,9 +70,9 @@ from memlane.stores.sqlite.base import (
     to_us,
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
-from memlane.stores.sqlite.fts import index_new_rows, keyword_search
+from memlane.stores.sqlite.fts import KeywordIndex, index_new_rows, indexed_keyword_search, keyword_search
 from memlane.stores.sqlite.graph import SQLiteGraphStore
-from memlane.stores.sqlite.neighbours import stored_neighbours
+from memlane.stores.sqlite.neighbours import indexed_neighbours, stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.sqlite.vector_index import RowFilter
@@ -203,6 +203,10 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         quantized_vectors: Keep the in-memory vectors and the sidecar as int8 codes (1/4 of the
             memory of float32); candidates are re-ranked with the exact vectors from SQLite, so
             cosines stay exact (default off). See :mod:`memlane.stores.sqlite.vectors`.
+        keyword_index: Answer keyword searches from in-memory postings derived from the file
+            (:class:`~memlane.stores.sqlite.fts.KeywordIndex`: the same rows, order and scores as
+            the FTS5 path, without scoring every match in Python); ``False``: the FTS5 path
+            (default on).
 
     Raises:
         SchemaVersionError: the file was written by a newer memlane.
@@ -218,8 +222,10 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         ann_threshold: int | None = ANN_THRESHOLD,
         sidecar_min_rows: int = SIDECAR_MIN_ROWS,
         quantized_vectors: bool = False,
+        keyword_index: bool = True,
     ) -> None:
         self._common_terms = CommonTermFilter()
+        self._keyword_index = KeywordIndex() if keyword_index else None
         memory = str(path) == ":memory:"
         self._vector_search = SQLiteVectors(
             None if memory else str(Path(path).expanduser().resolve()),
@@ -437,6 +443,11 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         with self._translate("neighbours"):
+            if self._keyword_index is not None:
+                with self._keyword_index.lock:
+                    conn = self._conn()
+                    postings = self._keyword_index.refresh(conn)
+                    return indexed_neighbours(postings, keys, max(1, int(radius)))
             return stored_neighbours(self._conn(), keys, max(1, int(radius)))
 
     def get(self, episode_id: str) -> Episode | None:
@@ -534,14 +545,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         candidates plus every row added since it was built, rescored exactly and trimmed.
         """
         with self._translate("vector_candidates"):
-            allowed: NDArray[np.int64] | None = None
-            if flt.tags:
-                allowed = np.fromiter(
-                    (r[0] for r in self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)),
-                    dtype=np.int64,
-                )
-                if len(allowed) == 0:
-                    return VectorCandidates.empty()
+            allowed = self._tagged(flt)
+            if allowed is not None and len(allowed) == 0:
+                return VectorCandidates.empty()
             with self._vectors.lock:
                 index = self._vector_search.refresh(self._conn(), len(query))
                 vector = np.asarray(query, dtype=np.float32)
@@ -562,13 +568,41 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             with self._vectors.lock:
                 return self._vector_search.optimize(self._conn(), bound[1])
 
-    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
-        """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
+    def _tagged(self, flt: EpisodeFilter) -> NDArray[np.int64] | None:
+        """The row keys carrying every tag of ``flt`` (``None``: no tag filter)."""
+        if not flt.tags:
+            return None
+        rows = self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
-        See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring).
+    def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
+        """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
+
+        See :mod:`memlane.stores.sqlite.fts` (index, quoting of terms, scoring); with the
+        store's ``keyword_index`` the in-memory postings answer (the same rows and scores), the
+        in-memory vector index's filter mask deciding which of its rows pass ``flt``.
         """
         where, params = filters.where(flt)
         with self._translate("keyword_candidates"):
+            if self._keyword_index is not None:
+                conn = self._conn()
+                bound = _read_binding(conn)
+                with self._keyword_index.lock, self._vectors.lock:
+                    postings = self._keyword_index.refresh(conn)
+                    known = None
+                    if bound is not None:  # the vector index's mask decides the rows it holds
+                        index = self._vector_search.refresh(conn, bound[1])
+                        known = index.seqs, index.mask(_row_filter(flt, self._tagged(flt)))
+                    return indexed_keyword_search(
+                        conn,
+                        postings,
+                        (where, params),
+                        terms,
+                        max(1, int(top_n)),
+                        scope=statistics_scope(flt),
+                        common=self._common_terms,
+                        known=known,
+                    )
             return keyword_search(
                 self._conn(),
                 where,

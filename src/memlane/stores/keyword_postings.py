@@ -1,0 +1,338 @@
+"""An in-memory inverted index over the analysed ``terms`` column: exact per-scope BM25 top-k in numpy.
+
+The store's SQL index (SQLite FTS5, PostgreSQL GIN) finds *every* row holding a query term and
+memlane's BM25 (:func:`memlane.bm25.score_matches`) then scores them in Python: a cost that grows
+with the matches (20 % of a 100k-row scope for a common word). This index keeps, per term, the
+rows holding it (their position in the index, term frequency) as numpy arrays, so a recall
+computes the same BM25 for all the scope's matches with a few array operations
+(:meth:`KeywordPostings.score`: per term a gather, a scope test and a scatter-add into one dense
+score array, in the query's term order, the order :mod:`memlane.bm25` sums in, so every score is
+the same float) and takes the best with ``argpartition`` (:func:`best_first`).
+
+It is derived data: built from the rows of the source of truth (the SQLite file), never written
+anywhere, and kept in step by its owner (:mod:`memlane.stores.sqlite.fts`): rows appended since
+it was built are added as a tail segment (folded into the main one when the tail outgrows
+:data:`TAIL_FRACTION` of the rows), rows deleted are dropped on :meth:`KeywordPostings.retain`.
+Nothing acknowledged can be lost by a crash: a new process rebuilds the index from the file.
+
+The statistics are the caller's (``N`` and ``avgdl`` of the recall's scope); the document
+frequencies are counted here over the scope's rows only (:meth:`KeywordPostings.scope_postings`), so
+another tenant's or session's rows never change a score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memlane.bm25 import Bm25Params
+
+__all__ = ["TAIL_FRACTION", "KeywordPostings", "PostingRows", "best_first"]
+
+TAIL_FRACTION = 16
+"""The tail segment is folded into the main one once it holds over ``rows / 16`` (and 1,024) rows."""
+
+_TAIL_MIN = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PostingRows:
+    """Rows to add to the index, in row-key order (all above the index's last key).
+
+    Attributes:
+        seqs: Row keys, increasing.
+        tenants: Each row's ``tenant_id``.
+        sessions: Each row's ``session_id``.
+        terms: Each row's analysed text (space-joined terms, :mod:`memlane.analysis`).
+        token_counts: Each row's ``token_count`` (the BM25 document length).
+        created_us: Each row's ``created_at`` in Unix microseconds.
+        importance: Each row's importance, ``None`` if unrated.
+        tags: Each row's tags as stored (JSON text).
+    """
+
+    seqs: Sequence[int]
+    tenants: Sequence[str]
+    sessions: Sequence[str]
+    terms: Sequence[str]
+    token_counts: Sequence[int]
+    created_us: Sequence[int]
+    importance: Sequence[float | None]
+    tags: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """Postings of a run of rows: per term, the rows (index positions) holding it and how often."""
+
+    vocab: dict[str, int]
+    start: NDArray[np.int64]  # [V + 1] term id -> its first posting
+    rows: NDArray[np.int64]  # [P] index position of the posting's row, increasing per term
+    tf: NDArray[np.float64]  # [P] the term's count in that row
+
+    @classmethod
+    def build(cls, texts: Sequence[str], base: int) -> _Segment:
+        """The postings of ``texts``, the rows at index positions ``base, base + 1, ...``."""
+        vocab: dict[str, int] = {}
+        lengths = np.zeros(len(texts), dtype=np.int64)
+        tokens: list[str] = []
+        for i, text in enumerate(texts):
+            split = str(text).split()
+            lengths[i] = len(split)
+            tokens.extend(split)
+        ids = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens)
+        )
+        row = np.repeat(np.arange(base, base + len(texts), dtype=np.int64), lengths)
+        order = np.argsort(ids, kind="stable")  # tokens are in row order: (term, row) order
+        ids, row = ids[order], row[order]
+        first = np.ones(len(ids), dtype=bool)
+        first[1:] = (ids[1:] != ids[:-1]) | (row[1:] != row[:-1])
+        at = np.flatnonzero(first)
+        tf = np.diff(np.append(at, len(ids))).astype(np.float64)
+        start = np.searchsorted(ids[at], np.arange(len(vocab) + 1)).astype(np.int64)
+        return cls(vocab, start, row[at], tf)
+
+    def postings(self, term: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Rows holding ``term`` and its count in each."""
+        tid = self.vocab.get(term)
+        if tid is None:
+            return _NO_ROWS, _NO_TF
+        lo, hi = int(self.start[tid]), int(self.start[tid + 1])
+        return self.rows[lo:hi], self.tf[lo:hi]
+
+    def retained(self, keep: NDArray[np.bool_], position: NDArray[np.int64]) -> _Segment:
+        """This segment without the rows where ``keep`` is false, renumbered by ``position``."""
+        alive = keep[self.rows]
+        before = np.concatenate([[0], np.cumsum(alive)]).astype(np.int64)
+        return _Segment(self.vocab, before[self.start], position[self.rows[alive]], self.tf[alive])
+
+    def merged(self, tail: _Segment) -> _Segment:
+        """This segment and ``tail`` (rows after all of this one's) as one segment."""
+        vocab = dict(self.vocab)
+        remap = np.fromiter(
+            (vocab.setdefault(t, len(vocab)) for t in tail.vocab), dtype=np.int64, count=len(tail.vocab)
+        )
+        ids = np.concatenate([self.term_ids(), remap[tail.term_ids()]])
+        order = np.argsort(ids, kind="stable")  # this segment's rows stay before the tail's
+        start = np.searchsorted(ids[order], np.arange(len(vocab) + 1)).astype(np.int64)
+        rows = np.concatenate([self.rows, tail.rows])[order]
+        return _Segment(vocab, start, rows, np.concatenate([self.tf, tail.tf])[order])
+
+    def term_ids(self) -> NDArray[np.int64]:
+        """int64 ``[P]`` the term id of each posting."""
+        return np.repeat(np.arange(len(self.start) - 1, dtype=np.int64), np.diff(self.start))
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_TF = np.zeros(0, dtype=np.float64)
+
+
+class KeywordPostings:
+    """Postings of every row of a store, with each row's key, scope, length and fixed columns.
+
+    Attributes:
+        seqs: int64 ``[rows]`` row keys, ascending.
+        lengths: float64 ``[rows]`` BM25 document lengths.
+        created_s: float64 ``[rows]`` ``created_at`` as Unix seconds (``created_at_us / 1e6``).
+        importance: float64 ``[rows]`` importance, NaN if unrated.
+        tags: object ``[rows]`` tags as stored (JSON text).
+        session_names: The ``session_id`` of each (tenant, session) code.
+
+    Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches.
+    """
+
+    def __init__(self) -> None:
+        self.seqs = _NO_ROWS
+        self.lengths = _NO_TF
+        self.created_s = _NO_TF
+        self.importance = _NO_TF
+        self.tags: NDArray[np.object_] = np.zeros(0, dtype=object)
+        self._tenant = np.zeros(0, dtype=np.int32)
+        self._session = np.zeros(0, dtype=np.int32)
+        self._tenant_codes: dict[str, int] = {}
+        self._session_codes: dict[tuple[str, str], int] = {}
+        self.session_names: list[str] = []
+        self._main: _Segment | None = None
+        self._tail: _Segment | None = None
+        self._tail_from = 0  # index position of the first row of the tail segment
+        self._by_session: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    @property
+    def last_seq(self) -> int:
+        """The highest row key held (0 when empty)."""
+        return int(self.seqs[-1]) if len(self.seqs) else 0
+
+    @property
+    def session_of(self) -> NDArray[np.int32]:
+        """int32 ``[rows]`` each row's (tenant, session) code (index into :attr:`session_names`)."""
+        return self._session
+
+    def append(self, rows: PostingRows) -> None:
+        """Add rows whose keys are all above :attr:`last_seq` (a tail segment, folded in when large)."""
+        if not rows.seqs:
+            return
+        base = len(self.seqs)
+        self._by_session = None
+        tenant = [self._tenant_codes.setdefault(t, len(self._tenant_codes)) for t in rows.tenants]
+        session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
+        self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
+        self.lengths = np.concatenate([self.lengths, np.asarray(rows.token_counts, dtype=np.float64)])
+        created = np.asarray(rows.created_us, dtype=np.int64) / 1e6
+        self.created_s = np.concatenate([self.created_s, created])
+        self.importance = np.concatenate([self.importance, np.asarray(rows.importance, dtype=np.float64)])
+        self.tags = np.concatenate([self.tags, np.asarray(rows.tags, dtype=object)])
+        self._tenant = np.concatenate([self._tenant, np.asarray(tenant, dtype=np.int32)])
+        self._session = np.concatenate([self._session, np.asarray(session, dtype=np.int32)])
+        added = _Segment.build(rows.terms, base)
+        if self._main is None:
+            self._main, self._tail_from = added, len(self.seqs)
+            return
+        tail = added if self._tail is None else self._tail.merged(added)
+        if len(self.seqs) - self._tail_from > max(_TAIL_MIN, len(self.seqs) // TAIL_FRACTION):
+            self._main, self._tail = self._main.merged(tail), None
+            self._tail_from = len(self.seqs)
+        else:
+            self._tail = tail
+
+    def _session_code(self, tenant: str, session: str) -> int:
+        key = (tenant, session)
+        code = self._session_codes.get(key)
+        if code is None:
+            code = self._session_codes[key] = len(self.session_names)
+            self.session_names.append(session)
+        return code
+
+    def retain(self, seqs: NDArray[np.int64]) -> None:
+        """Drop every row whose key is not in ``seqs`` (the keys the source of truth still holds)."""
+        keep = np.isin(self.seqs, seqs)
+        if keep.all():
+            return
+        position = (np.cumsum(keep) - 1).astype(np.int64)
+        self._by_session = None
+        self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
+        self.created_s, self.importance, self.tags = (
+            self.created_s[keep],
+            self.importance[keep],
+            self.tags[keep],
+        )
+        self._tenant, self._session = self._tenant[keep], self._session[keep]
+        main = None if self._main is None else self._main.retained(keep, position)
+        if main is not None and self._tail is not None:
+            main = main.merged(self._tail.retained(keep, position))
+        self._main, self._tail, self._tail_from = main, None, len(self.seqs)
+
+    def _term_postings(
+        self, term: str, scope: tuple[str | None, str | None]
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Rows of ``scope`` holding ``term`` (increasing) and its count in each."""
+        parts = [s.postings(term) for s in (self._main, self._tail) if s is not None]
+        rows = np.concatenate([p[0] for p in parts]) if parts else _NO_ROWS
+        tf = np.concatenate([p[1] for p in parts]) if parts else _NO_TF
+        tenant, session = scope
+        if tenant is None:
+            return rows, tf
+        if session is None:
+            keep = self._tenant[rows] == self._tenant_codes.get(tenant, -1)
+        else:
+            keep = self._session[rows] == self._session_codes.get((tenant, session), -1)
+        return rows[keep], tf[keep]
+
+    def neighbours(self, keys: NDArray[np.int64], radius: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Each held key's ``radius`` nearest rows before and after it in its tenant and session.
+
+        Rows are ordered by ``(tenant and session, key)`` once per change of the index (one
+        ``lexsort``); each key's neighbours are then a ``searchsorted`` and a few gathers.
+
+        Args:
+            keys: int64 ``[n]`` row keys (keys the index does not hold are left out).
+            radius: Neighbours on each side, >= 1.
+
+        Returns:
+            ``(positions, adjacent)``: index positions ``[m]`` of the held keys, in the order
+            given, and int64 ``[m, 2 * radius]`` the keys ``radius .. 1`` before and
+            ``1 .. radius`` after each (insertion order), -1 where the session has none.
+        """
+        if self._by_session is None:
+            order = np.lexsort((self.seqs, self._session)).astype(np.int64)
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order), dtype=np.int64)
+            self._by_session = order, rank
+        order, rank = self._by_session
+        at = np.clip(np.searchsorted(self.seqs, keys), 0, max(len(self.seqs) - 1, 0))
+        rows = at[self.seqs[at] == keys] if len(self.seqs) else _NO_ROWS
+        offsets = np.concatenate([np.arange(-radius, 0), np.arange(1, radius + 1)])
+        near = rank[rows][:, None] + offsets[None, :]
+        inside = (near >= 0) & (near < len(order))
+        other = order[np.clip(near, 0, max(len(order) - 1, 0))]
+        same = inside & (self._session[other] == self._session[rows][:, None])
+        return rows, np.where(same, self.seqs[other], -1).astype(np.int64)
+
+    def scope_postings(
+        self, terms: Sequence[str], scope: tuple[str | None, str | None]
+    ) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]:
+        """Per term (in the order given), the rows of ``scope`` holding it and its count in each.
+
+        ``len`` of a term's rows is its document frequency in the scope.
+        """
+        return {t: self._term_postings(t, scope) for t in terms}
+
+    def score(
+        self,
+        postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
+        df: dict[str, int],
+        n_rows: int,
+        avgdl: float,
+        params: Bm25Params,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """BM25 of every row of the scope holding a term of ``df``: ``(index positions, scores)``.
+
+        The same numbers as :func:`memlane.bm25.score_matches` with the same arguments: each
+        term's contribution ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avgdl))`` is
+        added to its rows' scores term by term, in ``df``'s order (float addition in the order
+        :mod:`memlane.bm25` sums).
+
+        Args:
+            postings: :meth:`scope_postings` of (at least) ``df``'s terms in the scope.
+            df: Query term -> document frequency in the scope (only the kept terms).
+            n_rows: ``N`` of the scope (>= 1).
+            avgdl: Mean document length of the scope.
+            params: ``k1`` and ``b``.
+
+        Returns:
+            Positions (increasing) of the matching rows in the index and their scores (> 0).
+        """
+        k1, b = params.k1, params.b
+        avg = max(float(avgdl), 1e-9)
+        total = np.zeros(len(self.seqs), dtype=np.float64)
+        for term, d in df.items():
+            idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
+            rows, f = postings[term]
+            norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg)
+            total[rows] += idf * f * (k1 + 1.0) / (f + norm)
+        hit = np.flatnonzero(total)
+        return hit, total[hit]
+
+
+def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int) -> NDArray[np.int64]:
+    """Indices of the best ``count`` of ``scores``, best first (ties: lower key first), exact.
+
+    ``argpartition`` finds the ``count``-th best score; every row scoring at least that is then
+    sorted by ``(-score, key)``, so rows tied at the cut are chosen by key as a full sort would.
+    """
+    n = len(scores)
+    if n == 0 or count <= 0:
+        return _NO_ROWS
+    if count < n:
+        cut = np.partition(scores, n - count)[n - count]
+        pick = np.flatnonzero(scores >= cut)
+    else:
+        pick = np.arange(n, dtype=np.int64)
+    order = np.lexsort((keys[pick], -scores[pick]))
+    return pick[order][:count].astype(np.int64)

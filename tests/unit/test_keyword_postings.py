@@ -1,0 +1,72 @@
+"""The in-memory keyword postings score exactly as memlane's BM25 over every match of a scope."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from memlane.bm25 import DEFAULT_BM25, score_matches
+from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
+
+WORDS = [f"w{i}" for i in range(60)]
+
+
+def _rows(rng: random.Random, first: int, count: int) -> list[tuple[int, str, str, str, int]]:
+    out, seq = [], first
+    for _ in range(count):
+        seq += rng.randint(1, 3)
+        tokens = [rng.choice(WORDS[: rng.randint(3, 60)]) for _ in range(rng.randint(0, 12))]
+        out.append((seq, rng.choice("ab"), rng.choice("xyz"), " ".join(tokens), len(tokens)))
+    return out
+
+
+def _add(index: KeywordPostings, rows: list[tuple[int, str, str, str, int]]) -> None:
+    n = len(rows)
+    seqs, tenants, sessions, terms, lengths = (list(c) for c in zip(*rows, strict=True))
+    index.append(PostingRows(seqs, tenants, sessions, terms, lengths, [0] * n, [None] * n, ["[]"] * n))
+
+
+def test_postings_match_score_matches_through_appends_and_deletes() -> None:
+    rng = random.Random(1)
+    index, rows = KeywordPostings(), []
+    for batch in range(30):  # small and large batches: tail segments, folds, and deletions
+        new = _rows(rng, rows[-1][0] if rows else 0, rng.choice((5, 300, 1500)))
+        rows += new
+        _add(index, new)
+        if batch % 7 == 6:
+            rows = [r for r in rows if rng.random() > 0.2]
+            index.retain(np.array([r[0] for r in rows], dtype=np.int64))
+        assert index.seqs.tolist() == [r[0] for r in rows]
+        for scope in [(None, None), ("a", None), ("b", "y")]:
+            inside = [r for r in rows if scope[0] in (None, r[1]) and scope[1] in (None, r[2])]
+            n, avgdl = len(inside), sum(r[4] for r in inside) / max(len(inside), 1)
+            query = rng.sample(WORDS, 4)
+            found = index.scope_postings(query, scope)
+            df = {t: sum(t in r[3].split() for r in inside) for t in query}
+            assert {t: len(p[0]) for t, p in found.items()} == df
+            df = {t: d for t, d in df.items() if d}
+            if not df:
+                continue
+            expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], df, n, avgdl, 10**9)
+            positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
+            keys = index.seqs[positions]
+            for top in (1, 25, len(keys)):
+                got = [(int(keys[i]), float(scores[i])) for i in best_first(keys, scores, top)]
+                assert got == [(k, s) for k, s, _, _ in expected[:top]]
+
+
+def test_neighbours_are_the_nearest_rows_of_the_same_session() -> None:
+    rng = random.Random(2)
+    index = KeywordPostings()
+    rows = _rows(rng, 0, 400)
+    _add(index, rows[:250])
+    _add(index, rows[250:])
+    keys = np.array([r[0] for r in rows[::9]] + [10**9], dtype=np.int64)
+    positions, adjacent = index.neighbours(keys, 2)
+    assert index.seqs[positions].tolist() == keys[:-1].tolist()  # the unknown key is left out
+    for key, near in zip(keys[:-1].tolist(), adjacent.tolist(), strict=True):
+        same = [r[0] for r in rows if r[1:3] == next(x for x in rows if x[0] == key)[1:3]]
+        at = same.index(key)
+        want = [same[at + d] if 0 <= at + d < len(same) else -1 for d in (-2, -1, 1, 2)]
+        assert near == want
