@@ -40,13 +40,23 @@ from numpy.typing import NDArray
 import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
+from memlane.stores.base import (
+    EpisodeFilter,
+    KeywordCandidates,
+    Neighbours,
+    StoreStats,
+    VectorCandidates,
+    check_metadata_path,
+)
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
     MergeInto,
     check_binding,
     check_superseded,
+    check_values_limit,
+    checked_metadata_value,
+    decoded_distinct,
     paginate,
     store_stats,
     supersede_params,
@@ -522,11 +532,8 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         """
         with self._translate("vector_candidates"):
             allowed: NDArray[np.int64] | None = None
-            if flt.tags:
-                allowed = np.fromiter(
-                    (r[0] for r in self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)),
-                    dtype=np.int64,
-                )
+            if flt.tags or flt.metadata:
+                allowed = self._allowed_seqs(flt)
                 if len(allowed) == 0:
                     return VectorCandidates.empty()
             with self._vectors.lock:
@@ -535,6 +542,45 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 mask = index.mask(_row_filter(flt, allowed))
                 top = max(1, int(top_n))
                 return self._vector_search.search(self._conn(), index, mask, vector, top).top(top)
+
+    def _allowed_seqs(self, flt: EpisodeFilter) -> NDArray[np.int64]:
+        """Row keys passing ``flt``'s tag and metadata conditions (the vector index cannot test them)."""
+        if not flt.metadata:
+            rows = self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)
+        else:
+            where, params = filters.where(EpisodeFilter(tags=flt.tags, metadata=flt.metadata))
+            rows = self._conn().execute(f"SELECT seq FROM episodes{where}", params)
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
+    def metadata_values(self, flt: EpisodeFilter, path: tuple[str, ...], limit: int) -> list[Any]:
+        """Distinct JSON values at ``path`` of ``flt``'s episodes (see :meth:`Store.metadata_values`)."""
+        check_metadata_path(path)
+        check_values_limit(limit)
+        where, params = filters.where(flt)
+        joiner = " AND " if where else " WHERE "
+        sql = (
+            f"SELECT DISTINCT metadata -> ? FROM episodes{where}{joiner}"
+            "json_type(metadata, ?) IS NOT NULL LIMIT ?"
+        )
+        json_path = filters.json_path(path)
+        with self._translate("metadata_values"):
+            rows = self._conn().execute(sql, [json_path, *params, json_path, int(limit)])
+            return decoded_distinct((r[0] for r in rows), limit)
+
+    def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
+        """Set ``path`` in the given episodes' metadata, one transaction (see :meth:`Store.set_metadata`)."""
+        text = checked_metadata_value(path, value)
+        changed = 0
+        json_path = filters.json_path(path)
+        parent = filters.json_path(path[:-1]) if len(path) > 1 else "$"
+        with self._translate("set_metadata"), self._write() as conn:
+            for chunk, marks in in_chunks(list(episode_ids)):
+                changed += conn.execute(
+                    "UPDATE episodes SET metadata = json_set(metadata, ?, json(?)) "
+                    f"WHERE id IN ({marks}) AND json_type(metadata, ?) = 'object'",
+                    [json_path, text, *chunk, parent],
+                ).rowcount
+        return changed
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by FTS5 BM25.
