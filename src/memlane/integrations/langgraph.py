@@ -107,6 +107,7 @@ from memlane import (
     MemoryConfig,
     RecallHit,
     ScoreBreakdown,
+    StoreError,
     ValidationError,
 )
 from memlane.lifecycle.supersession import supersession
@@ -761,9 +762,11 @@ class MemlaneStore(BaseStore):
         return EpisodeInput(self.event_type, text, tags, created_at=now, metadata={_META: meta})
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete every version, under the key's stripe lock (a put racing a delete could deadlock)."""
         memory = self._memory_for(namespace, write=False)
-        for episode in self._versions(memory, namespace, key):
-            memory.delete_episode(episode.id)
+        with self._key_locks[self._stripe(namespace, key)]:
+            for episode in self._versions(memory, namespace, key):
+                memory.delete_episode(episode.id)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
@@ -880,7 +883,12 @@ class MemlaneStore(BaseStore):
                 by_ttl.setdefault(float(ttl), []).append(episode.id)
         now = memory.clock.now().timestamp()
         for ttl, ids in by_ttl.items():
-            memory.store.set_metadata(ids, (_META, "expires_at"), now + ttl * 60)
+            try:
+                memory.store.set_metadata(ids, (_META, "expires_at"), now + ttl * 60)
+            except StoreError:  # bookkeeping: a failed refresh is logged and never fails the read
+                logger.warning(
+                    "MemlaneStore could not refresh the TTL of %d item(s)", len(ids), exc_info=True
+                )
 
     def _stripe(self, namespace: tuple[str, ...], key: str) -> int:
         return int(key_tag(namespace, key)[-8:], 16) % len(self._key_locks)

@@ -426,13 +426,16 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         text = checked_metadata_value(path, value)
         if not episode_ids:
             return 0
+        # rows are locked in id order first, so concurrent calls over overlapping ids never deadlock
         query = sql.SQL(
+            "WITH locked AS (SELECT id AS locked_id FROM {t} WHERE id = ANY(%s::text[]) "
+            "ORDER BY id FOR UPDATE) "
             "UPDATE {t} SET metadata = jsonb_set(metadata::jsonb, %s::text[], %s::jsonb)::json "
-            "WHERE id = ANY(%s::text[]) AND json_typeof("
+            "FROM locked WHERE id = locked_id AND json_typeof("
             + ("metadata #> %s::text[]" if len(path) > 1 else "metadata")
             + ") = 'object'"
         ).format(t=self._t)
-        params: list[Any] = [list(path), text, list(episode_ids)]
+        params: list[Any] = [list(episode_ids), list(path), text]
         if len(path) > 1:
             params.append(list(path[:-1]))
         with self._transaction("set_metadata") as cur:
