@@ -34,7 +34,6 @@ DOCUMENTED: dict[str, str] = {
     "test_store.py::test_embed_with_path_sync": "one vector per item (joined fields), not one per field",
     "test_store.py::test_embed_with_path_operation_config": "one vector per item, not one per field",
     "test_async_store.py::test_embed_with_path": "one vector per item, not one per field",
-    "test_async_store.py::test_search_sorting": "score is memlane's ranking score, not cosine",
     # PostgresStore internals the tests reach (its SQL tables and cursor)
     "test_store.py::test_omit_expired": "PostgresStore internals: store._cursor() and its store table",
     "test_async_store.py::test_omit_expired": "AsyncPostgresStore internals: store._cursor() and its table",
