@@ -157,6 +157,10 @@ INTERFACE_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("memlane.cli.form", "memlane.formation.llm"): (
         "ResponseFormat (the --response-format choice) is not re-exported by memlane.formation"
     ),
+    ("memlane.integrations.langgraph", "memlane.lifecycle.supersession"): (
+        "MemlaneStore writes a batch of puts as one Store.insert that retires each replaced version: "
+        "supersession() is the one rule for a retirement's fields (EpisodeInput has no supersedes)"
+    ),
 }
 
 # -- reading the imports ---------------------------------------------------------------------

@@ -9,6 +9,13 @@ picks the backend for a location, and ``memlane.SQLiteStore`` is the default one
 
 from __future__ import annotations
 
-from memlane.stores.base import EpisodeFilter, Store, StoreStats, VectorCandidates
+from memlane.stores.base import (
+    EpisodeFilter,
+    MetadataCondition,
+    Store,
+    StoreStats,
+    Supersession,
+    VectorCandidates,
+)
 
-__all__ = ["EpisodeFilter", "Store", "StoreStats", "VectorCandidates"]
+__all__ = ["EpisodeFilter", "MetadataCondition", "Store", "StoreStats", "Supersession", "VectorCandidates"]

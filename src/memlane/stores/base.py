@@ -7,6 +7,7 @@ written once as a test suite (``tests/contract``) that every backend must pass.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,18 +16,106 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.errors import ValidationError
 from memlane.models import Episode
 
 __all__ = [
+    "METADATA_OPERATORS",
     "EpisodeFilter",
     "IndexReport",
     "KeywordCandidates",
+    "MetadataCondition",
     "Neighbours",
     "Store",
     "StoreStats",
     "Supersession",
     "VectorCandidates",
+    "check_metadata_path",
 ]
+
+
+METADATA_OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte")
+"""The comparisons a :class:`MetadataCondition` can make (``eq`` and ``ne`` for every scalar type)."""
+
+_MAX_PATH_DEPTH = 16
+_MAX_SEGMENT = 256
+
+MetadataScalar = str | int | float | bool | None
+"""A JSON scalar a :class:`MetadataCondition` compares with (``bool``/``None`` only by ``eq``/``ne``)."""
+
+
+def check_metadata_path(path: object) -> tuple[str, ...]:
+    """``path`` checked to be a metadata path (see :attr:`MetadataCondition.path`).
+
+    Raises:
+        ValidationError: not a tuple of 1-16 keys of 1-256 characters without control
+            characters, ``"`` or ``\\``.
+    """
+    if not isinstance(path, tuple) or not 1 <= len(path) <= _MAX_PATH_DEPTH:
+        raise ValidationError(f"metadata path must be a tuple of 1-{_MAX_PATH_DEPTH} keys, got {path!r}")
+    for key in path:
+        if (
+            not isinstance(key, str)
+            or not 1 <= len(key) <= _MAX_SEGMENT
+            or any(ch in key for ch in '"\\')
+            or any(ord(ch) < 32 or ord(ch) == 127 for ch in key)
+        ):
+            raise ValidationError(
+                f"bad metadata path key {key!r}: 1-{_MAX_SEGMENT} characters without quotes, "
+                "backslashes or control characters"
+            )
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataCondition:
+    """A condition on the JSON value at ``path`` inside an episode's ``metadata``, evaluated in SQL.
+
+    Semantics (the same on every backend; ``tests/contract``):
+
+    * ``eq``: the value at ``path`` has the operand's JSON type and equals it. Numbers compare
+      as numbers (``1 == 1.0``); ``True``/``False`` match only JSON booleans; ``None`` matches
+      JSON ``null`` *or* a missing path.
+    * ``ne``: not ``eq`` (a missing path is "not equal" to any operand except ``None``).
+    * ``gt gte lt lte``: a number operand against JSON numbers, a string operand against JSON
+      strings (code-point order); a value of another type, or a missing path, fails.
+
+    Attributes:
+        path: Object keys from the root of ``metadata``, 1-16 of them, each 1-256 characters
+            without control characters, ``"`` or ``\\`` (so a path is always literal: it is
+            bound as a parameter, never written into SQL).
+        op: One of :data:`METADATA_OPERATORS`.
+        value: The operand: a string, a finite number, a bool or ``None``.
+
+    Raises:
+        ValidationError: a bad path, operator or operand.
+    """
+
+    path: tuple[str, ...]
+    op: str
+    value: MetadataScalar
+
+    def __post_init__(self) -> None:
+        check_metadata_path(self.path)
+        if self.op not in METADATA_OPERATORS:
+            raise ValidationError(f"metadata operator must be one of {METADATA_OPERATORS}, got {self.op!r}")
+        value = self.value
+        ordered = isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
+        if not (value is None or isinstance(value, bool) or ordered):
+            raise ValidationError(f"metadata operand must be a JSON scalar, got {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValidationError(f"metadata operand must be finite, got {value!r}")
+        if self.op not in ("eq", "ne") and not ordered:
+            raise ValidationError(f"{self.op} compares numbers or strings, got {value!r}")
+
+    @property
+    def kind(self) -> str:
+        """The operand's JSON type: ``"string"``, ``"number"``, ``"boolean"`` or ``"null"``."""
+        if self.value is None:
+            return "null"
+        if isinstance(self.value, bool):
+            return "boolean"
+        return "string" if isinstance(self.value, str) else "number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +143,8 @@ class EpisodeFilter:
         retained_after: Retention: only episodes with ``created_at >= retained_after`` or
             ``importance >= never_forget_from``; ``None`` = no condition.
         never_forget_from: Importance from which ``retained_after`` does not apply, or ``None``.
+        metadata: :class:`MetadataCondition` s on the episode's metadata that must all hold
+            (evaluated in SQL); empty = no condition.
     """
 
     tenant_id: str | None = None
@@ -69,6 +160,7 @@ class EpisodeFilter:
     exclude_archived: bool = False
     retained_after: datetime | None = None
     never_forget_from: float | None = None
+    metadata: tuple[MetadataCondition, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -553,6 +645,42 @@ class Store(Protocol):
 
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Summarise the episodes passing ``flt``."""
+        ...
+
+    def metadata_values(self, flt: EpisodeFilter, path: tuple[str, ...], limit: int) -> list[Any]:
+        """The distinct JSON values at ``path`` in the metadata of the episodes passing ``flt``.
+
+        One SQL statement (``SELECT DISTINCT``); episodes without the path are left out.
+
+        Args:
+            flt: Which episodes.
+            path: Object keys from the root of ``metadata`` (checked like
+                :attr:`MetadataCondition.path`).
+            limit: At most this many values (>= 1), in no particular order.
+
+        Returns:
+            The decoded values (``str``, numbers, lists, dicts, ...), each once.
+
+        Raises:
+            ValidationError: a bad path or limit.
+        """
+        ...
+
+    def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
+        """Set the JSON value at ``path`` in the metadata of the given episodes; return how many changed.
+
+        The object holding the last key must exist (``{"a": {}}`` for ``("a", "b")``); episodes
+        where it does not are unchanged. Neither the keyword index nor the vectors change, so
+        ``path`` may not start with ``"caption"`` (indexed text).
+
+        Args:
+            episode_ids: The episodes (unknown ids are ignored).
+            path: Object keys (checked like :attr:`MetadataCondition.path`).
+            value: Any JSON-serialisable value.
+
+        Raises:
+            ValidationError: a bad path, a ``caption`` path or a value JSON cannot hold.
+        """
         ...
 
     def close(self) -> None:

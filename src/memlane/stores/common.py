@@ -13,7 +13,7 @@ too; the SQL stays in each backend.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
@@ -25,9 +25,10 @@ from numpy.typing import NDArray
 from memlane.analysis import index_terms, index_terms_batch, keyword_text, terms_column
 from memlane.errors import EmbeddingModelMismatchError, EpisodeNotFoundError, ValidationError
 from memlane.models import Episode
-from memlane.stores.base import IndexReport, StoreStats, Supersession
+from memlane.stores.base import IndexReport, StoreStats, Supersession, check_metadata_path
 
 __all__ = [
+    "SQL_OPERATORS",
     "EpisodeBatch",
     "EpisodeStoreBase",
     "MergeInto",
@@ -36,11 +37,17 @@ __all__ = [
     "check_binding",
     "check_dims",
     "check_superseded",
+    "check_values_limit",
+    "checked_metadata_value",
     "checked_vectors",
+    "decoded_distinct",
     "paginate",
     "store_stats",
     "supersede_params",
 ]
+
+SQL_OPERATORS = {"eq": "=", "ne": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+"""A :class:`~memlane.stores.base.MetadataCondition` operator as SQL (``ne`` is the negated ``eq``)."""
 
 
 def _same(value: Any) -> Any:
@@ -62,6 +69,46 @@ _FLAT = (
 used only for an object whose values are all scalars, which cannot hold a cycle."""
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def checked_metadata_value(path: tuple[str, ...], value: Any) -> str:
+    """The JSON text :meth:`Store.set_metadata` writes at ``path``, after checking both.
+
+    Raises:
+        ValidationError: a bad path, a path under ``caption`` (indexed text) or a value JSON
+            cannot hold (NaN, infinity, an object that is not JSON).
+    """
+    check_metadata_path(path)
+    if path[0] == "caption":
+        raise ValidationError("set_metadata cannot change 'caption': it is keyword-indexed text")
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata value is not JSON: {exc}") from exc
+
+
+def check_values_limit(limit: object) -> int:
+    """``limit`` of :meth:`Store.metadata_values` checked to be an int in ``1..2**31 - 1``.
+
+    Raises:
+        ValidationError: a bool, a non-integer or out of range.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit < 2**31:
+        raise ValidationError(f"limit must be an integer in 1..2**31-1, got {limit!r}")
+    return limit
+
+
+def decoded_distinct(texts: Iterable[str | None], limit: int) -> list[Any]:
+    """The distinct decoded JSON values of ``texts`` (``None`` skipped), at most ``limit`` of them."""
+    found: dict[str, Any] = {}
+    for text in texts:
+        if text is None:
+            continue
+        value = json.loads(text)
+        found.setdefault(canonical_json(value), value)
+        if len(found) >= limit:
+            break
+    return list(found.values())
 
 
 def canonical_json(value: Any) -> str:

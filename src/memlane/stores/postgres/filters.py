@@ -10,9 +10,13 @@ from typing import Any
 
 from psycopg import sql
 
-from memlane.stores.base import EpisodeFilter
+from memlane.stores.base import EpisodeFilter, MetadataCondition
+from memlane.stores.common import SQL_OPERATORS
 
-__all__ = ["where"]
+__all__ = ["metadata_sql", "where"]
+
+_AT = "metadata #> %s::text[]"
+_TEXT_AT = "(metadata #>> %s::text[])"
 
 
 _COMPARISONS: tuple[tuple[str, sql.Composable, int], ...] = (
@@ -59,7 +63,40 @@ def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
     if flt.tags:
         clauses.append(sql.SQL("tags @> %s::text[]"))
         params.append(list(flt.tags))
+    for meta in flt.metadata:
+        clause, values = metadata_sql(meta)
+        clauses.append(sql.SQL(clause))  # fixed text: only the operator varies, from SQL_OPERATORS
+        params.extend(values)
     clauses.extend(sql.SQL(e) for e in extra)
     if not clauses:
         return sql.Composed([]), params
     return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), params
+
+
+def metadata_sql(condition: MetadataCondition) -> tuple[str, list[Any]]:
+    """One :class:`MetadataCondition` over the ``json`` column ``metadata`` (fixed SQL text, bound values).
+
+    The path is a bound ``text[]``; strings compare in code-point order (``COLLATE "C"``, like
+    SQLite's ``BINARY``), numbers as ``numeric``.
+    """
+    path = list(condition.path)
+    params: list[Any]
+    kind = condition.kind
+    if kind == "null":
+        clause, params = f"({_AT} IS NULL OR json_typeof({_AT}) = 'null')", [path, path]
+    elif kind == "boolean":
+        clause = f"(json_typeof({_AT}) = 'boolean' AND {_TEXT_AT} = %s)"
+        params = [path, path, "true" if condition.value else "false"]
+    else:
+        operator = SQL_OPERATORS[condition.op]
+        if kind == "string":
+            clause = f"(json_typeof({_AT}) = 'string' AND {_TEXT_AT} COLLATE \"C\" {operator} %s)"
+        else:
+            clause = (
+                f"(CASE WHEN json_typeof({_AT}) = 'number' "
+                f"THEN {_TEXT_AT}::numeric {operator} %s::numeric ELSE false END)"
+            )
+        params = [path, path, condition.value]
+    if condition.op == "ne":
+        return f"NOT coalesce({clause}, false)", params
+    return clause, params

@@ -54,12 +54,22 @@ import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
 from memlane.errors import EmbeddingModelMismatchError, ValidationError
 from memlane.models import Episode
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours, StoreStats, VectorCandidates
+from memlane.stores.base import (
+    EpisodeFilter,
+    KeywordCandidates,
+    Neighbours,
+    StoreStats,
+    VectorCandidates,
+    check_metadata_path,
+)
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
     canonical_json,
     check_binding,
+    check_values_limit,
+    checked_metadata_value,
+    decoded_distinct,
     paginate,
     store_stats,
 )
@@ -401,6 +411,38 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                 return cur.execute(query, [*params, *last, int(batch_size)], prepare=False).fetchall()
 
         yield from paginate(read, (datetime(1, 1, 1, tzinfo=UTC), 0), CODEC)
+
+    def metadata_values(self, flt: EpisodeFilter, path: tuple[str, ...], limit: int) -> list[Any]:
+        """Distinct JSON values at ``path`` of ``flt``'s episodes (see :meth:`Store.metadata_values`)."""
+        check_metadata_path(path)
+        check_values_limit(limit)
+        where, params = filters.where(flt, "metadata #> %s::text[] IS NOT NULL")
+        query = sql.SQL(
+            "SELECT DISTINCT (metadata #> %s::text[])::jsonb::text FROM {t}{where} LIMIT %s"
+        ).format(t=self._t, where=where)
+        with self._transaction("metadata_values") as cur:
+            rows = cur.execute(query, [list(path), *params, list(path), int(limit)], prepare=False).fetchall()
+        return decoded_distinct((r[0] for r in rows), limit)
+
+    def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
+        """Set ``path`` in the given episodes' metadata in one ``UPDATE`` (see :meth:`Store.set_metadata`)."""
+        text = checked_metadata_value(path, value)
+        if not episode_ids:
+            return 0
+        # rows are locked in id order first, so concurrent calls over overlapping ids never deadlock
+        query = sql.SQL(
+            "WITH locked AS (SELECT id AS locked_id FROM {t} WHERE id = ANY(%s::text[]) "
+            "ORDER BY id FOR UPDATE) "
+            "UPDATE {t} SET metadata = jsonb_set(metadata::jsonb, %s::text[], %s::jsonb)::json "
+            "FROM locked WHERE id = locked_id AND json_typeof("
+            + ("metadata #> %s::text[]" if len(path) > 1 else "metadata")
+            + ") = 'object'"
+        ).format(t=self._t)
+        params: list[Any] = [list(episode_ids), list(path), text]
+        if len(path) > 1:
+            params.append(list(path[:-1]))
+        with self._transaction("set_metadata") as cur:
+            return cur.execute(query, params, prepare=False).rowcount
 
     def stats(self, flt: EpisodeFilter) -> StoreStats:
         """Counts, distinct tenants/sessions, per-type counts and time range of ``flt``'s episodes."""

@@ -9,10 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memlane.stores.base import EpisodeFilter
+from memlane.stores.base import EpisodeFilter, MetadataCondition
+from memlane.stores.common import SQL_OPERATORS
 from memlane.stores.sqlite.base import to_us
 
-__all__ = ["tags_sql", "where"]
+__all__ = ["json_path", "metadata_sql", "tags_sql", "where"]
+
+_JSON_TYPES = {"string": "('text')", "number": "('integer', 'real')"}
 
 
 _COMPARISONS: tuple[tuple[str, str, int], ...] = (
@@ -58,9 +61,36 @@ def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
     if flt.tags:
         clauses.append("seq IN (" + tags_sql(len(flt.tags)) + ")")
         params.extend(flt.tags)
+    for meta in flt.metadata:
+        clause, values = metadata_sql(meta)
+        clauses.append(clause)
+        params.extend(values)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def tags_sql(n: int) -> str:
     """Rows carrying all ``n`` tags: an INTERSECT of ``n`` index lookups (placeholders only)."""
     return " INTERSECT ".join(["SELECT seq FROM episode_tags WHERE tag = ?"] * n)
+
+
+def json_path(path: tuple[str, ...]) -> str:
+    """SQLite's JSON path of checked keys (``$."a"."b"``): bound as a parameter, never SQL text."""
+    return "$" + "".join(f'."{key}"' for key in path)
+
+
+def metadata_sql(condition: MetadataCondition) -> tuple[str, list[Any]]:
+    """One :class:`MetadataCondition` over ``episodes.metadata`` (fixed SQL text, bound values)."""
+    path = json_path(condition.path)
+    params: list[Any]
+    kind = condition.kind
+    if kind == "null":
+        clause, params = "(json_type(metadata, ?) IS NULL OR json_type(metadata, ?) = 'null')", [path, path]
+    elif kind == "boolean":
+        clause, params = "json_type(metadata, ?) = ?", [path, "true" if condition.value else "false"]
+    else:
+        operator = SQL_OPERATORS[condition.op]
+        clause = f"(json_type(metadata, ?) IN {_JSON_TYPES[kind]} AND json_extract(metadata, ?) {operator} ?)"
+        params = [path, path, condition.value]
+    if condition.op == "ne":
+        return f"NOT coalesce({clause}, 0)", params
+    return clause, params

@@ -47,6 +47,7 @@ from memlane.stores.base import (
     Neighbours,
     StoreStats,
     VectorCandidates,
+    check_metadata_path,
 )
 from memlane.stores.common import (
     EpisodeBatch,
@@ -54,6 +55,9 @@ from memlane.stores.common import (
     MergeInto,
     check_binding,
     check_superseded,
+    check_values_limit,
+    checked_metadata_value,
+    decoded_distinct,
     paginate,
     store_stats,
     supersede_params,
@@ -545,7 +549,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         candidates plus every row added since it was built, rescored exactly and trimmed.
         """
         with self._translate("vector_candidates"):
-            allowed = self._tagged(flt)
+            allowed = self._allowed(flt)
             if allowed is not None and len(allowed) == 0:
                 return VectorCandidates.empty()
             with self._vectors.lock:
@@ -568,12 +572,47 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
             with self._vectors.lock:
                 return self._vector_search.optimize(self._conn(), bound[1])
 
-    def _tagged(self, flt: EpisodeFilter) -> NDArray[np.int64] | None:
-        """The row keys carrying every tag of ``flt`` (``None``: no tag filter)."""
-        if not flt.tags:
+    def _allowed(self, flt: EpisodeFilter) -> NDArray[np.int64] | None:
+        """Row keys passing ``flt``'s tag and metadata conditions, which the in-memory indexes
+        cannot test (``None``: ``flt`` has neither)."""
+        if not flt.tags and not flt.metadata:
             return None
-        rows = self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)
+        if not flt.metadata:
+            rows = self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)
+        else:
+            where, params = filters.where(EpisodeFilter(tags=flt.tags, metadata=flt.metadata))
+            rows = self._conn().execute(f"SELECT seq FROM episodes{where}", params)
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
+    def metadata_values(self, flt: EpisodeFilter, path: tuple[str, ...], limit: int) -> list[Any]:
+        """Distinct JSON values at ``path`` of ``flt``'s episodes (see :meth:`Store.metadata_values`)."""
+        check_metadata_path(path)
+        check_values_limit(limit)
+        where, params = filters.where(flt)
+        joiner = " AND " if where else " WHERE "
+        sql = (
+            f"SELECT DISTINCT metadata -> ? FROM episodes{where}{joiner}"
+            "json_type(metadata, ?) IS NOT NULL LIMIT ?"
+        )
+        json_path = filters.json_path(path)
+        with self._translate("metadata_values"):
+            rows = self._conn().execute(sql, [json_path, *params, json_path, int(limit)])
+            return decoded_distinct((r[0] for r in rows), limit)
+
+    def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
+        """Set ``path`` in the given episodes' metadata, one transaction (see :meth:`Store.set_metadata`)."""
+        text = checked_metadata_value(path, value)
+        changed = 0
+        json_path = filters.json_path(path)
+        parent = filters.json_path(path[:-1]) if len(path) > 1 else "$"
+        with self._translate("set_metadata"), self._write() as conn:
+            for chunk, marks in in_chunks(list(episode_ids)):
+                changed += conn.execute(
+                    "UPDATE episodes SET metadata = json_set(metadata, ?, json(?)) "
+                    f"WHERE id IN ({marks}) AND json_type(metadata, ?) = 'object'",
+                    [json_path, text, *chunk, parent],
+                ).rowcount
+        return changed
 
     def keyword_candidates(self, flt: EpisodeFilter, terms: Sequence[str], top_n: int) -> KeywordCandidates:
         """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
@@ -592,7 +631,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                     known = None
                     if bound is not None:  # the vector index's mask decides the rows it holds
                         index = self._vector_search.refresh(conn, bound[1])
-                        known = index.seqs, index.mask(_row_filter(flt, self._tagged(flt)))
+                        known = index.seqs, index.mask(_row_filter(flt, self._allowed(flt)))
                     return indexed_keyword_search(
                         conn,
                         postings,
