@@ -141,3 +141,23 @@ def test_set_metadata_changes_only_that_value(memory: EpisodicMemory, store: Sto
     for path, value in ((("caption",), "x"), ((), 1), (("doc",), float("inf")), (("doc",), object())):
         with pytest.raises(ValidationError):
             store.set_metadata(ids, path, value)
+
+
+def test_ranked_candidates_respect_a_metadata_condition_on_every_backend(
+    memory: EpisodicMemory, store: Store
+) -> None:
+    """The keyword and vector candidates of a ranked recall pass the metadata condition too: on
+    SQLite the in-memory keyword postings and vector index cannot read metadata, so the store
+    hands them the rows that pass it (``SQLiteStore._allowed``)."""
+    from memlane.analysis import index_terms
+    from memlane.embeddings.fake import HashingEmbedder
+
+    ids = _fill(memory)
+    memory.recall_episodes("row")  # a ranked recall first, so the in-memory indexes are built
+    flt = EpisodeFilter(tenant_id="t1", metadata=(_c("doc.kind", "eq", "report"),))
+    keyword = store.keyword_candidates(flt, index_terms("row")[0], 10)
+    found = store.fetch([int(k) for k in keyword.keys])
+    assert {ids.index(ep.id) for ep in found.values()} == {0, 1}
+    vector = store.vector_candidates(flt, HashingEmbedder().embed(["row"])[0], 10)
+    found = store.fetch([int(k) for k in vector.keys])
+    assert {ids.index(ep.id) for ep in found.values()} == {0, 1}
