@@ -1,21 +1,23 @@
-"""Why the defaults lose to dense on BEAM, per signal, and whether a fusion that adapts to the query helps.
+"""Why the old defaults lost to dense on BEAM, per signal, and the coverage-adaptive fusion replacing them.
 
-A study (issue #20 item 1), not a shipped setting: it reads BEAM 1-10 and LoCoMo 0-4 in place (never
-LoCoMo 5-9), records the candidate signals that ``recall_episodes(question, limit=10)`` hands to
+A study (issue #20 item 1): it reads BEAM 1-10 and LoCoMo 0-4 in place (never LoCoMo 5-9), records the
+candidate signals that ``recall_episodes(question, limit=10)`` hands to
 :func:`memlane.recall.ranking.rank` with the library defaults, checks that re-ranking them with the
 default profile gives exactly the public API's hits, and re-ranks them under variant profiles:
 
-* per signal: no conversation context, no neighbours, no group, no boosts, other fusions, dense weight
-  0.5-0.8, keyword saturation 8/16;
-* adaptive fusion (no fitted constant): the keyword share ``0.6 * (1 - coverage) ** p``, where
-  ``coverage`` is the fraction of the recall's candidates that match any query term (a keyword signal
-  that marks most candidates as matches says little about which one is meant), ``p`` in {0.5, 1, 2}.
+* per signal, from the defaults: no conversation context, no neighbours, no group, no boosts, other
+  fusions, fixed dense weights 0.5-0.8;
+* the fusion before issue #20 (``coverage_power=0``: fixed keyword share 0.6, keyword saturation 4);
+* the grid the defaults were chosen from: the keyword share ``0.6 * (1 - coverage) ** p``
+  (:func:`memlane.recall.relevance.coverage_dense_weight`, ``coverage`` = the fraction of the recall's
+  candidates that match any query term) for ``p`` in {0, 1, 1.5, 2, 3} and keyword saturation {4, 8}.
 
-Decision by leave-one-conversation-out cross-validation over the 15 conversations (choose the variant
-with the best mean of the two benchmarks' R@10 on 14, score it on the 15th), with per-conversation
+Decision by leave-one-conversation-out cross-validation over the 15 conversations (choose the grid
+point with the best mean of the two benchmarks' R@10 on 14, score it on the 15th), with per-conversation
 paired bootstrap CIs. Writes ``benchmarks/results/fusion_study.{json,md}``.
 
     python benchmarks/fusion_study.py          # ~10 min on 2 cores (embeds both benchmarks)
+    python benchmarks/fusion_study.py /tmp /work/shared/datasets   # workdir, datasets directory
 
 It wraps ``memlane.recall.pipeline.rank`` and ``merge_candidates`` to record the signals, so it follows
 the pipeline's internals (update the two hooks if the pipeline moves).
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,8 +47,9 @@ from memlane.evaluation.metrics import recall_at_k
 from memlane.recall.ranking import CandidateSignals, RankOptions, rank
 from memlane.stores.sqlite import SQLiteStore
 
-BEAM = Path("../shared/datasets/beam/100K")
-LOCOMO = Path("../shared/datasets/locomo/locomo10.json")
+DATASETS = Path("../shared/datasets")
+BEAM = "beam/100K"
+LOCOMO = "locomo/locomo10.json"
 TUNE = range(5)  # LoCoMo conversations 0-4 only: 5-9 stay held out
 BASE = RankingProfile()
 
@@ -104,12 +107,12 @@ def _ask(
     return out
 
 
-def capture(workdir: Path) -> dict[str, list[Question]]:
+def capture(workdir: Path, datasets: Path = DATASETS) -> dict[str, list[Question]]:
     """Remember both benchmarks with the bundled model and record every question's candidates."""
     embedder = LocalEmbedder()
     store = SQLiteStore(fresh_database(workdir / "fusion-study.db"))
     data: dict[str, list[Question]] = {"beam": [], "locomo": []}
-    for conv in load_beam(BEAM):
+    for conv in load_beam(datasets / BEAM):
         memory = EpisodicMemory(store, embedder, tenant_id=f"b{conv.name}", session_id="s", owns_store=False)
         _remember(memory, conv)
         asks = [
@@ -117,7 +120,7 @@ def capture(workdir: Path) -> dict[str, list[Question]]:
             for q in conv.questions
         ]
         data["beam"] += _ask(store, memory, [a for a in asks if a[2]], "message_id")
-    locomo, _ = load_locomo(LOCOMO)
+    locomo, _ = load_locomo(datasets / LOCOMO)
     for pos in TUNE:
         lc = locomo[pos]
         memory = EpisodicMemory(
@@ -136,39 +139,40 @@ def capture(workdir: Path) -> dict[str, list[Question]]:
     return data
 
 
-def coverage(signals: CandidateSignals) -> float:
-    """Fraction of the candidates that match any query term."""
-    values = np.nan_to_num(np.asarray(signals.keyword, dtype=np.float64), nan=0.0)
-    return float((values > 0).mean()) if len(values) else 0.0
+def grid() -> dict[str, RankingProfile]:
+    """The grid the defaults were chosen from: coverage power ``p`` x keyword saturation ``s``."""
+    return {
+        f"p={p:g} s={s:g}": replace(BASE, fusion=replace(BASE.fusion, coverage_power=p), keyword_saturation=s)
+        for p in (0.0, 1.0, 1.5, 2.0, 3.0)
+        for s in (4.0, 8.0)
+    }
 
 
-def adaptive(power: float) -> Callable[[CandidateSignals], RankingProfile]:
-    """Convex fusion whose keyword share is ``0.6 * (1 - coverage) ** power``."""
-    return lambda s: replace(BASE, fusion=Fusion(dense_weight=1.0 - 0.6 * (1.0 - coverage(s)) ** power))
-
-
-Variant = RankingProfile | Callable[[CandidateSignals], RankingProfile]
+Variant = RankingProfile
 
 
 def variants() -> dict[str, tuple[Variant, str | None]]:
-    """Label -> (profile or per-query profile, retrieval mode override)."""
+    """Label -> (profile, retrieval mode override)."""
     no_ctx = ContextWeights(neighbour=0.0, neighbour2=0.0, group=0.0)
+    fixed = replace(BASE.fusion, coverage_power=0.0)
     out: dict[str, tuple[Variant, str | None]] = {
         "library defaults": (BASE, None),
         "dense": (BASE, "dense"),
         "keyword": (BASE, "keyword"),
+        "before #20 (fixed 0.4/0.6, saturation 4)": (
+            replace(BASE, fusion=fixed, keyword_saturation=4.0),
+            None,
+        ),
         "no context": (replace(BASE, context=no_ctx), None),
         "no neighbours": (replace(BASE, context=ContextWeights(neighbour=0.0, neighbour2=0.0)), None),
         "no group": (replace(BASE, context=ContextWeights(group=0.0)), None),
         "no boosts": (replace(BASE, boosts=Boosts(entity=0.0, time_window=0.0)), None),
         "rrf": (replace(BASE, fusion=Fusion(method="rrf")), None),
         "noisy_or": (replace(BASE, fusion=Fusion(method="noisy_or")), None),
-        "keyword saturation 16": (replace(BASE, keyword_saturation=16.0), None),
     }
     for w in (0.5, 0.6, 0.7, 0.8):
-        out[f"dense weight {w}"] = (replace(BASE, fusion=Fusion(dense_weight=w)), None)
-    for p in (0.5, 1.0, 2.0):
-        out[f"adaptive p={p:g}"] = (adaptive(p), None)
+        out[f"fixed dense weight {w}"] = (replace(BASE, fusion=replace(fixed, dense_weight=w)), None)
+    out.update({f"grid {label}": (profile, None) for label, profile in grid().items()})
     return out
 
 
@@ -176,8 +180,7 @@ def recall10(questions: list[Question], variant: Variant, mode: str | None) -> n
     """R@10 of each question re-ranked under ``variant``."""
     out = []
     for q in questions:
-        profile = variant(q.signals) if callable(variant) else variant
-        ranked = rank(q.signals, profile, replace(q.options, retrieval=mode or q.options.retrieval))
+        ranked = rank(q.signals, variant, replace(q.options, retrieval=mode or q.options.retrieval))
         out.append(recall_at_k([q.ids[r.index] for r in ranked], q.evidence, 10))
     return np.asarray(out)
 
@@ -213,16 +216,16 @@ def _ci(a: np.ndarray, b: np.ndarray, clusters: list[str]) -> dict[str, float]:
     return {"mean": d.mean, "low": d.low, "high": d.high, "better": d.better, "worse": d.worse}
 
 
-def main(workdir: Path, out_dir: Path) -> None:
-    data = capture(workdir)
+def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
+    data = capture(workdir, datasets)
     exact = {
         n: float(np.mean([[q.ids[r.index] for r in rank(q.signals, BASE, q.options)] == q.top for q in qs]))
         for n, qs in data.items()
     }
     table = variants()
     scores = {n: {label: recall10(qs, v, m) for label, (v, m) in table.items()} for n, qs in data.items()}
-    adaptive_labels = ["library defaults", "adaptive p=0.5", "adaptive p=1", "adaptive p=2"]
-    picked, choices = cross_validate(data, scores, adaptive_labels)
+    grid_labels = [f"grid {label}" for label in grid()]
+    picked, choices = cross_validate(data, scores, grid_labels)
     doc: dict[str, Any] = {"reproduces_public_recall": exact, "benchmarks": {}, "cv_choices": choices}
     for n, qs in data.items():
         clusters = [q.conversation for q in qs]
@@ -233,7 +236,7 @@ def main(workdir: Path, out_dir: Path) -> None:
                 "minus_dense": _ci(s, scores[n]["dense"], clusters),
                 "minus_keyword": _ci(s, scores[n]["keyword"], clusters),
             }
-            for label, s in {**scores[n], "cross-validated adaptive": picked[n]}.items()
+            for label, s in {**scores[n], "cross-validated grid choice": picked[n]}.items()
         }
         doc["benchmarks"][n] = {"questions": len(qs), "rows": rows}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -269,10 +272,13 @@ def markdown(doc: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "Cross-validation choices (left-out conversation: variant): " + "; ".join(doc["cv_choices"]) + ".",
+        "Cross-validation over the grid (left-out conversation: choice): "
+        + "; ".join(doc["cv_choices"])
+        + ".",
     ]
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp"), Path("benchmarks/results"))
+    args = [Path(a) for a in sys.argv[1:3]]
+    main(args[0] if args else Path("/tmp"), Path("benchmarks/results"), *args[1:])

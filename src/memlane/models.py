@@ -181,7 +181,9 @@ class ScoreBreakdown:
         relevance: How well the episode matches the query; it decides the order (relevance
             first). Base relevance (``base_relevance``) depends on ``retrieval``: ``"dense"`` ->
             ``dense``; ``"keyword"`` -> ``keyword``; ``"hybrid"`` -> the profile's ``fusion``
-            (default ``0.4 * dense + 0.6 * keyword``). It is then blended with the episode's
+            (default ``w * dense + (1 - w) * keyword`` with ``w = 1 - 0.6 * (1 - coverage)``,
+            ``coverage`` the share of the recall's candidates matching a query term). It is then
+            blended with the episode's
             session neighbours (conversation context) and lifted by ``boosts``
             (:mod:`memlane.recall.relevance`).
         recency: ``decay ** age_days`` (age from ``created_at`` to the recall's ``now``); with

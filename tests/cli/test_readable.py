@@ -287,7 +287,8 @@ def test_recall_help_describes_the_default_fusion(runner: CliRunner) -> None:
     text = " ".join(runner.invoke(cli, ["recall", "--help"]).stdout.split())
     fusion = DEFAULT_PROFILE.fusion
     assert fusion.method == "convex" and MemoryConfig().fusion == "convex"
-    assert f"relevance = {fusion.dense_weight:g} dense + {1 - fusion.dense_weight:g} keyword" in text
+    keyword_share = 1 - fusion.dense_weight
+    assert f"relevance = w dense + (1 - w) keyword, w = 1 - {keyword_share:g} (1 - coverage)" in text
     assert "reciprocal rank fusion of" not in text  # RRF is an option, not the default
     assert f"recency = {DEFAULT_DECAY_PER_DAY:g}^age_days" in text
 
@@ -303,10 +304,13 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
         if recall["query"] is None:
             continue
         w = recall["weights"]
+        shares = set()  # the convex fusion's dense share: one per recall, in [w_dense, 1]
         for hit in recall["hits"]:
             b = hit["breakdown"]
             dense, keyword = b["dense"] or 0.0, b["keyword"] or 0.0
-            base = w_dense * dense + (1 - w_dense) * keyword
+            base = b["base_relevance"]
+            if abs(dense - keyword) > 1e-6:
+                shares.add(round((base - keyword) / (dense - keyword), 6))
             window = 0.3 if b["in_window"] else 0.0
             allowed = [1 - (1 - base) * (1 - entity) * (1 - window) for entity in (0.0, 0.2)]  # tag named?
             assert any(b["own_relevance"] == pytest.approx(v, abs=1e-6) for v in allowed)
@@ -316,6 +320,7 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
             rating = hit["importance"]
             assert b["importance"] == pytest.approx(0.5 if rating is None else rating / 10)
             checked += 1
+        assert len(shares) <= 1 and all(w_dense - 1e-6 <= s <= 1 + 1e-6 for s in shares)
     assert checked >= 10
 
     text = runner.invoke(cli, ["--embedder", "hashing", "demo", "--db", str(tmp_path / "d.db")])
@@ -323,7 +328,7 @@ def test_demo_formula_is_the_one_the_ranking_computes(runner: CliRunner, tmp_pat
     # the replay commands are kept on one line each, for copying
     _assert_fits("\n".join(line for line in _lines(text.stdout) if not line.startswith(("$ ", "Try "))))
     flat = " ".join(text.stdout.split())
-    assert f"{w_dense:g}*dense + {1 - w_dense:g}*keyword" in flat
+    assert f"w*dense + (1-w)*keyword, w = 1 - {1 - w_dense:g}*(1-coverage)" in flat
     assert f"recency = {DEFAULT_DECAY_PER_DAY:g}^age_days" in flat
 
 

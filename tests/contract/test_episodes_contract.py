@@ -262,7 +262,9 @@ def test_ranked_breakdown_follows_the_formula(memory: EpisodicMemory, embedder: 
     assert b is not None and hit.episode.id == ep.id
     assert b.dense == pytest.approx(1.0, abs=1e-6)  # identical text -> cosine 1 -> calibrated 1
     assert b.keyword is not None and 0.0 < b.keyword < 1.0
-    assert b.own_relevance == pytest.approx(0.4 * b.dense + 0.6 * b.keyword)
+    # the lone candidate matches the query's terms (coverage 1): its words tell it from nothing else,
+    # so the convex fusion's dense share is 1 - 0.6 * (1 - 1) = 1
+    assert b.own_relevance == pytest.approx(b.dense)
     assert b.relevance == pytest.approx(b.own_relevance)  # a lone episode: no context
     assert b.recency == pytest.approx(0.995**30, rel=1e-9)
     assert b.recency == pytest.approx(0.8604, abs=1e-4)

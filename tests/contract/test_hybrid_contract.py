@@ -133,7 +133,8 @@ def test_hybrid_breakdown_shows_both_parts(memory: EpisodicMemory) -> None:
     assert hit.episode.id == ep.id and b is not None
     assert b.retrieval == "hybrid" and not b.fallback and b.in_window is None
     assert b.dense is not None and b.keyword is not None and 0.0 < b.keyword < 1.0
-    assert b.own_relevance == pytest.approx(0.4 * b.dense + 0.6 * b.keyword)  # convex base relevance
+    # convex base relevance; one of the two candidates matches a term: dense share 1 - 0.6 * (1 - 1/2)
+    assert b.own_relevance == pytest.approx(0.7 * b.dense + 0.3 * b.keyword)
     assert b.score == pytest.approx((b.relevance + 0.1 * (b.recency + b.importance) / 3) / 1.1)
     assert b.decided_by == "relevance"
 

@@ -147,11 +147,13 @@ def test_rank_modes_threshold_and_window() -> None:
     assert [i for i, _ in ranked] == [1, 0, 2]
     assert [r for _, r in ranked] == pytest.approx([dense[1], dense[0], 0.0])
     assert [i for i, _ in _rank(cosine=None, keyword=kw)] == [2, 1, 0]
-    sat = 1 - math.exp(-4.0 / 4.0)  # the best BM25 (4.0) gets its absolute saturation
+    sat = 1 - math.exp(-4.0 / 8.0)  # the best BM25 (4.0) gets its absolute saturation (s = 8)
     hybrid = _rank(cosine=cos, keyword=kw)
-    assert dict(hybrid)[2] == pytest.approx(0.6 * sat)  # keyword only: 0.4 * 0 + 0.6 * kw
-    assert dict(hybrid)[1] == pytest.approx(0.4 * dense[1] + 0.6 * 0.25 * sat)
-    assert [i for i, _ in _rank(cosine=cos, keyword=kw, min_relevance=0.3)] == [2, 1]
+    w = 1 - 0.6 * (1 - 2 / 3)  # two of the three candidates match a term: the dense share grows to 0.8
+    assert dict(hybrid)[2] == pytest.approx((1 - w) * sat)  # keyword only: w * 0 + (1 - w) * kw
+    assert dict(hybrid)[1] == pytest.approx(w * dense[1] + (1 - w) * 0.25 * sat)
+    assert [i for i, _ in hybrid] == [1, 0, 2]
+    assert [i for i, _ in _rank(cosine=cos, keyword=kw, min_relevance=0.1)] == [1, 0]
     boosted = _rank(cosine=cos, in_window=np.array([True, False, False]))
     assert dict(boosted)[0] == pytest.approx(1 - (1 - dense[0]) * (1 - 0.3))
     rrf = _rank(HYBRID_RRF, cosine=cos, keyword=kw)

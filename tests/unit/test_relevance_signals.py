@@ -21,18 +21,21 @@ from memlane.config.profile import (
     RankingProfile,
     RankingWeights,
 )
-from memlane.recall.ranking import Scores, decided_by, scores_of
+from memlane.recall.ranking import CandidateSignals, Scores, convex_dense_weight, decided_by, scores_of
 from memlane.recall.relevance import (
     boost_factor,
     boosted,
     contextual_relevance,
+    coverage_dense_weight,
     dense_relevance,
     entity_signal,
     groups_by_gap,
+    keyword_coverage,
     named_tag,
 )
 
 NONE = -1
+NAN = float("nan")
 LONE = np.full((1, 4), NONE, dtype=np.int64)
 
 
@@ -201,3 +204,35 @@ def test_profiles_are_recipes_of_one_value() -> None:
 def test_profile_values_are_checked(build: object) -> None:
     with pytest.raises(ValidationError):
         build()  # type: ignore[operator]
+
+
+def test_keyword_coverage_is_the_share_of_candidates_that_match() -> None:
+    assert keyword_coverage(np.array([2.0, NAN, 0.0, 0.5])) == pytest.approx(0.5)
+    assert keyword_coverage(np.array([NAN, NAN])) == 0.0
+    assert keyword_coverage(np.zeros(0)) == 0.0
+
+
+def test_the_dense_share_grows_with_keyword_coverage() -> None:
+    w = DEFAULT_PROFILE.fusion.dense_weight
+    power = DEFAULT_PROFILE.fusion.coverage_power
+    assert coverage_dense_weight(w, 0.0, power) == pytest.approx(w)  # words that pick out a few turns
+    assert coverage_dense_weight(w, 1.0, power) == pytest.approx(1.0)  # words every candidate carries
+    shares = [coverage_dense_weight(w, c, power) for c in (0.1, 0.3, 0.6, 0.9)]
+    assert shares == sorted(shares) and all(w < s < 1.0 for s in shares)
+    assert coverage_dense_weight(w, 0.7, 0.0) == pytest.approx(w)  # power 0: the fixed share
+    assert coverage_dense_weight(0.4, 0.5, 1.0) == pytest.approx(1 - 0.6 * 0.5)
+
+
+def test_the_convex_fusion_follows_the_candidates_coverage() -> None:
+    def signals(keyword: list[float]) -> CandidateSignals:
+        n = len(keyword)
+        return CandidateSignals(
+            np.zeros(n), np.full(n, NAN), cosine=np.full(n, 0.5), keyword=np.array(keyword)
+        )
+
+    fusion = DEFAULT_PROFILE.fusion
+    assert convex_dense_weight(signals([3.0, NAN, NAN, NAN]), fusion) == pytest.approx(1 - 0.6 * 0.75)
+    assert convex_dense_weight(signals([3.0, 1.0, 2.0, 1.0]), fusion) == pytest.approx(1.0)
+    assert convex_dense_weight(signals([3.0, 1.0]), Fusion(coverage_power=0.0)) == fusion.dense_weight
+    with pytest.raises(ValidationError):
+        Fusion(coverage_power=-1.0)

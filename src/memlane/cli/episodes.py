@@ -116,7 +116,8 @@ def remember(  # noqa: PLR0913  (a click command: one parameter per option)
 @field_option(
     RecallBody,
     "retrieval",
-    help_suffix="Hybrid is 0.4 dense + 0.6 keyword unless the config's fusion says otherwise. "
+    help_suffix="Hybrid is w dense + (1-w) keyword, w = 1 - 0.6 (1 - share of candidates matching a "
+    "query term), unless the config's fusion says otherwise. "
     "Default: from the config (hybrid).",
 )
 @field_option(RecallBody, "min_relevance", help_suffix="Default: from the config (0).")
@@ -146,8 +147,9 @@ def recall(  # noqa: PLR0913  (a click command: one parameter per option)
     With QUERY, each hit shows its score breakdown, every signal in [0, 1]:
     relevance = how well it matches QUERY and decides the order; hybrid retrieval (the
     default) combines dense = clip((cosine - 0.1)/0.6) and keyword = saturated per-scope
-    BM25 as relevance = 0.4 dense + 0.6 keyword (the config's fusion: noisy_or or rrf
-    chooses another), blended with the episode's session neighbours and lifted when
+    BM25 as relevance = w dense + (1 - w) keyword, w = 1 - 0.6 (1 - coverage), coverage
+    the share of the candidates that match a query term (the config's fusion: noisy_or or
+    rrf chooses another), blended with the episode's session neighbours and lifted when
     QUERY names its tag or a time it lies in ("last May", "in 2023"); recency =
     0.995^age_days and importance = rating/10 (unrated 0.5) only break near-ties (at most
     0.1 of relevance). --min-relevance filters on the episode's own relevance. If the

@@ -106,7 +106,11 @@ def _fusion_term(fusion: Fusion) -> str:
     if fusion.method == "rrf":
         k = fusion.rrf_k
         return f"({w:g}/({k:g} + rank_dense) + {1 - w:g}/({k:g} + rank_keyword)) * {k + 1:g}   (rrf)"
-    return f"{w:g}*dense + {1 - w:g}*keyword   (hybrid, convex)"
+    if fusion.coverage_power == 0.0:
+        return f"{w:g}*dense + {1 - w:g}*keyword   (hybrid, convex)"
+    power = "" if fusion.coverage_power == 1.0 else f"^{fusion.coverage_power:g}"
+    # coverage: the share of the recall's candidates that match a query term
+    return f"w*dense + (1-w)*keyword, w = 1 - {1 - w:g}*(1-coverage){power}   (convex)"
 
 
 def ranking_formula(config: MemoryConfig | None = None) -> str:

@@ -280,7 +280,8 @@ def search(  # noqa: PLR0913  (a click command: one parameter per option)
     """Find the passages of past sessions that best match QUERY, with their score breakdown.
 
     Each snippet is a matched turn (bold) with its context; signals in [0, 1]:
-    relevance = 0.4 dense + 0.6 keyword (calibrated cosine, saturated BM25), recency =
+    relevance = w dense + (1 - w) keyword (calibrated cosine, saturated BM25; w = 0.4, more
+    when most windows match a query term), recency =
     0.995^age_days and importance = 0.5 (turns are unrated) only break near-ties.
     """
     chosen = _weights(preset, weights)

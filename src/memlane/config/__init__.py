@@ -80,9 +80,10 @@ class MemoryConfig:
             the keyword index, fused), ``"dense"`` (embeddings only) or ``"keyword"``
             (full-text index only; never calls the embedder).
         fusion: How hybrid retrieval fuses the two calibrated signals into base relevance:
-            ``"convex"`` (default, ``0.4 * dense + 0.6 * keyword``), ``"noisy_or"`` or ``"rrf"``
-            (reciprocal rank fusion): the name of the ranking profile (:attr:`profile`,
-            :data:`memlane.config.profile.PROFILES`); see :mod:`memlane.recall.relevance`.
+            ``"convex"`` (default, ``w * dense + (1 - w) * keyword``,
+            ``w = 1 - 0.6 * (1 - coverage)``), ``"noisy_or"`` or ``"rrf"`` (reciprocal rank fusion):
+            the name of the ranking profile (:attr:`profile`, :data:`memlane.config.profile.PROFILES`);
+            see :mod:`memlane.recall.relevance`.
         min_relevance: Ranked hits whose own relevance (without the neighbours' context) is
             below this, in [0, 1], are dropped (default 0: keep all).
         context_min_relevance: The relevance floor of the context paths, in [0, 1] (default

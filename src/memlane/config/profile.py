@@ -5,7 +5,9 @@ saturation (and names the BM25 constants the stores score with, :data:`memlane.b
 the conversation-context weights, the boosts, the tie band, the candidate pool sizes and the
 recency decay. :func:`memlane.recall.ranking.rank` reads nothing else; the formulas are in
 :mod:`memlane.recall.relevance` and :mod:`memlane.recall.ranking`. The values are hand-set round
-numbers chosen on LoCoMo conversations 0-4 only, one knob at a time (``memlane eval locomo``).
+numbers chosen on LoCoMo conversations 0-4 one knob at a time (``memlane eval locomo``); the fusion's
+coverage power and the keyword saturation were then chosen by per-conversation cross-validation over
+BEAM 1-10 and LoCoMo 0-4 (``benchmarks/fusion_study.py``, issue #20).
 
 Named profiles are recipes, ready-made values to pass as they are or to adjust with
 :func:`dataclasses.replace` (after graphiti's ``search_config_recipes``): :data:`HYBRID_CONVEX`
@@ -90,9 +92,19 @@ class Fusion:
             ``"noisy_or"`` (``1 - (1 - dense) * (1 - lam * keyword)``) or ``"rrf"`` (weighted
             reciprocal rank fusion; Cormack, Clarke & Büttcher 2009).
         dense_weight: Dense share ``w`` of ``convex`` and ``rrf``, in [0, 1] (0.4, from
-            {0.3 ... 0.6}: 0.4 and 0.5 tie on R@10, 0.4 is better on the session metric).
+            {0.3 ... 0.6}: 0.4 and 0.5 tie on R@10, 0.4 is better on the session metric). For
+            ``convex`` it is the share when few candidates match a query term; see
+            ``coverage_power``.
         keyword_weight: ``lam`` of the noisy-OR, in [0, 1] (0.6).
         rrf_k: RRF's rank offset ``k``, > 0 (5; the paper's 60 flattens the top of short lists).
+        coverage_power: ``p`` of the convex fusion's coverage-adaptive keyword share
+            ``(1 - w) * (1 - coverage) ** p``, where ``coverage`` is the fraction of the recall's
+            candidates that match any query term (:func:`memlane.recall.relevance.keyword_coverage`):
+            a keyword signal that marks most candidates as matches says little about which one
+            is meant, so the dense share grows to ``1 - (1 - w) * (1 - coverage) ** p``.
+            ``>= 0``; 0 keeps the fixed share ``1 - w`` (the fusion before issue #20). 1, chosen
+            from {0 (off), 1, 1.5, 2, 3} with keyword saturation {4, 8} by leave-one-conversation-out
+            cross-validation over BEAM 1-10 and LoCoMo 0-4 (``benchmarks/fusion_study.py``).
 
     Raises:
         ValidationError: an unknown method or a value out of range.
@@ -102,12 +114,15 @@ class Fusion:
     dense_weight: float = 0.4
     keyword_weight: float = 0.6
     rrf_k: float = 5.0
+    coverage_power: float = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in FUSION_METHODS:
             raise ValidationError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.method!r}")
         _check_unit(self, "dense_weight", "keyword_weight")
         _check_positive(self, "rrf_k")
+        if _number("Fusion", "coverage_power", self.coverage_power) < 0.0:
+            raise ValidationError(f"Fusion.coverage_power must be >= 0, got {self.coverage_power!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +239,9 @@ class RankingProfile:
         fusion: How dense and keyword evidence make base relevance (:class:`Fusion`).
         dense: Calibration of cosine similarity (:class:`DenseCalibration`).
         keyword_saturation: ``s`` of the keyword signal ``(bm25 / best) * (1 - exp(-best / s))``,
-            in BM25 units, > 0 (4).
+            in BM25 units, > 0 (8, chosen with ``Fusion.coverage_power`` by cross-validation over
+            BEAM 1-10 and LoCoMo 0-4; it was 4, chosen on LoCoMo 0-4 alone: a long query that
+            matches many common words of long turns sums to a large BM25 and saturated at once).
         context: Conversation-context weights (:class:`ContextWeights`).
         boosts: Entity and time-window boosts (:class:`Boosts`).
         tie_band: ``eps0``, in [0, 1] (0.1): recency and importance together add at most
@@ -239,7 +256,7 @@ class RankingProfile:
 
     fusion: Fusion = field(default_factory=Fusion)
     dense: DenseCalibration = field(default_factory=DenseCalibration)
-    keyword_saturation: float = 4.0
+    keyword_saturation: float = 8.0
     context: ContextWeights = field(default_factory=ContextWeights)
     boosts: Boosts = field(default_factory=Boosts)
     tie_band: float = 0.1
@@ -270,7 +287,9 @@ class RankingProfile:
 
 
 HYBRID_CONVEX = RankingProfile()
-"""The default: convex fusion ``0.4 * dense + 0.6 * keyword``, context, boosts, tie band 0.1."""
+"""The default: convex fusion ``w * dense + (1 - w) * keyword`` with the coverage-adaptive dense share
+``w = 1 - 0.6 * (1 - coverage)`` (0.4 when no other candidate matches a query term), context, boosts,
+tie band 0.1."""
 
 HYBRID_NOISY_OR = RankingProfile(fusion=Fusion(method="noisy_or"))
 """As :data:`HYBRID_CONVEX` with noisy-OR fusion ``1 - (1 - dense) * (1 - 0.6 * keyword)``."""

@@ -32,11 +32,13 @@ the candidates' arrays as one :class:`CandidateSignals` and the per-recall choic
   count as age 0. With a forgetting policy (``MemoryConfig(forgetting=True)``) it is the
   half-life strength ``0.5 ** (age_days / half_life)`` of the episode's importance band.
 * **Importance** is the rating / 10 (clamped to [1, 10]); unrated episodes score a neutral 0.5.
-* **Base relevance** fuses the calibrated dense and keyword signals: convex ``0.4 * dense +
-  0.6 * keyword`` by default (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for
-  Hybrid Retrieval*, ACM TOIS); noisy-OR (:func:`fuse_noisy_or`) and reciprocal rank fusion
-  (:func:`fuse_rrf`; Cormack, Clarke & Büttcher 2009, SIGIR '09; competition ranks, so the
-  order rows arrive in does not matter) are selectable (:class:`memlane.config.profile.Fusion`).
+* **Base relevance** fuses the calibrated dense and keyword signals: convex ``w * dense +
+  (1 - w) * keyword`` by default (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for
+  Hybrid Retrieval*, ACM TOIS), ``w = 1 - 0.6 * (1 - coverage)`` growing with the share of the
+  candidates that match a query term (:func:`memlane.recall.relevance.coverage_dense_weight`);
+  noisy-OR (:func:`fuse_noisy_or`) and reciprocal rank fusion (:func:`fuse_rrf`; Cormack, Clarke &
+  Büttcher 2009, SIGIR '09; competition ranks, so the order rows arrive in does not matter) are
+  selectable (:class:`memlane.config.profile.Fusion`).
 * Hits come only from the ``pool_size`` candidates with the highest base relevance (and their
   neighbours), so an approximate index that returns that top-N gives the same hits.
 """
@@ -68,7 +70,9 @@ from memlane.recall.relevance import (
     boost_factor,
     boosted,
     contextual_relevance,
+    coverage_dense_weight,
     dense_relevance,
+    keyword_coverage,
     keyword_relevance,
 )
 
@@ -84,6 +88,7 @@ __all__ = [
     "Relevance",
     "Scores",
     "competition_ranks",
+    "convex_dense_weight",
     "decided_by",
     "fuse",
     "fuse_noisy_or",
@@ -287,16 +292,27 @@ def fuse_noisy_or(
     return np.clip(1.0 - (1.0 - d) * (1.0 - keyword_weight * kw), 0.0, 1.0)
 
 
+def convex_dense_weight(signals: CandidateSignals, fusion: Fusion) -> float:
+    """The convex fusion's dense share for these candidates: ``fusion.dense_weight`` adapted to their
+    keyword coverage (:func:`memlane.recall.relevance.coverage_dense_weight`); the share itself
+    without keyword scores."""
+    if signals.keyword is None:
+        return fusion.dense_weight
+    coverage = keyword_coverage(signals.keyword)
+    return coverage_dense_weight(fusion.dense_weight, coverage, fusion.coverage_power)
+
+
 def fuse(
     dense: FloatArray | None, keyword: FloatArray | None, signals: CandidateSignals, fusion: Fusion
 ) -> FloatArray:
     """Base relevance from the calibrated signals (``None`` = not used), by ``fusion.method``.
 
-    One signal alone is itself; both are fused convexly (:func:`memlane.recall.relevance.base_relevance`),
-    by :func:`fuse_noisy_or` or by :func:`fuse_rrf` (ranks over the candidates that have the raw signal).
+    One signal alone is itself; both are fused convexly (:func:`memlane.recall.relevance.base_relevance`,
+    dense share :func:`convex_dense_weight`), by :func:`fuse_noisy_or` or by :func:`fuse_rrf` (ranks over
+    the candidates that have the raw signal).
     """
     if dense is None or keyword is None or fusion.method == "convex":
-        return base_relevance(dense, keyword, fusion.dense_weight)
+        return base_relevance(dense, keyword, convex_dense_weight(signals, fusion))
     if fusion.method == "noisy_or":
         return fuse_noisy_or(dense, keyword, keyword_weight=fusion.keyword_weight)
     assert signals.cosine is not None and signals.keyword is not None

@@ -2,17 +2,25 @@
 
 Every function works on parallel arrays over the candidates of one recall. The constants (the
 numbers below are the defaults) live in the ranking profile, :class:`memlane.config.profile.RankingProfile`:
-hand-set round values chosen on LoCoMo conversations 0-4 only, one knob at a time (nothing is
-fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/locomo.md``).
+hand-set round values chosen on LoCoMo conversations 0-4 one knob at a time, the fusion's coverage
+power and the keyword saturation by cross-validation over BEAM 1-10 and LoCoMo 0-4 (nothing is
+fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/locomo.md``,
+``beam.md`` and ``fusion_study.md``).
 
 1. **Dense** ``d = clip((cos - 0.1) / (0.7 - 0.1), 0, 1)``: an absolute calibration for
    MiniLM-class sentence embedders (unrelated short texts sit near 0-0.2, paraphrases above 0.7).
-2. **Keyword** ``kw = (bm25 / best) * (1 - exp(-best / 4))``: BM25 with per-scope statistics
+2. **Keyword** ``kw = (bm25 / best) * (1 - exp(-best / 8))``: BM25 with per-scope statistics
    (:mod:`memlane.bm25`, :mod:`memlane.stores.common_terms`); the recall's best match gets the
    absolute saturation of its own BM25 (never 1), the others keep their ratio to it, so every value is at most
-   ``1 - exp(-bm25 / 4)``: a word most of the scope carries (IDF near 0) adds almost nothing.
-3. **Base relevance** ``r0 = 0.4 * d + 0.6 * kw`` (convex fusion of calibrated signals, after
-   Bruch, Gai & Ingber 2023); ``noisy_or`` and ``rrf`` remain available.
+   ``1 - exp(-bm25 / 8)``: a word most of the scope carries (IDF near 0) adds almost nothing.
+3. **Base relevance** ``r0 = w * d + (1 - w) * kw`` (convex fusion of calibrated signals, after
+   Bruch, Gai & Ingber 2023) with a dense share that follows how discriminative the keyword signal
+   is for this query in this scope: ``w = 1 - 0.6 * (1 - coverage)``, ``coverage`` the fraction of
+   the recall's candidates that match any query term (:func:`keyword_coverage`,
+   :func:`coverage_dense_weight`). A query whose words pick out a few turns (LoCoMo: 12% of the
+   candidates on average) keeps nearly the keyword share 0.6; one whose words occur in most long
+   technical turns (BEAM: 60%) leans on the embeddings. ``noisy_or`` and ``rrf`` remain available
+   (fixed weights).
 4. **Context** (a conversation's answer is often in the turn next to the one that matches)::
 
        rc = (r0 + 0.5 * nb1 + 0.2 * nb2 + 0.35 * gbest) / (1 + 0.5 * [nb1] + 0.2 * [nb2] + 0.35)
@@ -46,9 +54,11 @@ __all__ = [
     "boost_factor",
     "boosted",
     "contextual_relevance",
+    "coverage_dense_weight",
     "dense_relevance",
     "entity_signal",
     "groups_by_gap",
+    "keyword_coverage",
     "keyword_relevance",
     "named_tag",
 ]
@@ -79,6 +89,24 @@ def keyword_relevance(
     if best <= 0.0:
         return np.zeros_like(values)
     return np.asarray(values / best * (1.0 - np.exp(-best / saturation)), dtype=np.float64)
+
+
+def keyword_coverage(bm25: NDArray[np.floating]) -> float:
+    """Fraction of the ``[n]`` candidates whose per-scope BM25 is > 0 (NaN = no match): [0, 1], 0 if n = 0."""
+    values = np.nan_to_num(np.asarray(bm25, dtype=np.float64), nan=0.0)
+    return float((values > 0.0).mean()) if len(values) else 0.0
+
+
+def coverage_dense_weight(dense_weight: float, coverage: float, power: float) -> float:
+    """Dense share of the convex fusion: ``1 - (1 - dense_weight) * (1 - coverage) ** power``, in [w, 1].
+
+    Args:
+        dense_weight: The profile's share ``w`` (:attr:`memlane.config.profile.Fusion.dense_weight`).
+        coverage: :func:`keyword_coverage` of the recall's candidates, in [0, 1].
+        power: :attr:`memlane.config.profile.Fusion.coverage_power`, >= 0 (0: always ``w``).
+    """
+    share = (1.0 - coverage) ** power if power > 0.0 else 1.0
+    return 1.0 - (1.0 - dense_weight) * share
 
 
 def base_relevance(dense: FloatArray | None, keyword: FloatArray | None, dense_weight: float) -> FloatArray:
