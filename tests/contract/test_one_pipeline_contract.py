@@ -76,14 +76,17 @@ def test_windows_stored_without_vectors_are_keyword_only_for_a_healthy_reader(
         "s-1", _conversation("the quokka escaped from the zoo"), **OWNER
     )
     healthy = make_memory()
-    (snippet,) = healthy.sessions.search_sessions(query="quokka", **OWNER)
+    # min_relevance=0: a window without a vector has no cosine, so the default relevance floor
+    # (on the calibrated cosine, sessions.context.match_strength) leaves it out of a hybrid search
+    (snippet,) = healthy.sessions.search_sessions(query="quokka", min_relevance=0, **OWNER)
     assert snippet.session_id == "s-1" and not snippet.breakdown.fallback
     assert snippet.breakdown.dense is None and snippet.breakdown.keyword is not None
     assert make_memory(retrieval="dense").sessions.search_sessions(query="quokka", **OWNER) == []
 
 
 class _AxisEmbedder:
-    """Every text on one axis, except texts about the zoo's quokka: the opposite direction."""
+    """Texts about the zoo's quokka point opposite to every query; the filler turns at 60 degrees
+    from the queries (cosine 0.5: similar, not identical)."""
 
     model_id = "axis-4"
     dims = 4
@@ -91,7 +94,12 @@ class _AxisEmbedder:
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for i, text in enumerate(texts):
-            out[i, 0] = -1.0 if ("quokka" in text and "zoo" in text) else 1.0
+            if "quokka" in text and "zoo" in text:
+                out[i, 0] = -1.0
+            elif "filler" in text:
+                out[i, :2] = (0.5, 0.8660254)
+            else:
+                out[i, 0] = 1.0
         return out
 
 
@@ -104,13 +112,18 @@ def test_session_search_finds_keyword_matches_beyond_the_dense_pool(make_memory:
     ]
     memory.sessions.store_session("s-filler", filler, **OWNER)
     memory.sessions.store_session("s-zoo", _conversation("we saw a quokka at the zoo"), **OWNER)
-    # The query's vector is the fillers' axis: the quokka window is the least similar of 211,
-    # outside the dense pool of 200; the keyword index still finds it, and the hybrid fusion
-    # ranks an exact keyword match first.
-    snippets = memory.sessions.search_sessions(query="quokka", top_k=3, **OWNER)
-    assert snippets[0].session_id == "s-zoo"
-    breakdown = snippets[0].breakdown
-    assert breakdown.retrieval == "hybrid" and breakdown.keyword is not None and breakdown.keyword > 0.0
+    # The quokka window is the least similar of 211 to the query's vector, outside the dense
+    # pool of 200; the keyword index still finds it, and the hybrid fusion ranks an exact
+    # keyword match above turns that are only similar. (min_relevance=0: the
+    # default floor on the cosine would drop a keyword-only find; this checks where the
+    # candidates come from, tests/contract/test_relevance_floor_contract.py checks the floor.)
+    snippets = memory.sessions.search_sessions(query="quokka", top_k=3, min_relevance=0, **OWNER)
+    (zoo,) = [s for s in snippets if s.session_id == "s-zoo"]
+    assert (
+        zoo.breakdown.retrieval == "hybrid"
+        and zoo.breakdown.keyword is not None
+        and zoo.breakdown.keyword > 0.0
+    )
 
 
 def test_session_search_uses_the_configured_retrieval(make_memory: MemoryFactory) -> None:

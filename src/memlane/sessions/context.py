@@ -268,14 +268,16 @@ def match_strength(breakdown: ScoreBreakdown) -> float:
     When the recall compared vectors but this candidate was not among the dense candidates
     (found by keywords only, e.g. a rare word in a turn whose meaning is far from the query),
     its cosine is below every dense candidate's and it counts as 0. When no vectors were
-    compared (``retrieval="keyword"``, or the embedder's fallback), it is the keyword-based
-    ``own_relevance`` (``relevance`` for an older breakdown without it).
+    compared (``retrieval="keyword"``, or the embedder's fallback) the floor has no absolute
+    scale to judge by: BM25 depends on the store's size and the query's words (one matching
+    conversation in a small store scores ~0.07), so every keyword candidate counts as 1 (it
+    shares a query term) and the floor does not filter.
     """
     if breakdown.dense is not None:
         return breakdown.dense
     if breakdown.retrieval != "keyword" and not breakdown.fallback:
         return 0.0
-    return breakdown.relevance if breakdown.own_relevance is None else breakdown.own_relevance
+    return 1.0
 
 
 def check_budget(token_budget: object) -> int:
