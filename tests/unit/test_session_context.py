@@ -157,11 +157,11 @@ def test_the_floor_reads_the_hits_own_match_not_its_lifted_relevance() -> None:
     no_vectors = ScoreBreakdown(
         relevance=0.9, recency=1.0, importance=0.5, score=0.9, own_relevance=0.4, retrieval="keyword"
     )
-    assert match_strength(no_vectors) == 0.4
+    assert match_strength(no_vectors) == 1.0  # no vectors: BM25 has no absolute scale, no floor
     fallback = ScoreBreakdown(
         relevance=0.7, recency=1.0, importance=0.5, score=0.7, retrieval="keyword", fallback=True
     )
-    assert match_strength(fallback) == 0.7
+    assert match_strength(fallback) == 1.0
 
 
 def test_zero_budget_and_bad_arguments() -> None:
