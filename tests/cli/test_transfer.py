@@ -213,3 +213,20 @@ def test_an_interrupted_ingest_reports_its_counts_and_a_rerun_stores_no_duplicat
     assert len(contents) == 200 and len(set(contents)) == 200
     third = invoke("ingest", str(source))
     assert third.exit_code == 0 and "0 stored, 0 rejected, 200 already stored" in third.output
+
+
+def test_an_extreme_instant_is_a_rejected_line_not_a_crash(invoke: Invoke, tmp_path: Path) -> None:
+    """Years are checked as written, before any conversion (0001-01-01T00:00+14:00 is year 0 in UTC)."""
+    lines = _lines(
+        GOOD[0],
+        {"event_type": "note", "content": "far", "created_at": "9999-12-31T23:59:59-14:00"},
+        {"event_type": "note", "content": "early", "created_at": "0001-01-01T00:00:00+14:00"},
+        {"event_type": "note", "content": "edge", "created_at": "2999-12-31T23:59:59-14:00"},  # as Python
+    )
+    result = invoke("ingest", str(_write(tmp_path / "extreme.jsonl", lines)))
+    assert result.exit_code == 1, result.output
+    assert result.stdout.strip() == "2 stored, 2 rejected"
+    assert "line 2: created_at: the time must be in the years 1000-2999" in result.stderr
+    assert "line 3: created_at: the time must be in the years 1000-2999" in result.stderr
+    flag = invoke("remember", "note", "x", "--created-at", "0001-01-01T00:00:00+14:00")
+    assert flag.exit_code == 2 and "years 1000-2999" in flag.output and "Traceback" not in flag.output

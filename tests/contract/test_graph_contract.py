@@ -113,6 +113,25 @@ def test_a_backfilled_older_value_is_stored_as_history(graph: EpisodicMemory) ->
     assert [f.object for f in graph.query_facts("ana", as_of=T0 - 200 * DAY)] == ["berlin"]
 
 
+def test_asserting_a_retired_value_again_stores_nothing(graph: EpisodicMemory) -> None:
+    """Re-running an import (or the README's example): history already recorded is a duplicate."""
+    for _ in range(2):
+        graph.remember_fact("acme", "subscription_tier", value="pro", valid_from=T0 - 400 * DAY)
+        graph.remember_fact("acme", "subscription_tier", value="enterprise", valid_from=T0 - 100 * DAY)
+    again = graph.remember_fact("acme", "subscription_tier", value="pro", valid_from=T0 - 400 * DAY)
+    assert again.duplicate and again.fact.invalidated_at is not None  # the retired fact, not a copy
+    assert len(graph.entity_timeline("acme")) == 2
+    assert [f.value for f in graph.query_facts("acme", as_of=T0 - 200 * DAY)] == ["pro"]
+
+
+def test_plan_is_the_subscription_tier(graph: EpisodicMemory) -> None:
+    graph.remember_fact("acme", "subscription_tier", value="pro", valid_from=T0 - 10 * DAY)
+    changed = graph.remember_fact("acme", "plan", value="enterprise")
+    assert changed.fact.predicate == "subscription_tier"
+    assert [f.value for f in changed.superseded] == ["pro"]
+    assert [f.value for f in graph.query_facts("acme")] == ["enterprise"]
+
+
 def test_low_confidence_retires_nothing(graph: EpisodicMemory) -> None:
     graph.remember_fact("ana", "works_at", "Acme")
     weak = graph.remember_fact("ana", "works_at", "Globex", confidence=0.4)

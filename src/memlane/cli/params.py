@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
 
+from memlane.clock import require_timezone
 from memlane.errors import ValidationError
 from memlane.importance import AUTO_IMPORTANCE
 from memlane.operations.fields import Request, bounded, field_check, tool_parameters
@@ -34,17 +35,22 @@ __all__ = [
 
 
 def parse_iso_datetime(text: str) -> datetime:
-    """Parse an ISO-8601 instant that carries a timezone, returned in UTC.
+    """Parse an ISO-8601 instant that carries a timezone, kept in its own zone.
+
+    The year is checked as written, like every interface's (:func:`memlane.clock.require_timezone`:
+    ``0001-01-01T00:00:00+14:00`` is refused here, and ``2999-12-31T23:59:59-14:00`` accepted as in
+    Python), and the instant is not converted: converting an extreme one to UTC could overflow.
 
     Args:
         text: e.g. ``2025-03-15T12:00:00Z``, ``2025-03-15T14:00:00+02:00`` or
             ``2025-03-15 12:00:00+00:00``.
 
     Returns:
-        A timezone-aware UTC datetime.
+        A timezone-aware datetime, in the zone ``text`` gives.
 
     Raises:
-        ValueError: not ISO 8601, or no timezone (a naive time is ambiguous, so it is refused).
+        ValueError: not ISO 8601, no timezone (a naive time is ambiguous, so it is refused), or
+            a year outside the accepted years.
     """
     try:
         value = datetime.fromisoformat(text.strip())
@@ -55,11 +61,14 @@ def parse_iso_datetime(text: str) -> datetime:
             f"{text!r} has no timezone; add one, e.g. {value.isoformat()}Z or {value.isoformat()}+00:00 "
             "(a naive time is ambiguous)"
         )
-    return value.astimezone(UTC)
+    try:
+        return require_timezone(value, "the time")
+    except ValidationError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class IsoDateTime(click.ParamType[datetime]):
-    """An ISO-8601 date-time with a timezone (``Z`` or ``+HH:MM``), converted to UTC."""
+    """An ISO-8601 date-time with a timezone (``Z`` or ``+HH:MM``), in the zone it gives."""
 
     name = "ISO8601"
 

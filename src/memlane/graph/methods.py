@@ -310,8 +310,10 @@ def remember_fact(
         )
     ]
     decided = plan(fact, current, registry, MIN_CONFIDENCE)
-    if decided.duplicate_of is not None:
-        held = decided.duplicate_of
+    held = decided.duplicate_of
+    if held is None and not decided.closures:  # history (or a new fact): recorded before?
+        held = _recorded_before(graph, ctx.tenant_id, decided.fact)
+    if held is not None:
         graph.record_merge(
             ctx.tenant_id,
             "fact",
@@ -328,6 +330,26 @@ def remember_fact(
         for f in decided.closed
     )
     return FactResult(decided.fact, superseded=superseded)
+
+
+def _recorded_before(graph: GraphStore, tenant_id: str, fact: Fact) -> Fact | None:
+    """A fact already recorded (current or retired) with ``fact``'s subject, predicate, target and
+    valid interval: asserting a back-dated value again (re-running an import) stores nothing."""
+    held = graph.facts(
+        FactFilter(
+            tenant_id,
+            entities=tuple(graph.members(tenant_id, fact.subject)),
+            as_object=False,
+            predicate=fact.predicate,
+            valid_at=fact.valid_from,
+        ),
+        _QUERY_LIMIT,
+    )
+    for old in held:
+        same_time = (old.valid_from, old.valid_until) == (fact.valid_from, fact.valid_until)
+        if old.target == fact.target and same_time:
+            return old
+    return None
 
 
 def _closed(fact: Fact, until: datetime, at: datetime, by: str, reason: str) -> Fact:

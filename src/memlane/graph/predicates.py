@@ -113,7 +113,6 @@ def _registry() -> PredicateRegistry:
         "favourite_food",
         "uses_editor",
         "uses_cloud",
-        "plan",
     )
     opposites = {
         "likes": "dislikes",
@@ -147,6 +146,7 @@ def _registry() -> PredicateRegistry:
         "employer": "works_at",
         "joined_company": "works_at",
         "tier": "subscription_tier",
+        "plan": "subscription_tier",
         "subscription": "subscription_tier",
         "subscription_plan": "subscription_tier",
         "database": "uses_database",
