@@ -36,6 +36,9 @@ def test_an_empty_session_recall_says_when_other_sessions_match(
         assert make_memory(tenant_id="other", session_id="chat-2").recall_episodes("window") == []
         tenant = make_memory(session_id="chat-2", scope=Scope.TENANT.value)
         assert [h.episode.session_id for h in tenant.recall_episodes("window seat")] == ["chat-1"]
+        chat2.remember_episode("note", "The printer on floor 3 is broken")
+        # the session has episodes, none relevant enough: no hint about the scope
+        assert chat2.recall_episodes("window seat", min_relevance=0.99) == []
     assert not [r for r in caplog.records if r.name == HINT_LOGGER]
 
 

@@ -110,20 +110,22 @@ def recall_episodes(
 
 
 def _hint_if_empty(ctx: MemoryContext, hits: list[RecallHit], flt: EpisodeFilter) -> list[RecallHit]:
-    """``hits``; when a session-scoped recall found nothing, log if other sessions of the tenant match.
+    """``hits``; when a session-scoped recall found nothing because its session holds no episode
+    (under the filters) while other sessions of the tenant do, log that the scope is the session.
 
-    The check is one structured lookup (limit 1) with the same filters but the tenant's scope;
-    the hint is a ``WARNING`` on the ``memlane.recall.methods`` logger (the library configures no
+    Two structured lookups (limit 1), only for an empty result: the session under the filters,
+    then the tenant. A session that has episodes, none of them relevant enough, gets no hint.
+    The hint is a ``WARNING`` on the ``memlane.recall.methods`` logger (the library configures no
     handler: Python prints warnings to stderr by default) naming ``scope="tenant"``.
     """
-    if hits or flt.session_id is None:
+    if hits or flt.session_id is None or ctx.store.list_recent(flt, 1):
         return hits
     if ctx.store.list_recent(replace(flt, session_id=None), 1):
         logger.warning(
-            "recall in session %r of tenant %r found nothing, but other sessions of the tenant have "
-            "matching episodes: the scope is 'session' (the default); open the memory with "
-            "MemoryConfig(scope='tenant') (YAML episodic_memory.scope: tenant, CLI --scope tenant, HTTP "
-            '"scope": "tenant") to recall across sessions',
+            "recall in session %r of tenant %r found nothing: the session holds no episode (under "
+            "these filters) but other sessions of the tenant do, and the scope is 'session' (the "
+            "default); open the memory with MemoryConfig(scope='tenant') (YAML episodic_memory.scope: "
+            'tenant, CLI --scope tenant, HTTP "scope": "tenant") to recall across sessions',
             ctx.session_id,
             ctx.tenant_id,
         )
