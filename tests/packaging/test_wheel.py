@@ -43,6 +43,8 @@ EXTRA_MODULES = {
     "langgraph": ["langgraph"],
 }
 """What memlane imports when an extra's feature is used (``memlane.cli.serve._require`` and the stores)."""
+UMBRELLA_EXTRAS = {"all"}
+"""Extras that name the others (``memlane[all]``: tests/unit/test_extras.py checks it names every one)."""
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,7 @@ def test_dockerfile_commands_run_in_a_fresh_venv(venv: Path, tmp_path: Path) -> 
 def test_extras_install_what_they_name(venv: Path, dists: Dists, tmp_path: Path) -> None:
     with (ROOT / "pyproject.toml").open("rb") as fh:
         extras = tomllib.load(fh)["project"]["optional-dependencies"]
-    assert set(extras) == set(EXTRA_MODULES)
+    assert set(extras) == set(EXTRA_MODULES) | UMBRELLA_EXTRAS
     _pip(
         venv,
         "install",

@@ -164,7 +164,8 @@ def _call_every_route(call: Callable[..., Any], models: ModuleType) -> None:
     assert searched.snippets
     assert call("get_session_v1_sessions__session_id__get", session_id="chat-1").session_id == "chat-1"
     context = call(
-        "context_v1_context_post", body=body["ContextBody"].from_dict({"query": "trip", "token_budget": 500})
+        "context_v1_context_post",
+        body=body["ContextBody"].from_dict({"query": "trip", "token_budget": 500, "min_relevance": 0}),
     )
     assert "Tokyo" in context.text
     injected = call(
@@ -173,6 +174,16 @@ def _call_every_route(call: Callable[..., Any], models: ModuleType) -> None:
     )
     assert injected.messages
     assert call("stats_v1_stats_get").active >= 2
+    fact = body["RememberFactBody"].from_dict({"subject": "Ana", "predicate": "works_at", "object": "Acme"})
+    call("remember_fact_v1_facts_post", 201, body=fact)
+    introduced = {"subject": "Acme", "predicate": "partner_of", "object": "Globex"}
+    call("remember_fact_v1_facts_post", 201, body=body["RememberFactBody"].from_dict(introduced))
+    facts = call("query_facts_v1_facts_query_post", body=body["QueryFactsBody"].from_dict({"entity": "ana"}))
+    assert [f.object_ for f in facts.facts] == ["acme"]
+    assert len(call("timeline_v1_entities__entity__timeline_get", entity="Ana").facts) == 1
+    call("neighbours_v1_entities__entity__neighbours_get", entity="Ana")
+    call("paths_v1_entities__entity__paths__target__get", entity="Ana", target="Globex")
+    call("stats_v1_graph_stats_get")
     call("forget_v1_admin_forget_post", body=body["ForgetBody"].from_dict({"dry_run": True}))
     call("compact_v1_admin_compact_post", body=body["CompactBody"].from_dict({"dry_run": True}))
     call("prune_v1_admin_prune_post", body=body["PruneBody"].from_dict({"dry_run": True}))
