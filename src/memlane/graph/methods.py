@@ -311,8 +311,8 @@ def remember_fact(
     ]
     decided = plan(fact, current, registry, MIN_CONFIDENCE)
     held = decided.duplicate_of
-    if held is None and not decided.closures:  # history (or a new fact): recorded before?
-        held = _recorded_before(graph, ctx.tenant_id, decided.fact)
+    if held is None and not decided.closures and decided.fact.valid_until is not None:
+        held = _recorded_before(graph, ctx.tenant_id, decided.fact)  # history: recorded before?
     if held is not None:
         graph.record_merge(
             ctx.tenant_id,
