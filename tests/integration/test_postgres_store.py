@@ -389,6 +389,44 @@ def test_delete_removes_one_episode_of_the_right_tenant(pg_url: str, pg_schema: 
     memory.close()
 
 
+def test_writers_crossing_scopes_in_opposite_orders_wait_on_no_statistics_row(
+    pg_url: str, pg_schema: str
+) -> None:
+    """Two transactions deleting in scopes x, y and y, x never wait on each other (schema migration 12).
+
+    Before migration 12 each delete locked its scope's ``memlane_scope_stats`` row at once, so A
+    (x then y) and B (y then x) deadlocked; LangGraph's ``test_large_batches`` hit it now and then.
+    Now the statistics change at commit, in key order: A's second delete must not wait at all
+    (``lock_timeout`` turns a wait into an error instead of a hang), and the kept statistics equal
+    the rows that remain.
+    """
+    memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder(), tenant_id="t")
+    ids = {
+        scope: [
+            memory.with_context(session_id=scope).remember_episode("note", f"{scope} note {i}").id
+            for i in range(2)
+        ]
+        for scope in ("x", "y")
+    }
+    memory.close()
+    episodes = sql.SQL("DELETE FROM {}.memlane_episodes WHERE id = %s").format(sql.Identifier(pg_schema))
+    with psycopg.connect(pg_url) as a, psycopg.connect(pg_url) as b:
+        for conn in (a, b):
+            conn.execute("SET lock_timeout = '5s'")
+        a.execute(episodes, (ids["x"][0],))
+        b.execute(episodes, (ids["y"][0],))
+        a.execute(episodes, (ids["y"][1],))
+        b.execute(episodes, (ids["x"][1],))
+        a.commit()
+        b.commit()
+    stats = sql.SQL(
+        "SELECT session_id, rows FROM {}.memlane_scope_stats WHERE tenant_id = 't' ORDER BY session_id"
+    ).format(sql.Identifier(pg_schema))
+    assert _fetchall(pg_url, stats) == [("x", 0), ("y", 0)]
+    pending = sql.SQL("SELECT count(*) FROM {}.memlane_scope_stats_pending").format(sql.Identifier(pg_schema))
+    assert _fetchall(pg_url, pending) == [(0,)]
+
+
 # -- errors translated at the boundary --------------------------------------------------------
 
 

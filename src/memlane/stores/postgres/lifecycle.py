@@ -66,12 +66,16 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
 
 
 def add_scope_stats(cur: Cursor, t: sql.Composed, stats: sql.Composed, ids: Sequence[str]) -> None:
-    """Add the rows just written (``ids``) to ``memlane_scope_stats`` (schema migration 10), one statement.
+    """Add the rows just written (``ids``) to the scope statistics, one statement.
+
+    The delta goes to ``memlane_scope_stats_pending`` (schema migration 12), which a deferred
+    trigger folds into ``memlane_scope_stats`` (migration 10) at commit, locking the scopes' rows in
+    key order: concurrent writers never deadlock on them, whatever scopes and order they write.
 
     Args:
         cur: A cursor in the writing transaction.
         t: The schema-qualified episodes table.
-        stats: The schema-qualified ``memlane_scope_stats`` table.
+        stats: The schema-qualified ``memlane_scope_stats_pending`` table.
         ids: The episode ids the transaction inserted (unique across tenants).
 
     Raises:
@@ -81,10 +85,9 @@ def add_scope_stats(cur: Cursor, t: sql.Composed, stats: sql.Composed, ids: Sequ
         return
     cur.execute(
         sql.SQL(
-            "INSERT INTO {s} (tenant_id, session_id, rows, tokens) SELECT tenant_id, session_id, count(*), "
-            "sum(token_count) FROM {t} WHERE id OPERATOR(pg_catalog.=) ANY(%s::text[]) "
-            "GROUP BY tenant_id, session_id ON CONFLICT (tenant_id, session_id) DO UPDATE SET "
-            "rows = {s}.rows + excluded.rows, tokens = {s}.tokens + excluded.tokens"
+            "INSERT INTO {s} (txid, tenant_id, session_id, rows, tokens) SELECT pg_catalog.txid_current(), "
+            "tenant_id, session_id, count(*), coalesce(sum(token_count), 0) FROM {t} "
+            "WHERE id OPERATOR(pg_catalog.=) ANY(%s::text[]) GROUP BY tenant_id, session_id"
         ).format(s=stats, t=t),
         [list(ids)],
     )

@@ -502,6 +502,49 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "ON {schema}.memlane_graph_episode_entities (tenant_id, episode_id)"
         ),
     ),
+    # 12: the scope statistics of migration 10 change at commit, in one sorted statement. Writers
+    # and the delete trigger append their deltas to memlane_scope_stats_pending (no row of it is
+    # ever locked by another transaction); a deferred constraint trigger folds the transaction's
+    # deltas into memlane_scope_stats when it commits, locking the (tenant, session) rows in key
+    # order. Before, each statement locked its rows in hash order and mid-transaction, so two
+    # concurrent writers touching the same scopes in other orders could deadlock (LangGraph's
+    # test_large_batches on PostgreSQL did, now and then).
+    (
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_scope_stats_pending (txid bigint NOT NULL, "
+            "tenant_id text NOT NULL, session_id text NOT NULL, rows bigint NOT NULL, tokens bigint NOT NULL)"
+        ),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_scope_stats_pending_txid ON {schema}.memlane_scope_stats_pending (txid)"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_scope_stats_delete() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "INSERT INTO {schema}.memlane_scope_stats_pending (txid, tenant_id, session_id, rows, tokens) "
+            "SELECT pg_catalog.txid_current(), tenant_id, session_id, -count(*), "
+            "-coalesce(sum(token_count), 0) FROM old_rows GROUP BY tenant_id, session_id; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL(
+            "CREATE FUNCTION {schema}.memlane_scope_stats_apply() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "WITH d AS (DELETE FROM {schema}.memlane_scope_stats_pending AS p "
+            "WHERE p.txid OPERATOR(pg_catalog.=) pg_catalog.txid_current() "
+            "RETURNING p.tenant_id, p.session_id, p.rows, p.tokens) "
+            "INSERT INTO {schema}.memlane_scope_stats AS s (tenant_id, session_id, rows, tokens) "
+            "SELECT tenant_id, session_id, sum(rows), sum(tokens) FROM d GROUP BY tenant_id, session_id "
+            "ORDER BY tenant_id, session_id "
+            "ON CONFLICT (tenant_id, session_id) DO UPDATE SET rows = s.rows OPERATOR(pg_catalog.+) "
+            "excluded.rows, tokens = s.tokens OPERATOR(pg_catalog.+) excluded.tokens; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL(
+            "CREATE CONSTRAINT TRIGGER memlane_scope_stats_apply AFTER INSERT "
+            "ON {schema}.memlane_scope_stats_pending DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+            "EXECUTE FUNCTION {schema}.memlane_scope_stats_apply()"
+        ),
+    ),
 )
 
 

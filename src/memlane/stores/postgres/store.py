@@ -265,7 +265,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                     ext=self._ext,
                     dims=None if batch.vectors is None else int(batch.vectors.shape[1]),
                 )
-                lifecycle.add_scope_stats(cur, self._t, self._scope_stats, [ep.id for ep in episodes])
+                lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, [ep.id for ep in episodes])
                 lifecycle.retire(cur, self._t, supersessions)
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
