@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar,
 from memlane.errors import StoreClosedError, ValidationError
 from memlane.memory import EpisodicMemory
 from memlane.sessions import SessionMemory
+from memlane.sessions.context import DEFAULT_TOKEN_BUDGET
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -214,7 +215,13 @@ class AsyncSessionMemory(_AsyncTwin[SessionMemory]):
     # one of them): thin typed delegations instead.
 
     async def build_context(
-        self, query: str, *, agent_id: str, user_id: str, token_budget: int, **options: Any
+        self,
+        query: str,
+        *,
+        agent_id: str,
+        user_id: str,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        **options: Any,
     ) -> str:
         """Async :meth:`SessionMemory.build_context`: the ``[Past Conversation Context]`` block as text.
 
@@ -233,7 +240,7 @@ class AsyncSessionMemory(_AsyncTwin[SessionMemory]):
         *,
         agent_id: str,
         user_id: str,
-        token_budget: int,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         **options: Any,
     ) -> list[dict[str, Any]]:
         """Async :meth:`SessionMemory.inject_context`: a new message list with the context block.

@@ -231,6 +231,18 @@ def _cases(ids: dict[str, str]) -> list[Case]:
             ("get_context", {"query": "vet for Biscuit", "token_budget": 400, **full}),
             lambda r: {k: v for k, v in r.items() if k != "ok"},
         ),
+        Case(  # no budget anywhere: every interface applies the one default (DEFAULT_TOKEN_BUDGET)
+            "context-block-default-budget",
+            (
+                "sessions.build_context_block",
+                ("vet for Biscuit",),
+                {"agent_id": "default", "user_id": "default"},
+            ),
+            lambda block: block.to_dict(),
+            ("POST", "/v1/context", {"query": "vet for Biscuit"}),
+            ("get_context", {"query": "vet for Biscuit", **full}),
+            lambda r: {k: v for k, v in r.items() if k != "ok"},
+        ),
     ]
 
 
@@ -323,6 +335,7 @@ CASE_IDS = [
     "contradictions",
     "search-sessions",
     "context-block",
+    "context-block-default-budget",
 ]
 
 
@@ -350,6 +363,16 @@ def _retrieve_counts(db: Path) -> dict[str, tuple[int, bool]]:
     finally:
         conn.close()
     return {str(id_): (int(count), last is not None) for id_, count, last in rows}
+
+
+def test_a_context_block_without_a_budget_gets_the_one_default(interfaces: Interfaces) -> None:
+    from memlane.sessions.context import DEFAULT_TOKEN_BUDGET
+
+    case = next(c for c in _cases(interfaces.ids) if c.id == "context-block-default-budget")
+    results = _results(interfaces, case)
+    assert {name: r["token_budget"] for name, r in results.items()} == dict.fromkeys(
+        results, DEFAULT_TOKEN_BUDGET
+    )
 
 
 def test_every_interface_counts_the_same_retrievals(interfaces: Interfaces) -> None:

@@ -24,7 +24,7 @@ from memlane.cli.params import ISO_DATETIME, WEIGHTS, field_option
 from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.operations.requests import ContextRequest, SearchSessionsRequest
 from memlane.recall import PRESETS, RankingWeights, resolve_weights
-from memlane.sessions.context import format_time
+from memlane.sessions.context import DEFAULT_TOKEN_BUDGET, format_time
 from memlane.sessions.importing import ImportFormat, read_records
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SessionEpisode, SessionSnippet
@@ -350,7 +350,8 @@ def show(state: CliState, session_id: str) -> None:
 @click.option(
     "--budget",
     type=click.IntRange(min=0),
-    required=True,
+    default=DEFAULT_TOKEN_BUDGET,
+    show_default=True,
     help="Hard token limit of the block (counted with --encoding).",
 )
 @_AGENT

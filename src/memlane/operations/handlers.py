@@ -220,6 +220,7 @@ def recent_sessions(
 
 
 _CONTEXT_OPTIONS = (
+    "token_budget",
     "include_events",
     "include_sessions",
     "session_top_k",
@@ -253,7 +254,6 @@ def build_context(
         args["query"],
         agent_id=who.agent_id,
         user_id=who.user_id,
-        token_budget=args.get("token_budget", 1000),
         **context_options(args),
     )
     full = block.to_dict()

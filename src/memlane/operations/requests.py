@@ -45,6 +45,7 @@ from memlane.operations.fields import (
     choice_field,
     rating_field,
 )
+from memlane.sessions.context import DEFAULT_TOKEN_BUDGET
 
 __all__ = [
     "OPERATIONS",
@@ -319,7 +320,7 @@ class _ContextOptions(Request):
     """How the context block is built (``get_context`` and ``/v1/context/inject`` share them)."""
 
     token_budget: Annotated[Count, Field(ge=0)] | None = Field(
-        default=None, description="Most tokens the block may take (default 1000)."
+        default=None, description=f"Most tokens the block may take (default {DEFAULT_TOKEN_BUDGET})."
     )
     include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
     include_sessions: Flag | None = Field(default=None, description="Include past conversations.")

@@ -9,7 +9,7 @@ messages and ``/openapi.json`` are the tools' and the MCP server's.
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.models import Scope
 from memlane.operations import handlers as operations
@@ -40,8 +40,12 @@ class FactOut(BaseModel):
     id: str
     subject: str
     predicate: str
-    object: str | None
-    value: str | None
+    object: str | None = Field(
+        default=None, description="The object entity; absent in compact detail when null."
+    )
+    value: str | None = Field(
+        default=None, description="The literal value; absent in compact detail when null."
+    )
 
 
 class RememberFactOut(BaseModel):

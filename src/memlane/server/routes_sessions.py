@@ -117,7 +117,7 @@ def sessions_router(max_limit: int) -> APIRouter:
     @router.post("/context", response_model=ContextOut, summary="The [Past Conversation Context] block")
     @with_body(context_body)
     def context(body: Request, tenant: Tenant, state: State) -> Response:
-        """Build the context block for ``query`` within ``token_budget`` (default 1000)."""
+        """Build the context block for ``query`` within ``token_budget`` (default DEFAULT_TOKEN_BUDGET)."""
         memory = state.context(tenant, None, None)
         return wire(operations.build_context(memory, body.arguments(), operations.Owner(), "full"))
 
@@ -133,7 +133,6 @@ def sessions_router(max_limit: int) -> APIRouter:
             args["messages"],
             agent_id=owner.agent_id,
             user_id=owner.user_id,
-            token_budget=args.get("token_budget", 1000),
             query=args.get("query"),
             placement=args.get("placement", "system"),
             **operations.context_options(args),

@@ -97,6 +97,8 @@ CONTEXT_NOTHING_RELEVANT = "Nothing relevant was found in earlier conversations 
 """The block's only line (between header and footer) when no candidate reaches the relevance floor."""
 DEFAULT_MAX_ITEM_CHARS = 1000
 """Default cap on the characters of one message or event text in the block."""
+DEFAULT_TOKEN_BUDGET = 1000
+"""Default hard limit on the block's tokens, for every interface (Python, tools/MCP, HTTP, CLI)."""
 
 Placement = Literal["system", "user"]
 

@@ -25,6 +25,7 @@ from memlane.recall.pipeline import RecallQuery
 from memlane.recall.ranking import RankingWeights, resolve_weights
 from memlane.sessions.context import (
     DEFAULT_MAX_ITEM_CHARS,
+    DEFAULT_TOKEN_BUDGET,
     ContextBlock,
     ContextItem,
     Placement,
@@ -431,7 +432,7 @@ class SessionMemory:
         *,
         agent_id: str,
         user_id: str,
-        token_budget: int,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         include_events: bool = True,
         include_sessions: bool = True,
         session_top_k: int = 5,
@@ -456,7 +457,8 @@ class SessionMemory:
             query: What the context is for, usually the latest user message (non-empty).
             agent_id: Whose sessions to search: the agent.
             user_id: Whose sessions to search: the user.
-            token_budget: Hard limit on the block's tokens, an int >= 0.
+            token_budget: Hard limit on the block's tokens, an int >= 0 (default
+                :data:`~memlane.sessions.context.DEFAULT_TOKEN_BUDGET`, 1000).
             include_events: Consider event episodes (default ``True``).
             include_sessions: Consider session snippets (default ``True``).
             session_top_k: Session snippets considered, >= 1.
@@ -525,7 +527,7 @@ class SessionMemory:
         *,
         agent_id: str,
         user_id: str,
-        token_budget: int,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         include_events: bool = True,
         **options: Any,
     ) -> str:
@@ -552,7 +554,7 @@ class SessionMemory:
         *,
         agent_id: str,
         user_id: str,
-        token_budget: int,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         query: str | None = None,
         placement: Placement = "system",
         **options: Any,
@@ -569,7 +571,8 @@ class SessionMemory:
             messages: The OpenAI-format messages about to be sent (validated).
             agent_id: Whose sessions to search: the agent.
             user_id: Whose sessions to search: the user.
-            token_budget: Hard limit on the block's tokens, an int >= 0.
+            token_budget: Hard limit on the block's tokens, an int >= 0 (default
+                :data:`~memlane.sessions.context.DEFAULT_TOKEN_BUDGET`, 1000).
             query: What to search for; default the latest user message's text.
             placement: ``"system"`` (default): a system message inserted right before the
                 latest user message. ``"user"``: the block is prepended to that message's
