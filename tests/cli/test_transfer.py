@@ -177,6 +177,15 @@ def test_export_json_summary(invoke: Invoke, tmp_path: Path) -> None:
     assert len(out.read_text().splitlines()) == 1
 
 
+def test_export_into_a_missing_directory_names_that_directory(invoke: Invoke, tmp_path: Path) -> None:
+    invoke("remember", "note", "hello")
+    result = invoke("export", "--out", str(tmp_path / "nowhere" / "out.jsonl"))
+    assert result.exit_code == 2
+    assert f"the directory {tmp_path / 'nowhere'} does not exist" in result.output
+    assert "atomic" not in result.output  # not click's temporary file name
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_an_interrupted_ingest_reports_its_counts_and_a_rerun_stores_no_duplicates(
     invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Path
 ) -> None:

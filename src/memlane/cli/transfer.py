@@ -333,6 +333,13 @@ def export(state: CliState, out: str, event_type: str | None, tags: tuple[str, .
             kind="UsageError",
             json_output=state.json_output,
         )
+    folder = os.path.dirname(os.path.abspath(out))
+    if out != "-" and not os.path.isdir(folder):  # else the error names click's temporary file
+        raise CliError(
+            f"--out {out}: the directory {folder} does not exist",
+            kind="UsageError",
+            json_output=state.json_output,
+        )
     memory = state.memory(must_exist=True)
     count = 0
     with click.open_file(out, "wb", atomic=out != "-") as fh:
