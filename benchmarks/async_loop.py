@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_results
 
 from memlane import (
     AsyncEpisodicMemory,
@@ -251,9 +251,7 @@ def main() -> None:
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     report = run(args.seed_episodes, args.tasks, workers, args.seed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(markdown(report), encoding="utf-8")
+    write_results(args.out, report, markdown(report))
     print(markdown(report))
 
 

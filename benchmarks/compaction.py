@@ -27,7 +27,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sqlite3
 import sys
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_results
 
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, MemoryConfig, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
@@ -341,10 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memlane-compaction-") as tmp:
         result = run(args.facts, args.seed, Path(tmp))
     report = {"benchmark": "compaction", "config": {"facts": args.facts, "seed": args.seed}, "result": result}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     markdown = render_markdown(report)
-    args.out.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    write_results(args.out, report, markdown)
     print(markdown)
     return 0 if result["never_forget"]["result"] == "PASS" else 1
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_results
 
 from memlane import EpisodicMemory, FrozenClock, LocalEmbedder, MemoryConfig
 
@@ -170,10 +171,8 @@ def main() -> None:
         with memory:
             sets = {name: run_set(memory, name, path) for name, path in DATA.items()}
     report = {"model": embedder.model_id, "threshold": THRESHOLD, "sets": sets}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     markdown = to_markdown(report)
-    args.out.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    write_results(args.out, report, markdown)
     print(markdown)
 
 

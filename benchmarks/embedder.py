@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_results
 
 from memlane import EpisodeInput, EpisodicMemory, LocalEmbedder, __version__
 from memlane.evaluation.locomo import default_locomo_path, load_locomo
@@ -185,9 +186,7 @@ def main() -> None:
         "policies": POLICIES,
         **figures,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(to_markdown(document), encoding="utf-8")
+    write_results(args.out, document, to_markdown(document))
     print(to_markdown(document))
 
 

@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _results import write_results
+
 from memlane import EpisodicMemory, FrozenClock, MemoryConfig, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
 
@@ -109,9 +111,7 @@ def main() -> None:
         "errors": [r for r in results if r["flagged"] != (r["label"] == "contradiction")],
         "pairs": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(_markdown(report), encoding="utf-8")
+    write_results(args.out, report, _markdown(report))
     print(json.dumps(report["overall"]))
 
 

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _results import write_results
+
 from memlane import EpisodeInput, EpisodicMemory, MemoryConfig, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.evaluation.locomo import default_locomo_path, load_locomo
@@ -82,8 +84,6 @@ def main() -> None:
                 }
             )
         store.close()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"conversations": rows}, indent=2) + "\n", encoding="utf-8")
     md = [
         "# Knowledge graph health on LoCoMo (offline extractor)",
         "",
@@ -101,7 +101,7 @@ def main() -> None:
             f"{r['episode_links']} | {r['links_per_episode']} | {r['triples']} | "
             f"{'; '.join(r['problems']) or '-'} |"
         )
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_results(args.out, {"conversations": rows}, "\n".join(md) + "\n")
     print(json.dumps(rows))
 
 

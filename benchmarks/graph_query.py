@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_results
 
 from memlane import EpisodicMemory, FrozenClock, MemoryConfig, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
@@ -131,8 +132,6 @@ def main() -> None:
             "facts_per_query": round(float(np.mean([len(memory.query_facts(e)) for e in sample[:100]])), 1),
         }
         memory.close()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     q = report["query_facts_ms"]
     md = [
         "# Knowledge graph: fact query speed (SQLite)",
@@ -153,7 +152,7 @@ def main() -> None:
         "",
         f"Target p95 <= 5 ms for `query_facts`: **{'met' if q['p95'] <= 5 else 'missed'}** ({q['p95']} ms).",
     ]
-    args.out.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_results(args.out, report, "\n".join(md) + "\n")
     print(json.dumps(report))
 
 

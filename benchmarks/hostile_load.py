@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_results
 from http_load import KEY, _percentile, start_server
 
 from memlane import __version__
@@ -264,8 +265,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = run(args)
     print(json.dumps(result, indent=2))
     if not args.no_write:
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        args.out.with_suffix(".md").write_text(_markdown(result), encoding="utf-8")
+        write_results(args.out, result, _markdown(result))
     return result
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _results import write_results
 
 from memlane import __version__
 from memlane.config.file import hash_api_key
@@ -258,10 +259,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "date": time.strftime("%Y-%m-%d"),
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     markdown = _markdown(result)
-    args.out.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    write_results(args.out, result, markdown)
     print(markdown)
     return result
 

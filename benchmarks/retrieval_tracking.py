@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import shutil
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _results import write_results
 from scale import (
     _POSTGRES,
     BACKENDS,
@@ -147,10 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": runs,
         "total_seconds": time.perf_counter() - started,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     markdown = render_markdown(report)
-    args.out.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    write_results(args.out, report, markdown)
     print(markdown)
     return 0
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _results import write_results
 
 from memlane import __version__
 from memlane.config.file import hash_api_key
@@ -400,9 +401,7 @@ def main() -> None:
         "trees": ["baseline", "this"] if args.baseline_src else ["this"],
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(to_markdown(document), encoding="utf-8")
+    write_results(args.out, document, to_markdown(document))
     print(to_markdown(document))
 
 
