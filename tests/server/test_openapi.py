@@ -23,6 +23,7 @@ from memlane import EpisodicMemory
 from memlane.config.file import load_config
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.server.http import create_app
+from memlane.server.inspector.throttle import KeyFailures
 from memlane.sessions.messages import message_text
 from tests.server.conftest import serve_in_thread
 
@@ -38,8 +39,13 @@ def _memory() -> EpisodicMemory:
     return EpisodicMemory.open(_DB["path"], embedder=HashingEmbedder())
 
 
+# The failed-key throttle (429 after DEFAULT_FAILED_KEY_LIMIT unknown keys in a time window; tested in
+# tests/reliability/test_hostile_findings.py) never trips here: schemathesis's invalid-auth check sends an
+# unknown key to every operation, and whether those land in one window depends on the machine's speed.
 APP = create_app(
-    _memory, load_config({"server": {"api_keys": {KEY: {"tenant": "t", "role": "admin"}}}}).server
+    _memory,
+    load_config({"server": {"api_keys": {KEY: {"tenant": "t", "role": "admin"}}}}).server,
+    key_failures=KeyFailures(limit=10**9),
 )
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
     {

@@ -32,6 +32,7 @@ Field markers (``Annotated`` metadata):
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -210,7 +211,9 @@ class Request(BaseModel):
             (with a logged warning) but not published in any schema.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, defer_build=True
+    )  # built on first use: --help stays fast
     OPERATION: ClassVar[str] = ""
     ALIASES: ClassVar[Mapping[str, str]] = {}
 
@@ -462,6 +465,7 @@ R = TypeVar("R", bound=Request)
 
 
 _BOUNDED: dict[tuple[type[Any], int], type[Any]] = {}
+_TOOL_PARAMETERS: dict[tuple[type[Any], int], dict[str, Any]] = {}
 
 
 def bounded(cls: type[R], max_limit: int) -> type[R]:
@@ -513,14 +517,16 @@ def tool_parameters(cls: type[Request], max_limit: int) -> dict[str, Any]:
     Returns:
         ``{"type": "object", "properties", "required", "additionalProperties": false}``.
     """
-    schema = bounded(cls, max_limit).model_json_schema()
-    properties = {name: _strip_null(prop) for name, prop in schema["properties"].items()}
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(schema.get("required", [])),
-        "additionalProperties": False,
-    }
+    key = (cls, max_limit)
+    if key not in _TOOL_PARAMETERS:  # the CLI asks once per option: generate once per (type, maximum)
+        schema = bounded(cls, max_limit).model_json_schema()
+        _TOOL_PARAMETERS[key] = {
+            "type": "object",
+            "properties": {name: _strip_null(prop) for name, prop in schema["properties"].items()},
+            "required": list(schema.get("required", [])),
+            "additionalProperties": False,
+        }
+    return copy.deepcopy(_TOOL_PARAMETERS[key])
 
 
 def is_interface_only(info: FieldInfo) -> bool:
