@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,14 +33,14 @@ from typing import Any
 import numpy as np
 from fusion_study import BEAM, DATASETS, LOCOMO, TUNE, Question, recording
 
-from memlane import EpisodicMemory
+from memlane import EpisodicMemory, MemoryConfig
 from memlane.config.profile import Boosts, RankingProfile
 from memlane.embeddings.local import LocalEmbedder
 from memlane.evaluation.beam import _remember, load_beam
 from memlane.evaluation.bootstrap import paired_bootstrap
 from memlane.evaluation.locomo import load_locomo
 from memlane.evaluation.locomo_run import _turn_inputs, fresh_database
-from memlane.evaluation.metrics import recall_at_k
+from memlane.evaluation.metrics import percentile, recall_at_k
 from memlane.recall.entities import (
     QueryEntity,
     entity_weights,
@@ -322,6 +323,48 @@ def markdown(doc: dict[str, Any], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def latency(db: Path, datasets: Path, boost: float) -> dict[str, Any]:
+    """Recall latency with the graph stage on (``graph_boost=boost``) and off, alternating, in one process.
+
+    Reopens a capture's database (LoCoMo 0-4 already remembered and linked) and asks every LoCoMo 0-4
+    question through the public API under both configurations, interleaved so the shared machine's
+    load falls on both alike; reports p50/p95 in ms of each and their ratio.
+    """
+    store = SQLiteStore(db)
+    embedder = LocalEmbedder()
+    locomo, _ = load_locomo(datasets / LOCOMO)
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    for pos in TUNE:
+        lc = locomo[pos]
+        memories = {
+            name: EpisodicMemory(
+                store,
+                embedder,
+                config=MemoryConfig(track_retrievals=False, graph_boost=b),
+                tenant_id=f"l{pos}",
+                session_id=lc.sample_id,
+                owns_store=False,
+            )
+            for name, b in (("off", None), ("on", boost))
+        }
+        for q in lc.questions:
+            if q.category not in (1, 2, 3, 4) or not q.has_evidence:
+                continue
+            for name, memory in memories.items():
+                start = time.perf_counter()
+                memory.recall_episodes(q.question, limit=10, now=lc.last_session_at)
+                times[name].append((time.perf_counter() - start) * 1000.0)
+    store.close()
+    out: dict[str, Any] = {
+        name: {"p50_ms": percentile(t, 50), "p95_ms": percentile(t, 95), "n": len(t)}
+        for name, t in times.items()
+    }
+    out["ratio_p50"] = out["on"]["p50_ms"] / out["off"]["p50_ms"]
+    out["ratio_p95"] = out["on"]["p95_ms"] / out["off"]["p95_ms"]
+    out["graph_boost"] = boost
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workdir", type=Path, default=Path("/tmp"))
@@ -329,7 +372,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--held-out", nargs="*", default=None, help="variant labels to score on LoCoMo 5-9")
     parser.add_argument("--cache", type=Path, default=None, help="pickle of a capture to reuse (or write)")
+    parser.add_argument("--latency", type=float, default=None, help="time recalls with this graph_boost")
     args = parser.parse_args()
+    if args.latency is not None:
+        found = latency(args.workdir / "entity-study.db", args.datasets, args.latency)
+        (args.out / "entity_study_latency.json").write_text(
+            json.dumps(found, indent=2) + "\n", encoding="utf-8"
+        )
+        print(json.dumps(found, indent=2))
+        return
     held = args.held_out is not None
     if args.cache is not None and args.cache.exists():
         data = pickle.loads(args.cache.read_bytes())

@@ -20,10 +20,12 @@ profile's :attr:`~memlane.config.profile.Boosts.graph` is above 0:
        g_i = sum_q w_q * s_q(i) / m,   s_q(i) = 1 if linked to a member of q,
                                                nu if only to a 1-hop neighbour of q, else 0
 
-   with ``nu`` the profile's :attr:`~memlane.config.profile.Boosts.graph_neighbours` and ``w_q`` the
-   specificity of q among the candidates (:func:`entity_weights`): ``w_q = 1 - df_q / n`` (``df_q`` the
-   candidates linked to q or its neighbours, ``n`` the candidates), so an entity every candidate
-   mentions (the speaker of a two-person chat) lifts nothing and a rare one lifts its few episodes.
+   over the ``m`` query entities linked to at least one candidate (one known only to another session
+   does not dilute the others), with ``nu`` the profile's
+   :attr:`~memlane.config.profile.Boosts.graph_neighbours` and ``w_q`` the specificity of q among the
+   candidates (:func:`entity_weights`): ``w_q = 1 - df_q / (n + 1)`` (``df_q`` the candidates linked to
+   q or its neighbours, ``n`` the candidates), so an entity most candidates mention (the speaker of a
+   two-person chat) lifts little and a rare one lifts its few episodes fully.
    The ranking lifts relevance by ``1 - (1 - r) * (1 - b * g_i)``
    (:func:`memlane.recall.relevance.boost_factor`) and lists it among the hit's boosts as ``"graph"``
    with strength ``b * g_i``.
@@ -157,16 +159,15 @@ def _shares(links: Sequence[Collection[str]], entity: QueryEntity, neighbour_sha
 
 
 def entity_weights(links: Sequence[Collection[str]], entities: Sequence[QueryEntity]) -> FloatArray:
-    """``[m]`` the specificity ``1 - df_q / n`` of each query entity among the ``n`` candidates.
+    """``[m]`` the specificity ``1 - df_q / (n + 1)`` of each query entity among the ``n`` candidates.
 
-    ``df_q``: the candidates linked to q's members or neighbours. In [0, 1]; 0 when every candidate
-    is linked to it (or there are no candidates).
+    ``df_q``: the candidates linked to q's members or neighbours. In (0, 1]: ``1 / (n + 1)`` when every
+    candidate is linked to it (smoothed as if one more candidate were not, so a small scope where
+    every candidate is about the entity still lifts them a little), 1 when none is.
     """
     n = len(links)
-    if n == 0:
-        return np.zeros(len(entities))
     df = np.array([sum(1 for ids in links if e.ids & set(ids)) for e in entities], dtype=np.float64)
-    return np.asarray(1.0 - df / n, dtype=np.float64)
+    return np.asarray(1.0 - df / (n + 1), dtype=np.float64)
 
 
 def graph_signal(
@@ -184,14 +185,20 @@ def graph_signal(
         weights: ``[m]`` per-entity weights ``w_q`` >= 0, or ``None`` for :func:`entity_weights`.
 
     Returns:
-        ``sum_q w_q s_q(i) / m`` (``m`` query entities); all 0 without entities.
+        ``sum_q w_q s_q(i) / m``, ``m`` the query entities linked to at least one candidate (an entity
+        no episode of the recall's scope is linked to says nothing about it: it may exist only in
+        another session); all 0 without such entities.
     """
     n = len(links)
     if not entities or n == 0:
         return np.zeros(n)
     w = entity_weights(links, entities) if weights is None else np.asarray(weights, dtype=np.float64)
     shares = np.vstack([_shares(links, e, neighbour_share) for e in entities])
-    return np.asarray(np.clip((w / len(entities)) @ shares, 0.0, 1.0), dtype=np.float64)
+    present = shares.max(axis=1) > 0.0
+    if not present.any():
+        return np.zeros(n)
+    signal = (w[present] / int(present.sum())) @ shares[present]
+    return np.asarray(np.clip(signal, 0.0, 1.0), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
