@@ -44,6 +44,7 @@ from memlane.evaluation.metrics import percentile, recall_at_k
 from memlane.recall.entities import (
     QueryEntity,
     entity_weights,
+    graph_signal,
     links_by_candidate,
     query_entity_keys,
     resolve_query_entities,
@@ -142,11 +143,8 @@ def _shares(g: Graphed, nu: float) -> np.ndarray:
 
 
 def specific_mean(g: Graphed, nu: float) -> np.ndarray:
-    """The library's: ``sum_q (1 - df_q / n) s_q / m``."""
-    if not g.entities:
-        return np.zeros(len(g.links))
-    w = entity_weights(g.links, g.entities)
-    return np.asarray(np.clip((w / len(g.entities)) @ _shares(g, nu), 0, 1))
+    """The library's :func:`~memlane.recall.entities.graph_signal`: ``sum_q (1 - df_q / (n + 1)) s_q / m``."""
+    return graph_signal(g.links, g.entities, nu)
 
 
 def plain_share(g: Graphed, nu: float) -> np.ndarray:

@@ -129,7 +129,7 @@ class MemoryConfig:
             counts to archive episodes never retrieved.
         link_entities: Whether every write links the episode to the entities found in it
             without a model (tags, speakers, quoted and capitalised names, e-mail and id-like
-            tokens: :func:`memlane.graph.entities.extract_mentions`), so
+            tokens: :func:`memlane.mentions.extract_mentions`), so
             :meth:`memlane.EpisodicMemory.episodes_about` finds it (default ``True``; about 0.6 ms per
             episode here, in a second transaction after the insert; a failed link is logged).
         graph_boost: Strength, in [0, 1], of the knowledge-graph entity signal of ranked recall

@@ -4,8 +4,8 @@ A recall stage between candidate retrieval and context (:mod:`memlane.recall.pip
 profile's :attr:`~memlane.config.profile.Boosts.graph` is above 0:
 
 1. **Query entities** (:func:`query_entity_keys`): the offline extractor that links episodes on write,
-   :func:`memlane.graph.entities.extract_mentions`, run over the query (one set of rules for both),
-   each mention reduced to its :func:`~memlane.graph.entities.entity_key`.
+   :func:`memlane.mentions.extract_mentions`, run over the query (one set of rules for both),
+   each mention reduced to its :func:`~memlane.mentions.entity_key`.
 2. **Resolution** (:func:`resolve_query_entities`): the keys that are stored aliases in the recall's
    tenant, each with every entity merged into it (its *members*) and its 1-hop neighbours over the
    object-facts valid and current at the recall's time slice, in the recall's session when the
@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.config.profile import RankingProfile
-from memlane.graph.entities import extract_mentions
+from memlane.mentions import extract_mentions
 from memlane.recall.candidates import MergedCandidates, with_extra
 from memlane.stores.base import EpisodeFilter, LinkedEpisodes, Store
 from memlane.stores.graph_base import FactFilter, GraphStore, SupportsGraph
@@ -93,7 +93,7 @@ class QueryEntity:
 def query_entity_keys(query: str) -> list[str]:
     """The entity keys of the mentions the offline extractor finds in ``query`` (first found first).
 
-    The same rules as on write (:func:`memlane.graph.entities.extract_mentions`: speakers, e-mails,
+    The same rules as on write (:func:`memlane.mentions.extract_mentions`: speakers, e-mails,
     ids, quoted and capitalised names), at most :data:`MAX_QUERY_ENTITIES`.
     """
     return [m.key for m in extract_mentions(query, limit=MAX_QUERY_ENTITIES)]

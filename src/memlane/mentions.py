@@ -1,5 +1,9 @@
 """Entity names: the canonical key of a name, and offline mention extraction (pure, no I/O).
 
+A leaf module (it imports nothing of memlane): the knowledge graph links episodes with it on write
+(:mod:`memlane.graph`) and recall finds the entities a query names with the same rules
+(:mod:`memlane.recall.entities`).
+
 :func:`entity_key` is the one normalisation every name goes through before it is looked up or
 stored (so ``"Acme Corp"``, ``" acme  corp "`` and ``"ACME CORP"`` are one entity).
 
@@ -8,8 +12,7 @@ be found by entity offline ("vector store with named entity metadata"): the epis
 speaker (``"Alice: ..."`` at the start, or ``metadata["speaker"]``), quoted names, e-mail-like
 and id-like tokens (``customer_123``, ``INV-2024-001``) and runs of capitalised words that are
 not a sentence-opening function word (a possessive ``'s`` dropped: "Caroline's" names Caroline).
-The same rules find the entities a recall's query names (:mod:`memlane.recall.entities`). What it
-cannot do: resolve pronouns ("she"), tell two people with one name apart, find lower-case names
+What it cannot do: resolve pronouns ("she"), tell two people with one name apart, find lower-case names
 ("acme"), or know that "Bob" and "Robert" are one person (merge them with ``merge_entities``).
 """
 
