@@ -90,10 +90,14 @@ _LINKED_EXTRA = (
     "GROUP BY e.seq, e.id, e.created_at_us, e.importance ORDER BY count(*) DESC, e.seq DESC LIMIT ?"
 )
 _LINKS_OF_KEYS = (
-    "SELECT e.seq, l.entity_id FROM episodes e JOIN graph_episode_entities l ON l.tenant_id = e.tenant_id "
-    "AND l.episode_id = e.id WHERE e.seq IN (SELECT value FROM json_each(?)) AND l.tenant_id = ? "
-    "AND l.entity_id IN (SELECT value FROM json_each(?))"
+    "SELECT e.seq, l.entity_id FROM json_each(?) k CROSS JOIN episodes e ON e.seq = k.value "
+    "CROSS JOIN graph_episode_entities l ON l.tenant_id = ? AND l.episode_id = e.id "
+    "WHERE l.entity_id IN (SELECT value FROM json_each(?))"
 )
+"""The links of the requested keys: driven from the keys (``CROSS JOIN`` fixes SQLite's join order), one
+rowid probe and one ``ix_graph_episode_entities_episode`` probe per key. Left to the planner it drove from
+the links of a frequent entity (a chat's speaker) and rescanned the key list for each: 35 ms for 500
+candidates on a LoCoMo conversation, against 1 ms."""
 
 
 def linked_episodes(
@@ -107,7 +111,7 @@ def linked_episodes(
     """:meth:`memlane.stores.base.Store.linked_episodes` on one connection (two statements).
 
     The extra rows come from the link table's ``(tenant_id, entity_id, episode_id)`` key, each joined
-    to its episode by id; the links of the requested keys by their ``seq``. Lists travel as one JSON
+    to its episode by id; the links of the requested keys by their ``seq`` (:data:`_LINKS_OF_KEYS`). Lists travel as one JSON
     parameter each (no statement text grows with them).
 
     Raises:
