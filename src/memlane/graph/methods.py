@@ -21,8 +21,8 @@ from typing import Any
 from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
 from memlane.graph.contradiction import plan
-from memlane.mentions import Mention, entity_key, extract_mentions
 from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry
+from memlane.mentions import Mention, entity_key, extract_mentions
 from memlane.models import Episode, Scope
 from memlane.stores.graph_base import (
     MAX_DEPTH,
