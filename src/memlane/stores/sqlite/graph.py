@@ -111,8 +111,8 @@ def linked_episodes(
     """:meth:`memlane.stores.base.Store.linked_episodes` on one connection (two statements).
 
     The extra rows come from the link table's ``(tenant_id, entity_id, episode_id)`` key, each joined
-    to its episode by id; the links of the requested keys by their ``seq`` (:data:`_LINKS_OF_KEYS`). Lists travel as one JSON
-    parameter each (no statement text grows with them).
+    to its episode by id; the links of the requested keys by their ``seq`` (:data:`_LINKS_OF_KEYS`).
+    Lists travel as one JSON parameter each (no statement text grows with them).
 
     Raises:
         sqlite3.Error: the database failed (the store translates it).
