@@ -755,7 +755,7 @@ class EpisodicMemory:
 
         Bi-temporal like an episode: ``valid_from``/``valid_until`` say when it was true,
         ``recorded_at`` (now) when memlane learned it. Names are resolved to entities of this
-        tenant (:func:`memlane.graph.entities.entity_key`: case and spacing folded; aliases and
+        tenant (:func:`memlane.mentions.entity_key`: case and spacing folded; aliases and
         merges followed; unknown names create entities). The predicate is folded to its
         canonical name (``enjoys`` -> ``likes``, :mod:`memlane.graph.predicates`). Then, in one
         transaction (:mod:`memlane.graph.contradiction`): a current fact with the same predicate

@@ -162,9 +162,11 @@ class AppliedBoost:
     """A boost that lifted a hit's relevance: ``relevance = 1 - (1 - r) * (1 - strength)``.
 
     Attributes:
-        name: ``"entity"`` (the query names the one tag the episode carries) or ``"time_window"``
-            (the episode lies in the time window the query names).
-        strength: The boost's strength in [0, 1] (from the ranking profile).
+        name: ``"entity"`` (the query names the one tag the episode carries), ``"time_window"``
+            (the episode lies in the time window the query names) or ``"graph"`` (the episode is
+            linked in the knowledge graph to entities the query names or to their neighbours).
+        strength: The boost's strength in [0, 1] (from the ranking profile; for ``"graph"`` the
+            profile's strength times the episode's graph signal).
     """
 
     name: str

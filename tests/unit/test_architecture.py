@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "memlane.validation": LEAVES,
     "memlane.analysis": LEAVES,
     "memlane.bm25": LEAVES,
+    "memlane.mentions": LEAVES,  # entity names in a text (the graph links on write, recall reads a query)
     "memlane.importance": LEAVES,  # importance="auto": pure rules over the text analysis
     "memlane.wire": LEAVES,  # the value types' JSON form; the engine's reports use it
     "memlane.lazy": LEAVES,  # a package's names imported on first use (cheap `import memlane`)

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlane.graph.contradiction import plan
-from memlane.graph.entities import entity_key, extract_mentions
 from memlane.graph.predicates import DEFAULT_REGISTRY, normalise_predicate
+from memlane.mentions import entity_key, extract_mentions
 from memlane.stores.graph_base import Fact
 
 T = datetime(2025, 1, 1, tzinfo=UTC)

@@ -90,6 +90,14 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
                 f"1 - (1 - relevance)*(1 - {profile.boosts.time_window:g}) in a time window the query names",
             )
         )
+    if profile.boosts.graph > 0:
+        terms.append(
+            (
+                "relevance+",
+                f"1 - (1 - relevance)*(1 - {profile.boosts.graph:g}*graph), graph = the share of the "
+                "query's entities (and 1-hop neighbours) the episode is linked to",
+            )
+        )
     if config.forgetting:
         terms.append(("recency", "0.5^(age_days / half_life)   (forgetting policy)"))
     else:

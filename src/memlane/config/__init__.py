@@ -55,10 +55,13 @@ DEFAULT_REEMBED_BATCH_SIZE = 256
 
 
 @lru_cache(maxsize=64)
-def _profile_of(fusion: str, decay_per_day: float) -> RankingProfile:
-    """The named profile of ``fusion`` with ``decay_per_day`` (built and checked once per pair;
-    a profile is immutable, so every recall of a configuration shares it)."""
-    return replace(PROFILES[fusion], decay_per_day=decay_per_day)
+def _profile_of(fusion: str, decay_per_day: float, graph_boost: float | None = None) -> RankingProfile:
+    """The named profile of ``fusion`` with ``decay_per_day`` and, unless ``None``, the graph boost
+    ``graph_boost`` (a profile is immutable, so every recall of a configuration shares it)."""
+    profile = replace(PROFILES[fusion], decay_per_day=decay_per_day)
+    if graph_boost is None:
+        return profile
+    return replace(profile, boosts=replace(profile.boosts, graph=graph_boost))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +129,13 @@ class MemoryConfig:
             counts to archive episodes never retrieved.
         link_entities: Whether every write links the episode to the entities found in it
             without a model (tags, speakers, quoted and capitalised names, e-mail and id-like
-            tokens: :func:`memlane.graph.entities.extract_mentions`), so
+            tokens: :func:`memlane.mentions.extract_mentions`), so
             :meth:`memlane.EpisodicMemory.episodes_about` finds it (default ``True``; about 0.6 ms per
             episode here, in a second transaction after the insert; a failed link is logged).
+        graph_boost: Strength, in [0, 1], of the knowledge-graph entity signal of ranked recall
+            (:attr:`memlane.config.profile.Boosts.graph`: episodes linked to the entities the query
+            names and to their 1-hop neighbours; :mod:`memlane.recall.entities`); ``None`` (default)
+            keeps the profile's (0: off, see ``benchmarks/results/entity_study.md``).
         importance: The importance of an episode written without one: ``None`` (default:
             unrated, ranked as 5) or ``"auto"`` (estimated 1-10 from its content by
             :func:`memlane.importance.estimate_importance`; deterministic, no model).
@@ -158,6 +165,7 @@ class MemoryConfig:
     forget_threshold: float = 0.05
     track_retrievals: bool = True
     link_entities: bool = True
+    graph_boost: float | None = None
     importance: str | None = None
 
     def __post_init__(self) -> None:
@@ -178,6 +186,10 @@ class MemoryConfig:
             raise ConfigError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
         _check_thresholds(self)
         _check_forgetting(self)
+        if self.graph_boost is not None and (
+            not _is_number(self.graph_boost) or not 0.0 <= self.graph_boost <= 1.0
+        ):
+            raise ConfigError(f"graph_boost must be a number in [0, 1] or null, got {self.graph_boost!r}")
         if self.importance not in (None, "auto"):
             raise ConfigError(f"importance must be 'auto' or None (unrated), got {self.importance!r}")
         for name in (
@@ -196,9 +208,9 @@ class MemoryConfig:
         """The :class:`memlane.config.profile.RankingProfile` of ranked recalls.
 
         The named profile of ``fusion`` (:data:`memlane.config.profile.PROFILES`) with this
-        configuration's ``decay_per_day``.
+        configuration's ``decay_per_day`` and ``graph_boost``.
         """
-        return _profile_of(self.fusion, self.decay_per_day)
+        return _profile_of(self.fusion, self.decay_per_day, self.graph_boost)
 
     @property
     def policy(self) -> ForgettingPolicy:

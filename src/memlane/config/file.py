@@ -28,6 +28,7 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       forget_action: archive   # archive | delete (what forget() does to faded episodes)
       forget_threshold: 0.05   # forget() removes episodes whose strength fell below this
       track_retrievals: true   # ranked recalls count retrieve_count / last_retrieved_at (compaction)
+      graph_boost: null        # 0-1: lift episodes linked to the query's entities (null: profile's, off)
       importance: null         # auto: estimate 1-10 for episodes written without a rating
     server:                    # memlane serve (HTTP)
       api_keys:

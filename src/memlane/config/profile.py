@@ -184,6 +184,12 @@ class Boosts:
     Attributes:
         entity: When the query names exactly one of the candidates' tags and the episode carries it (0.2).
         time_window: When the episode lies in the time window the query names (0.3, from {0.2, 0.3, 0.5}).
+        graph: Strength of the knowledge-graph entity signal (:mod:`memlane.recall.entities`): the
+            lift is ``1 - (1 - r) * (1 - graph * g)`` with ``g`` in [0, 1] how much of the query's
+            entities (and their 1-hop neighbours) the episode is linked to. 0 turns the stage off
+            (no graph query runs, no extra candidates).
+        graph_neighbours: What a link to a 1-hop neighbour of a query entity (over the object-facts)
+            counts for in ``g``, against 1 for a link to the entity itself (0.5).
 
     Raises:
         ValidationError: a value outside [0, 1].
@@ -191,9 +197,11 @@ class Boosts:
 
     entity: float = 0.2
     time_window: float = 0.3
+    graph: float = 0.0
+    graph_neighbours: float = 0.5
 
     def __post_init__(self) -> None:
-        _check_unit(self, "entity", "time_window")
+        _check_unit(self, "entity", "time_window", "graph", "graph_neighbours")
 
 
 @dataclass(frozen=True, slots=True)

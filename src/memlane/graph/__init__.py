@@ -1,7 +1,8 @@
 """The knowledge graph: entities and bi-temporal facts beside the episodes.
 
 * :mod:`memlane.graph.predicates`: the predicate registry (cardinality, opposites, synonyms).
-* :mod:`memlane.graph.entities`: canonical entity keys and offline mention extraction.
+* :mod:`memlane.mentions` (a leaf, beside the text analysis, since recall reads a query's entities with
+  the same rules): canonical entity keys and offline mention extraction.
 * :mod:`memlane.graph.contradiction`: structural contradictions (pure).
 * :mod:`memlane.graph.methods`: the operations behind :class:`memlane.EpisodicMemory`.
 

@@ -1,7 +1,7 @@
 """``recall_context``: what memory holds about an entity or a query (seed 002's ``load_customer_context``).
 
 The valid facts about the entity (or about the entities a query names, found by
-:func:`~memlane.graph.entities.extract_mentions`), ranked, with the ranked episodes of
+:func:`~memlane.mentions.extract_mentions`), ranked, with the ranked episodes of
 ``recall_episodes`` for the same text and the episodes linked to those entities on write.
 
 Fact score (in [0, 1], higher is better)::
@@ -20,7 +20,7 @@ from typing import Any
 
 from memlane.context import MemoryContext
 from memlane.graph import methods as graph
-from memlane.graph.entities import extract_mentions
+from memlane.mentions import extract_mentions
 from memlane.models import Episode, RecallHit
 from memlane.recall import methods as recall
 from memlane.recall.methods import RecallOptions

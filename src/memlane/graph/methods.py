@@ -21,8 +21,8 @@ from typing import Any
 from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
 from memlane.graph.contradiction import plan
-from memlane.graph.entities import Mention, entity_key, extract_mentions
 from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry
+from memlane.mentions import Mention, entity_key, extract_mentions
 from memlane.models import Episode, Scope
 from memlane.stores.graph_base import (
     MAX_DEPTH,
@@ -491,7 +491,7 @@ def find_paths(
 
 
 def link_episodes(ctx: MemoryContext, episodes: Sequence[Episode]) -> int:
-    """Link each episode to the entities :func:`~memlane.graph.entities.extract_mentions` finds.
+    """Link each episode to the entities :func:`~memlane.mentions.extract_mentions` finds.
 
     Returns:
         Links written. A store without a graph links nothing (returns 0).

@@ -17,7 +17,7 @@ from typing import Any
 from memlane.context import MemoryContext
 from memlane.errors import ValidationError
 from memlane.graph import methods as graph
-from memlane.graph.entities import entity_key
+from memlane.mentions import entity_key
 from memlane.stores.graph_base import EntityWrite, Fact, FactFilter
 from memlane.validation import check_fraction, check_identifier, check_text, check_timestamp, clamp_importance
 

@@ -2,6 +2,8 @@
 
 * :mod:`~memlane.recall.temporal` — time expressions in a query -> a time window (pure).
 * :mod:`~memlane.recall.candidates` — merging a store's dense and keyword candidates (pure).
+* :mod:`~memlane.recall.entities` — the knowledge-graph entity signal: the query's entities, their
+  neighbours, the candidates' links and the episodes only the graph finds (off by default).
 * :mod:`~memlane.recall.relevance` — the relevance signals: calibration, context, boosts (pure).
 * :mod:`~memlane.recall.ranking` — relevance-first scores and their breakdowns (pure).
 

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from memlane.stores.base import KeywordCandidates, VectorCandidates
 
-__all__ = ["MergedCandidates", "merge_candidates"]
+__all__ = ["MergedCandidates", "merge_candidates", "with_extra"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,4 +96,34 @@ def merge_candidates(dense: VectorCandidates | None, keyword: KeywordCandidates 
         importance=np.concatenate(
             [np.asarray(dense.importance, dtype=np.float64), keyword.importance[extra]]
         ),
+    )
+
+
+def with_extra(
+    candidates: MergedCandidates,
+    keys: NDArray[np.int64],
+    cosine: NDArray[np.float64],
+    created_at_seconds: NDArray[np.float64],
+    importance: NDArray[np.float64],
+) -> MergedCandidates:
+    """``candidates`` followed by ``k`` further ones found by neither search (e.g. through the graph).
+
+    Args:
+        candidates: The merged dense and keyword candidates.
+        keys: int64 ``[k]`` row keys not among ``candidates.keys``.
+        cosine: ``[k]`` their cosine to the query (NaN: none); dropped when no dense search ran.
+        created_at_seconds: ``[k]``. importance: ``[k]``, NaN if unrated.
+
+    Returns:
+        The ``n + k`` candidates; the extra ones have no keyword score (NaN).
+    """
+    if len(keys) == 0:
+        return candidates
+    nan = np.full(len(keys), np.nan)
+    return MergedCandidates(
+        keys=np.concatenate([candidates.keys, np.asarray(keys, dtype=np.int64)]),
+        cosine=None if candidates.cosine is None else np.concatenate([candidates.cosine, cosine]),
+        keyword=None if candidates.keyword is None else np.concatenate([candidates.keyword, nan]),
+        created_at_seconds=np.concatenate([candidates.created_at_seconds, created_at_seconds]),
+        importance=np.concatenate([candidates.importance, importance]),
     )

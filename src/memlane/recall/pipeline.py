@@ -15,8 +15,10 @@ validates the arguments (for episodes, the scoped :class:`~memlane.stores.base.E
    for episodes ``max(20 * limit, 500)``, for windows ``max(20 * top_k, 200)``; the cost of
    everything after this grows with ``top_n``, never with the scope, and an approximate index
    that finds the same dense top-N changes nothing);
-3. they are merged (:func:`memlane.recall.candidates.merge_candidates`) and the source adds
-   its context signals (episodes: stored neighbours, :func:`conversation_context`; windows:
+3. they are merged (:func:`memlane.recall.candidates.merge_candidates`); for episodes, when the
+   profile's graph boost is on, the knowledge-graph stage (:mod:`memlane.recall.entities`) adds the
+   episodes linked to the query's entities and their 1-hop neighbours and the graph signal; the
+   source adds its context signals (episodes: stored neighbours, :func:`conversation_context`; windows:
    none, :data:`NO_CONTEXT`);
 4. the candidates inside a time window the query names are marked
    (:func:`memlane.recall.temporal.parse_time_window`, when ``config.temporal`` is on);
@@ -45,6 +47,7 @@ from memlane.config import MemoryConfig
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall.candidates import MergedCandidates, merge_candidates
+from memlane.recall.entities import GraphStage, graph_stage
 from memlane.recall.ranking import CandidateSignals, RankedCandidate, RankingWeights, RankOptions, rank
 from memlane.recall.relevance import entity_signal, groups_by_gap, named_tag
 from memlane.recall.temporal import parse_time_window
@@ -157,6 +160,12 @@ class CandidateSource(Protocol):
         """Context signals of the candidates (:data:`NO_CONTEXT` when the source has none)."""
         ...
 
+    def linked(
+        self, query: str, candidates: MergedCandidates, vector: NDArray[np.float32] | None
+    ) -> tuple[MergedCandidates, NDArray[np.float64] | None]:
+        """The candidates with those the knowledge graph adds, and their graph signal (``None``: none)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class EpisodeSource:
@@ -166,11 +175,13 @@ class EpisodeSource:
         store: Where the episodes live.
         flt: The scoped filter every candidate must pass.
         group_gap_s: The profile's :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
+        graph: The knowledge-graph stage (:func:`memlane.recall.entities.graph_stage`), or ``None`` (off).
     """
 
     store: Store
     flt: EpisodeFilter
     group_gap_s: float
+    graph: GraphStage | None = None
 
     def dense(self, vector: NDArray[np.float32], top_n: int) -> VectorCandidates:
         """The store's vector candidates under the filter."""
@@ -185,6 +196,14 @@ class EpisodeSource:
         return conversation_context(
             self.store, self.flt, query, candidates.keys, candidates.created_at_seconds, self.group_gap_s
         )
+
+    def linked(
+        self, query: str, candidates: MergedCandidates, vector: NDArray[np.float32] | None
+    ) -> tuple[MergedCandidates, NDArray[np.float64] | None]:
+        """The graph stage's candidates and signal (:meth:`memlane.recall.entities.GraphStage.run`)."""
+        if self.graph is None:
+            return candidates, None
+        return self.graph.run(self.flt, query, candidates, vector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,18 +221,20 @@ class Ranking:
 
 def find_candidates(
     source: CandidateSource, embed_query: QueryEmbedder, recall: RecallQuery, top_n: int
-) -> tuple[MergedCandidates, str, bool]:
-    """Stages 1-2: embed the query (with the fallback) and ask ``source`` for its candidates.
+) -> tuple[MergedCandidates, str, bool, NDArray[np.float64] | None]:
+    """Stages 1-3: embed the query (with the fallback), ask ``source`` for its candidates, add the graph's.
 
     Returns:
-        ``(candidates, mode, fallback)``: the merged candidates, the retrieval mode that ran
-        (``"keyword"`` after a fallback) and whether the embedder failed.
+        ``(candidates, mode, fallback, graph)``: the merged candidates, the retrieval mode that ran
+        (``"keyword"`` after a fallback), whether the embedder failed and the graph signal of the
+        candidates (``None`` when the graph stage did not run or the query names no stored entity).
 
     Raises:
         EmbeddingError: the embedder failed and the fallback is off.
     """
     mode, fallback = recall.retrieval, False
     dense: VectorCandidates | None = None
+    vector = None
     if mode != "keyword":
         vector = embed_query(recall.text)
         if vector is None:
@@ -223,7 +244,11 @@ def find_candidates(
     keyword: KeywordCandidates | None = None
     if mode != "dense":
         keyword = source.keyword(query_terms(recall.text), top_n)
-    return merge_candidates(dense, keyword), mode, fallback
+    merged = merge_candidates(dense, keyword)
+    if len(merged) == 0:
+        return merged, mode, fallback, None
+    candidates, graph = source.linked(recall.text, merged, vector)
+    return candidates, mode, fallback, graph
 
 
 def time_window_mask(
@@ -263,7 +288,7 @@ def rank_candidates(
     """
     query, limit, at, weights = recall.text, recall.limit, recall.at, recall.weights
     min_relevance = recall.min_relevance
-    candidates, mode, fallback = find_candidates(source, embed_query, recall, top_n)
+    candidates, mode, fallback, graph = find_candidates(source, embed_query, recall, top_n)
     if len(candidates) == 0:
         return Ranking([], [])
     context = source.context(query, candidates)
@@ -278,6 +303,7 @@ def rank_candidates(
         adjacent=context.adjacent,
         groups=context.groups,
         entity=context.entity,
+        graph=graph,
     )
     options = RankOptions(
         now_seconds=at.timestamp(),
@@ -315,7 +341,8 @@ def ranked_recall(
         EmbeddingError: the embedder failed and the fallback is off. StoreError: the store failed.
     """
     top_n = config.profile.pools.recall(recall.limit)
-    source = EpisodeSource(store, flt, config.profile.context.group_gap_s)
+    graph = graph_stage(store, flt, config.profile, top_n)
+    source = EpisodeSource(store, flt, config.profile.context.group_gap_s, graph)
     ranking = rank_candidates(source, config, embed_query, recall, top_n)
     keys = ranking.keys
     episodes = store.fetch(keys)

@@ -129,6 +129,8 @@ class CandidateSignals:
         groups: int64 ``[n]`` group numbers (:func:`memlane.recall.relevance.groups_by_gap`);
             required with ``adjacent``.
         entity: ``[n]`` 0/1 entity signal (:func:`memlane.recall.relevance.entity_signal`), or ``None``.
+        graph: ``[n]`` knowledge-graph entity signal in [0, 1]
+            (:func:`memlane.recall.entities.graph_signal`), or ``None`` (the stage did not run).
 
     Raises:
         ValidationError: arrays of different lengths.
@@ -143,11 +145,13 @@ class CandidateSignals:
     adjacent: NDArray[np.int64] | None = None
     groups: NDArray[np.int64] | None = None
     entity: NDArray[np.floating] | None = None
+    graph: NDArray[np.floating] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.created_at_seconds)
         others = (self.importance, self.cosine, self.keyword, self.in_window, self.half_life_days)
-        if any(a is not None and len(a) != n for a in (*others, self.adjacent, self.groups, self.entity)):
+        context = (self.adjacent, self.groups, self.entity, self.graph)
+        if any(a is not None and len(a) != n for a in (*others, *context)):
             raise ValidationError("every candidate array must have the same length")
 
     def __len__(self) -> int:
@@ -337,6 +341,7 @@ class Relevance:
         entity: 0/1 entity signal.
         in_window: 0/1 time-window signal.
         fusion: The fusion method used, or ``None`` when only one signal was.
+        graph: Knowledge-graph entity signal in [0, 1] (zeros when the stage did not run).
     """
 
     dense: FloatArray | None
@@ -347,6 +352,7 @@ class Relevance:
     entity: FloatArray
     in_window: FloatArray
     fusion: str | None
+    graph: FloatArray | None = None
 
 
 def relevance_of(signals: CandidateSignals, profile: RankingProfile, mode: str) -> Relevance:
@@ -373,10 +379,12 @@ def relevance_of(signals: CandidateSignals, profile: RankingProfile, mode: str) 
         adjacent, groups = signals.adjacent, signals.groups
     else:
         adjacent, groups = np.full((n, 4), -1, dtype=np.int64), np.arange(n, dtype=np.int64)
-    factor = boost_factor(ent, win, profile.boosts)
+    graph = None if signals.graph is None else np.asarray(signals.graph, dtype=np.float64)
+    factor = boost_factor(ent, win, profile.boosts, graph)
     context = contextual_relevance(base, adjacent, groups, profile.context)
     fusion = None if dense is None or kw is None else profile.fusion.method
-    return Relevance(dense, kw, base, boosted(context, factor), boosted(base, factor), ent, win, fusion)
+    own = boosted(base, factor)
+    return Relevance(dense, kw, base, boosted(context, factor), own, ent, win, fusion, graph)
 
 
 def seed_relevance(signals: CandidateSignals, profile: RankingProfile, mode: str) -> tuple[Relevance, str]:
@@ -500,9 +508,12 @@ def decided_by(scores: Scores, first: int, second: int | None) -> str:
 
 
 def _boosts(relevance: Relevance, profile: RankingProfile, i: int) -> tuple[AppliedBoost, ...]:
+    """The boosts that lifted candidate ``i``; the graph boost's strength is ``graph * g_i``."""
+    graph = 0.0 if relevance.graph is None else float(np.clip(relevance.graph[i], 0.0, 1.0))
     applied = (
         ("entity", relevance.entity[i], profile.boosts.entity),
         ("time_window", relevance.in_window[i], profile.boosts.time_window),
+        ("graph", graph, profile.boosts.graph * graph),
     )
     return tuple(AppliedBoost(name, strength) for name, on, strength in applied if on > 0 and strength > 0)
 

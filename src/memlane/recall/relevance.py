@@ -31,9 +31,12 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
    between consecutive ones); ``gbest``: the best ``r0`` of the group. A neighbour that is
    absent (edge of a group, not a candidate) is left out of the mean, so a lone episode has
    ``rc = r0``.
-5. **Boosts** ``rel = 1 - (1 - rc) * (1 - 0.2 * entity) * (1 - 0.3 * in_window)``: ``entity`` = 1
-   when the query names exactly one of the candidates' tags (every word of the tag occurs in the
-   query) and the episode carries it; ``in_window`` = 1 inside the time window the query names.
+5. **Boosts** ``rel = 1 - (1 - rc) * (1 - 0.2 * entity) * (1 - 0.3 * in_window) * (1 - b * graph)``:
+   ``entity`` = 1 when the query names exactly one of the candidates' tags (every word of the tag
+   occurs in the query) and the episode carries it; ``in_window`` = 1 inside the time window the
+   query names; ``graph`` in [0, 1] the knowledge-graph entity signal
+   (:func:`memlane.recall.entities.graph_signal`) with the profile's strength ``b``
+   (:attr:`~memlane.config.profile.Boosts.graph`).
 6. **Own relevance** ``own = 1 - (1 - r0) * (1 - 0.2 * entity) * (1 - 0.3 * in_window)``: the
    episode's own evidence; ``min_relevance`` filters on it, so an episode surfaced only by its
    neighbour is dropped once a threshold is set.
@@ -220,18 +223,25 @@ def contextual_relevance(
 
 
 def boost_factor(
-    entity: FloatArray, in_window: FloatArray, boosts: Boosts = DEFAULT_PROFILE.boosts
+    entity: FloatArray,
+    in_window: FloatArray,
+    boosts: Boosts = DEFAULT_PROFILE.boosts,
+    graph: FloatArray | None = None,
 ) -> FloatArray:
-    """``(1 - entity_boost * entity) * (1 - time_boost * in_window)``, ``[n]`` in [0, 1] (step 5).
+    """``(1 - entity_boost * entity) * (1 - time_boost * in_window) * (1 - graph_boost * graph)``,
+    ``[n]`` in [0, 1] (step 5).
 
     Args:
         entity: ``[n]`` 0/1 (:func:`entity_signal`).
         in_window: ``[n]`` 0/1: the candidate lies in the time window the query names.
         boosts: The boost strengths.
+        graph: ``[n]`` in [0, 1], the knowledge-graph entity signal
+            (:func:`memlane.recall.entities.graph_signal`), or ``None`` (no lift).
     """
-    return np.asarray(
-        (1.0 - boosts.entity * entity) * (1.0 - boosts.time_window * in_window), dtype=np.float64
-    )
+    factor = (1.0 - boosts.entity * entity) * (1.0 - boosts.time_window * in_window)
+    if graph is not None:
+        factor = factor * (1.0 - boosts.graph * np.clip(graph, 0.0, 1.0))
+    return np.asarray(factor, dtype=np.float64)
 
 
 def boosted(relevance: FloatArray, factor: FloatArray) -> FloatArray:

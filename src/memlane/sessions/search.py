@@ -71,6 +71,12 @@ class WindowSource:
         """Windows have no context signals."""
         return NO_CONTEXT
 
+    def linked(
+        self, query: str, candidates: MergedCandidates, vector: NDArray[np.float32] | None
+    ) -> tuple[MergedCandidates, NDArray[np.float64] | None]:
+        """Windows are not linked to the knowledge graph: the candidates as they are, no signal."""
+        return candidates, None
+
 
 @dataclass(frozen=True, slots=True)
 class SnippetOptions:

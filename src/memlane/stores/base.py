@@ -24,6 +24,7 @@ __all__ = [
     "EpisodeFilter",
     "IndexReport",
     "KeywordCandidates",
+    "LinkedEpisodes",
     "MetadataCondition",
     "Neighbours",
     "Store",
@@ -368,6 +369,41 @@ class Neighbours:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkedEpisodes:
+    """Episodes linked to entities in the knowledge graph (:meth:`Store.linked_episodes`).
+
+    Attributes:
+        links: ``(row key, entity id)`` for every link of a requested or extra row to a wanted entity,
+            sorted by key then entity id.
+        extra_keys: int64 ``[k]`` row keys of the extra episodes (passing the filter, linked to a
+            wanted entity, not requested), most wanted entities first, then newest (higher key) first.
+        extra_ids: ``[k]`` their episode ids.
+        created_at_seconds: float64 ``[k]`` their ``created_at``.
+        importance: float64 ``[k]`` their importance, NaN if unrated.
+    """
+
+    links: list[tuple[int, str]]
+    extra_keys: NDArray[np.int64]
+    extra_ids: list[str]
+    created_at_seconds: NDArray[np.float64]
+    importance: NDArray[np.float64]
+
+    @classmethod
+    def from_rows(cls, links: Sequence[Sequence[Any]], extra: Sequence[Sequence[Any]]) -> LinkedEpisodes:
+        """Build from ``(key, entity id)`` links and ``(key, id, created_at_seconds, importance)`` rows."""
+        k = len(extra)
+        return cls(
+            links=sorted({(int(r[0]), str(r[1])) for r in links}),
+            extra_keys=np.fromiter((int(r[0]) for r in extra), dtype=np.int64, count=k),
+            extra_ids=[str(r[1]) for r in extra],
+            created_at_seconds=np.fromiter((float(r[2]) for r in extra), dtype=np.float64, count=k),
+            importance=np.fromiter(
+                (np.nan if r[3] is None else float(r[3]) for r in extra), dtype=np.float64, count=k
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class IndexReport:
     """What :meth:`Store.optimize` built: the search indexes a recall then finds ready.
 
@@ -509,6 +545,26 @@ class Store(Protocol):
             flt: The recall's filter (kept for the signature; the rows of ``keys`` already pass it).
             keys: Row keys from the ``*_candidates`` methods.
             radius: How many neighbours on each side (>= 1).
+        """
+        ...
+
+    def linked_episodes(
+        self, flt: EpisodeFilter, tenant_id: str, entities: Sequence[str], keys: Sequence[int], extra: int
+    ) -> LinkedEpisodes:
+        """The knowledge-graph links of candidate rows to ``entities``, and further linked episodes.
+
+        Two set-based statements over the episode -> entity links of :mod:`memlane.stores.graph_base`
+        (no statement per key or per entity): the extra episodes, then the links of every requested
+        and extra row.
+
+        Args:
+            flt: The recall's filter: no extra row fails it.
+            tenant_id: The tenant whose graph the entity ids belong to; only its links count
+                (entity ids are per tenant).
+            entities: Entity ids (canonical) to look for.
+            keys: Row keys of the recall's candidates (their links are returned, whatever their number).
+            extra: At most this many further episodes (>= 0) passing ``flt``, linked to any of
+                ``entities`` and not in ``keys``: most distinct wanted entities first, then newest.
         """
         ...
 

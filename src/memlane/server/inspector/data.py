@@ -297,6 +297,7 @@ def _lift_lines(b: ScoreBreakdown) -> list[str]:
     names = {
         "entity": "the query names its tag",
         "time_window": "it happened inside the time the query names",
+        "graph": "the knowledge graph links it to entities the query names",
     }
     for boost in b.boosts:
         lines.append(f"Boosted by {boost.strength:g} ({boost.name}): {names.get(boost.name, boost.name)}.")

@@ -17,10 +17,12 @@ from typing import Any
 
 from psycopg import Cursor, sql
 
+import memlane.stores.postgres.filters as filters
+from memlane.stores.base import EpisodeFilter, LinkedEpisodes
 from memlane.stores.graph_base import GraphStoreBase
 from memlane.stores.postgres.base import CODEC, PostgresHost, reject_nul
 
-__all__ = ["PostgresGraphStore"]
+__all__ = ["LINK_TABLE", "PostgresGraphStore", "linked_episodes"]
 
 _TABLES = {
     "facts": "memlane_graph_facts",
@@ -29,6 +31,10 @@ _TABLES = {
     "merges": "memlane_graph_merges",
     "links": "memlane_graph_episode_entities",
 }
+
+
+LINK_TABLE = _TABLES["links"]
+"""The episode -> entity link table (in the store's schema)."""
 
 
 class _Run:
@@ -86,3 +92,50 @@ class PostgresGraphStore(GraphStoreBase):
 
     def __repr__(self) -> str:
         return f"PostgresGraphStore({self._store.location!r})"
+
+
+def linked_episodes(
+    cur: Cursor[Any],
+    episodes: sql.Composable,
+    links: sql.Composable,
+    query: tuple[EpisodeFilter, str, Sequence[str], Sequence[int], int],
+) -> LinkedEpisodes:
+    """:meth:`memlane.stores.base.Store.linked_episodes` on one cursor (two statements).
+
+    Args:
+        cur: A cursor inside the store's transaction.
+        episodes: The schema-qualified episodes table. links: The episode -> entity link table.
+        query: ``(flt, tenant_id, entities, keys, extra)`` as for the protocol method.
+
+    The extra rows come from the link table's ``(tenant_id, entity_id, episode_id)`` key joined to
+    the episodes by id; the links of the requested keys by ``seq``. Lists are array parameters.
+    """
+    flt, tenant_id, entities, keys, extra = query
+    wanted = sorted(set(entities))
+    reject_nul(wanted)
+    reject_nul([tenant_id])
+    requested = sorted({int(k) for k in keys})
+    rows: list[tuple[Any, ...]] = []
+    if wanted and extra > 0:
+        where, params = filters.where(flt)
+        statement = sql.SQL(
+            "SELECT e.seq, e.id, extract(epoch FROM e.created_at)::float8, e.importance FROM (SELECT seq, "
+            "id, tenant_id, created_at, importance FROM {t}{where}) e JOIN {links} l ON l.tenant_id = "
+            "e.tenant_id AND l.episode_id = e.id WHERE l.tenant_id = %s AND l.entity_id = ANY(%s::text[]) "
+            "AND NOT (e.seq = ANY(%s::int8[])) GROUP BY e.seq, e.id, e.created_at, e.importance "
+            "ORDER BY count(*) DESC, e.seq DESC LIMIT %s"
+        ).format(t=episodes, where=where, links=links)
+        rows = [
+            tuple(r)
+            for r in cur.execute(statement, [*params, tenant_id, wanted, requested, int(extra)]).fetchall()
+        ]
+    found: list[tuple[Any, ...]] = []
+    every = requested + [int(r[0]) for r in rows]
+    if wanted and every:
+        statement = sql.SQL(
+            "SELECT e.seq, l.entity_id FROM {t} e JOIN {links} l ON l.tenant_id = e.tenant_id AND "
+            "l.episode_id = e.id WHERE e.seq = ANY(%s::int8[]) AND l.tenant_id = %s "
+            "AND l.entity_id = ANY(%s::text[])"
+        ).format(t=episodes, links=links)
+        found = [tuple(r) for r in cur.execute(statement, [every, tenant_id, wanted]).fetchall()]
+    return LinkedEpisodes.from_rows(found, rows)

@@ -57,6 +57,7 @@ from memlane.models import Episode
 from memlane.stores.base import (
     EpisodeFilter,
     KeywordCandidates,
+    LinkedEpisodes,
     Neighbours,
     StoreStats,
     VectorCandidates,
@@ -76,7 +77,7 @@ from memlane.stores.common import (
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
-from memlane.stores.postgres.graph import PostgresGraphStore
+from memlane.stores.postgres.graph import LINK_TABLE, PostgresGraphStore, linked_episodes
 from memlane.stores.postgres.ingest import copy_episodes, copy_types
 from memlane.stores.postgres.migrations import (
     BIND_LOCK_KEY,
@@ -529,6 +530,16 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
             return keyword_search(cur, self._t, self._scope_stats, flt, terms, top_n, self._common_terms)
+
+    def linked_episodes(
+        self, flt: EpisodeFilter, tenant_id: str, entities: Sequence[str], keys: Sequence[int], extra: int
+    ) -> LinkedEpisodes:
+        """Graph links of ``keys`` to ``entities`` and up to ``extra`` further linked episodes
+        (see :meth:`Store.linked_episodes`; :func:`memlane.stores.postgres.graph.linked_episodes`)."""
+        schema, _ = self.sql_names()
+        links = sql.SQL("{}.{}").format(schema, sql.Identifier(LINK_TABLE))
+        with self._transaction("linked_episodes") as cur:
+            return linked_episodes(cur, self._t, links, (flt, tenant_id, entities, keys, max(0, int(extra))))
 
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).

@@ -44,6 +44,7 @@ from memlane.stores.base import (
     EpisodeFilter,
     IndexReport,
     KeywordCandidates,
+    LinkedEpisodes,
     Neighbours,
     StoreStats,
     VectorCandidates,
@@ -75,7 +76,7 @@ from memlane.stores.sqlite.base import (
 )
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import KeywordIndex, index_new_rows, indexed_keyword_search, keyword_search
-from memlane.stores.sqlite.graph import SQLiteGraphStore
+from memlane.stores.sqlite.graph import SQLiteGraphStore, linked_episodes
 from memlane.stores.sqlite.neighbours import indexed_neighbours, stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
@@ -453,6 +454,14 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                     postings = self._keyword_index.refresh(conn)
                     return indexed_neighbours(postings, keys, max(1, int(radius)))
             return stored_neighbours(self._conn(), keys, max(1, int(radius)))
+
+    def linked_episodes(
+        self, flt: EpisodeFilter, tenant_id: str, entities: Sequence[str], keys: Sequence[int], extra: int
+    ) -> LinkedEpisodes:
+        """Graph links of ``keys`` to ``entities`` and up to ``extra`` further linked episodes
+        (see :meth:`Store.linked_episodes`; :func:`memlane.stores.sqlite.graph.linked_episodes`)."""
+        with self._translate("linked_episodes"):
+            return linked_episodes(self._conn(), flt, tenant_id, entities, keys, max(0, int(extra)))
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id``, or ``None``."""

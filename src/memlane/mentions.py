@@ -1,5 +1,9 @@
 """Entity names: the canonical key of a name, and offline mention extraction (pure, no I/O).
 
+A leaf module (it imports nothing of memlane): the knowledge graph links episodes with it on write
+(:mod:`memlane.graph`) and recall finds the entities a query names with the same rules
+(:mod:`memlane.recall.entities`).
+
 :func:`entity_key` is the one normalisation every name goes through before it is looked up or
 stored (so ``"Acme Corp"``, ``" acme  corp "`` and ``"ACME CORP"`` are one entity).
 
@@ -7,9 +11,9 @@ stored (so ``"Acme Corp"``, ``" acme  corp "`` and ``"ACME CORP"`` are one entit
 be found by entity offline ("vector store with named entity metadata"): the episode's tags, a
 speaker (``"Alice: ..."`` at the start, or ``metadata["speaker"]``), quoted names, e-mail-like
 and id-like tokens (``customer_123``, ``INV-2024-001``) and runs of capitalised words that are
-not a sentence-opening function word. What it cannot do: resolve pronouns ("she"), tell two
-people with one name apart, find lower-case names ("acme"), or know that "Bob" and "Robert"
-are one person (merge them with ``merge_entities``).
+not a sentence-opening function word (a possessive ``'s`` dropped: "Caroline's" names Caroline).
+What it cannot do: resolve pronouns ("she"), tell two people with one name apart, find lower-case names
+("acme"), or know that "Bob" and "Robert" are one person (merge them with ``merge_entities``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ _SPEAKER = re.compile(r"^\s*([A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40})?):\s")
 _WORD = r"[A-Z][A-Za-z'&]*(?:-[A-Za-z]+)*(?![\w-])"
 _CAPITALISED = re.compile(rf"\b{_WORD}(?:[ \t]+(?:(?:of|de|van|von|the|and|&)[ \t]+)?{_WORD})*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
+_POSSESSIVE = re.compile("['\u2019]s$")
+"""A possessive ending: "Caroline's kids" names Caroline."""
 
 _FUNCTION_WORDS = frozenset(
     [
@@ -224,7 +230,7 @@ def _names(content: str) -> Iterable[str]:
                 continue
         while words and words[-1].casefold() in {"of", "de", "van", "von", "the", "and", "&"}:
             words = words[:-1]
-        name = " ".join(words).rstrip(".'-")
+        name = _POSSESSIVE.sub("", " ".join(words)).rstrip(".'-")
         if name and name.casefold() not in _FUNCTION_WORDS and len(name) > 1:
             yield name
 
