@@ -286,3 +286,33 @@ def test_export_and_import_restore_the_history_exactly(make_memory: MemoryFactor
     mine = [{**r, "tenant_id": "a"} for r in target.export_facts()]
     assert mine == rows
     assert [f.object for f in target.query_facts("ana")] == ["lisbon"]
+
+
+def test_retention_hides_old_facts_and_prune_deletes_them_with_their_links(
+    make_memory: MemoryFactory, clock: FrozenClock
+) -> None:
+    """Facts follow the episodes' retention: past ``retention_days`` (by ``recorded_at``) they are
+    gone from every fact read at once and deleted by a prune, unless never-forget (importance >= 9);
+    the episode links of pruned episodes go with them, and another tenant's facts are untouched."""
+    memory = make_memory(tenant_id="r", scope="tenant", retention_days=30, prune_probability=0.0)
+    other = make_memory(tenant_id="r2", scope="tenant", retention_days=30, prune_probability=0.0)
+    moved = memory.remember_fact("user", "lives in", "Berlin", importance=5).fact
+    allergy = memory.remember_fact("user", "allergic to", "peanuts", importance=10).fact
+    other.remember_fact("user", "lives in", "Oslo", importance=5)
+    memory.remember_episode("note", "Alice introduced me to Bob")
+    clock.advance(timedelta(days=10))
+    fresh = memory.remember_fact("user", "likes", "jazz", importance=5).fact
+    assert {f.id for f in memory.query_facts("user")} == {moved.id, allergy.id, fresh.id}
+    clock.advance(timedelta(days=25))  # moved and the episode: 35 days old; fresh: 25
+    kept = {allergy.id, fresh.id}
+    assert {f.id for f in memory.query_facts("user")} == kept
+    assert {f.id for f in memory.query_facts("user", as_of=T0 + DAY)} == {allergy.id}
+    assert {f.id for f in memory.entity_timeline("user")} == kept
+    assert {row["id"] for row in memory.export_facts()} == kept
+    assert memory.episodes_about("alice") == []
+    assert memory.graph_stats().facts == 3  # stored until a prune
+    assert memory.prune(all_tenants=False) == 1  # the episode
+    stats = memory.graph_stats()
+    assert (stats.facts, stats.episode_links) == (2, 0)
+    assert {f.id for f in memory.entity_timeline("user")} == kept
+    assert other.graph_stats().facts == 1  # a tenant's prune leaves the others' facts

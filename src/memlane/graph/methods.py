@@ -396,12 +396,22 @@ def merge_entities(ctx: MemoryContext, alias: object, into: object, reason: str 
 def time_filter(
     ctx: MemoryContext, as_of: datetime | None, known_at: datetime | None, now: datetime | None
 ) -> dict[str, Any]:
-    """The time conditions of a read: the episodes' model (see ``recall_episodes``)."""
+    """The time conditions of a read: the episodes' model (see ``recall_episodes``), and retention."""
     at = ctx.now(now)
     valid, known = _opt_instant(as_of, "as_of"), _opt_instant(known_at, "known_at")
     if valid is None and known is None:
-        return {"current_at": at, "still_valid_at": at}
-    return {"valid_at": valid, "recorded_by": known, "current_at": known}
+        return {"current_at": at, "still_valid_at": at, **retention(ctx, at)}
+    return {"valid_at": valid, "recorded_by": known, "current_at": known, **retention(ctx, at)}
+
+
+def retention(ctx: MemoryContext, at: datetime | None = None) -> dict[str, Any]:
+    """The retention conditions of every fact read: facts recorded more than ``retention_days``
+    before ``at`` (default the clock) are gone, unless their importance is never-forget (the
+    episodes' rule: :func:`memlane.context.retained_after`); empty without retention."""
+    cutoff = ctx.retained_after(ctx.now(at))
+    if cutoff is None:
+        return {}
+    return {"retained_after": cutoff, "never_forget_from": ctx.config.policy.never_forget_from}
 
 
 def query_facts(
@@ -435,7 +445,9 @@ def entity_timeline(ctx: MemoryContext, entity: object) -> list[Fact]:
     ids = _resolve(ctx, graph, entity)
     if not ids:
         return []
-    return graph.facts(FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids)), _TIMELINE_LIMIT)
+    return graph.facts(
+        FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids), **retention(ctx)), _TIMELINE_LIMIT
+    )
 
 
 def neighbours(

@@ -29,7 +29,8 @@ _EXPORT_LIMIT = 10_000_000
 def export_facts(ctx: MemoryContext) -> Iterator[dict[str, Any]]:
     """Every fact of the memory's tenant (its session's only under ``session`` scope), oldest first."""
     store = graph.graph_store(ctx)
-    facts = store.facts(FactFilter(ctx.tenant_id, graph.session_filter(ctx)), _EXPORT_LIMIT)
+    flt = FactFilter(ctx.tenant_id, graph.session_filter(ctx), **graph.retention(ctx))
+    facts = store.facts(flt, _EXPORT_LIMIT)
     names = store.entities(ctx.tenant_id, [i for f in facts for i in (f.subject, f.object) if i])
     for fact in facts:
         row = fact.to_dict()

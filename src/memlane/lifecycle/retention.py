@@ -27,9 +27,10 @@ from datetime import datetime
 
 from memlane.context import is_retained, retained_after
 from memlane.stores.base import EpisodeFilter, Store
+from memlane.stores.graph_base import SupportsGraph
 from memlane.stores.sessions_base import SupportsSessions
 
-__all__ = ["is_retained", "prune", "prune_sessions", "retained_after"]
+__all__ = ["is_retained", "prune", "prune_graph", "prune_sessions", "retained_after"]
 
 
 def prune(
@@ -68,7 +69,37 @@ def prune(
         scope = EpisodeFilter(tenant_id=tenant_id)
         kept = store.stats(replace(scope, retained_after=cutoff, never_forget_from=never_forget_from))
         return store.stats(scope).episodes - kept.episodes
-    return store.delete_created_before(cutoff, keep_importance_from=never_forget_from, tenant_id=tenant_id)
+    deleted = store.delete_created_before(cutoff, keep_importance_from=never_forget_from, tenant_id=tenant_id)
+    prune_graph(store, cutoff, never_forget_from, tenant_id=tenant_id, dry_run=False)
+    return deleted
+
+
+def prune_graph(
+    store: Store, cutoff: datetime, never_forget_from: float | None, *, tenant_id: str | None, dry_run: bool
+) -> int:
+    """Delete (or count) the facts recorded before ``cutoff`` and the dangling episode links; 0 without graph.
+
+    The facts' retention is the episodes' (``recorded_at`` for ``created_at``, the same
+    never-forget importance); every fact read hides them before a prune does
+    (:func:`memlane.graph.methods.retention`). The links of episodes created before ``cutoff``
+    go once their episode has.
+
+    Args:
+        store: The episode store (its ``graph_store``, if it keeps the knowledge graph).
+        cutoff: Exclusive bound on ``recorded_at`` (UTC).
+        never_forget_from: Facts with importance >= this are kept; ``None`` = no exemption.
+        tenant_id: Only this tenant's facts and links; ``None`` = every tenant.
+        dry_run: Only count the facts.
+
+    Returns:
+        The facts deleted, or that would be with ``dry_run``.
+
+    Raises:
+        StoreError: the store failed.
+    """
+    if not isinstance(store, SupportsGraph):
+        return 0
+    return store.graph_store.prune(cutoff, never_forget_from, tenant_id, dry_run=dry_run)
 
 
 def prune_sessions(store: Store, cutoff: datetime, *, tenant_id: str | None, dry_run: bool) -> int:

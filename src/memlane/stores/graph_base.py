@@ -230,6 +230,10 @@ class FactFilter:
         still_valid_at: Only facts whose validity has not ended at this instant.
         recorded_by: Only facts recorded at or before this instant.
         current_at: Only facts not retired at this instant.
+        retained_after: Retention: only facts recorded at or after this instant (``None`` = all),
+            except those of importance >= ``never_forget_from`` (the episodes' rule, as
+            :class:`~memlane.stores.base.EpisodeFilter`).
+        never_forget_from: Importance from which a fact is kept whatever its age, or ``None``.
     """
 
     tenant_id: str
@@ -241,6 +245,8 @@ class FactFilter:
     still_valid_at: datetime | None = None
     recorded_by: datetime | None = None
     current_at: datetime | None = None
+    retained_after: datetime | None = None
+    never_forget_from: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,6 +379,19 @@ class GraphStore(Protocol):
         """The raw counts of the tenant's graph (:class:`GraphCounts`)."""
         ...
 
+    def prune(
+        self, cutoff: datetime, keep_importance_from: float | None, tenant_id: str | None, *, dry_run: bool
+    ) -> int:
+        """Delete (or count) the facts recorded before ``cutoff`` and the links of episodes created before it.
+
+        Retention for the graph (:func:`memlane.lifecycle.retention.prune`): facts of importance
+        >= ``keep_importance_from`` stay; a link goes only once its episode is gone.
+
+        Returns:
+            The facts deleted (or that would be, with ``dry_run``).
+        """
+        ...
+
 
 @runtime_checkable
 class SupportsGraph(Protocol):
@@ -389,6 +408,8 @@ class SupportsGraph(Protocol):
 _FACT_COLUMNS = ", ".join(_FACT_FIELDS)
 _ENTITY_COLUMNS = "id, tenant_id, name, entity_type, created_at, merged_into"
 
+_RETAINED = "f.recorded_at >= ?"
+_RETAINED_OR_KEPT = "(f.recorded_at >= ? OR f.importance >= ?)"
 _TIME_CONDITIONS: tuple[tuple[str, str, int], ...] = (
     ("valid_at", "f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", 2),
     ("still_valid_at", "(f.valid_until IS NULL OR f.valid_until > ?)", 1),
@@ -465,6 +486,11 @@ class GraphStoreBase:
             if value is not None:
                 clauses.append(condition)
                 params.extend([self._t(value)] * times)
+        if flt.retained_after is not None:
+            clauses.append(_RETAINED if flt.never_forget_from is None else _RETAINED_OR_KEPT)
+            params.append(self._t(flt.retained_after))
+            if flt.never_forget_from is not None:
+                params.append(float(flt.never_forget_from))
         return " AND ".join(clauses), params
 
     # -- entities ------------------------------------------------------------------------
@@ -752,6 +778,35 @@ class GraphStoreBase:
                 [tenant_id, *entities, *([] if session_id is None else [session_id]), max(1, int(limit))],
             )
         return [str(r[0]) for r in rows]
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def prune(
+        self, cutoff: datetime, keep_importance_from: float | None, tenant_id: str | None, *, dry_run: bool
+    ) -> int:
+        """Retention for the graph (see :meth:`GraphStore.prune`): one statement for facts, one for links."""
+        facts, params = "f.recorded_at < ?", [self._t(cutoff)]
+        if keep_importance_from is not None:
+            facts += " AND (f.importance IS NULL OR f.importance < ?)"
+            params.append(float(keep_importance_from))
+        if tenant_id is not None:
+            facts += " AND f.tenant_id = ?"
+            params.append(tenant_id)
+        with self._write("prune_graph") as run:
+            if dry_run:
+                return int(run(f"SELECT count(*) FROM {{facts}} f WHERE {facts}", params)[0][0])
+            removed = run.rowcount(
+                f"DELETE FROM {{facts}} WHERE id IN (SELECT f.id FROM {{facts}} f WHERE {facts})", params
+            )
+            links = [self._t(cutoff), *([] if tenant_id is None else [tenant_id])]
+            run.rowcount(  # the links of the episodes this prune (or an earlier delete) removed
+                "DELETE FROM {links} WHERE created_at < ?"
+                + ("" if tenant_id is None else " AND tenant_id = ?")
+                + " AND NOT EXISTS (SELECT 1 FROM {episodes} e WHERE e.tenant_id = {links}.tenant_id "
+                "AND e.id = {links}.episode_id)",
+                links,
+            )
+        return removed
 
     # -- health --------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ _TABLES = {
     "aliases": "memlane_graph_aliases",
     "merges": "memlane_graph_merges",
     "links": "memlane_graph_episode_entities",
+    "episodes": "memlane_episodes",
 }
 
 

@@ -30,6 +30,7 @@ _TABLES = {
     "aliases": "graph_aliases",
     "merges": "graph_merges",
     "links": "graph_episode_entities",
+    "episodes": "episodes",
 }
 
 
