@@ -57,7 +57,9 @@ from memlane.operations.tool_specs import (
     CONTRADICTIONS,
     ENTITY_TIMELINE,
     EPISODE_HISTORY,
+    FIND_PATHS,
     GET_CONTEXT,
+    NEIGHBOURS,
     QUERY_FACTS,
     RECALL_EPISODES,
     REMEMBER_EPISODE,
@@ -388,6 +390,8 @@ _PLAIN_TOOLS: dict[str, Callable[[EpisodicMemory, Mapping[str, Any], wire.Detail
     REMEMBER_FACT: operations.remember_fact,
     QUERY_FACTS: operations.query_facts,
     ENTITY_TIMELINE: operations.entity_timeline,
+    NEIGHBOURS: operations.neighbours,
+    FIND_PATHS: operations.find_paths,
 }
 """The tools that need only the memory (each a handler of :mod:`memlane.operations.handlers`)."""
 

@@ -18,7 +18,9 @@ __all__ = [
     "CONTRADICTIONS",
     "ENTITY_TIMELINE",
     "EPISODE_HISTORY",
+    "FIND_PATHS",
     "GET_CONTEXT",
+    "NEIGHBOURS",
     "QUERY_FACTS",
     "RECALL_EPISODES",
     "REMEMBER_EPISODE",
@@ -39,6 +41,8 @@ CONTRADICTIONS: Final = "find_contradictions"
 REMEMBER_FACT: Final = "remember_fact"
 QUERY_FACTS: Final = "query_facts"
 ENTITY_TIMELINE: Final = "entity_timeline"
+NEIGHBOURS: Final = "neighbours"
+FIND_PATHS: Final = "find_paths"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +158,25 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "first, each with when it was true and why it was replaced."
         ),
         r.EntityTimelineRequest,
+    ),
+    ToolSpec(
+        NEIGHBOURS,
+        (
+            "List the entities linked to one entity by remembered facts (people it knows, the company it "
+            "works at, the city it lives in), nearest first with their distance in hops; depth walks "
+            "further. Use it to explore what memory connects to someone before asking query_facts about "
+            "each."
+        ),
+        r.NeighboursRequest,
+    ),
+    ToolSpec(
+        FIND_PATHS,
+        (
+            "Find how two entities are connected: chains of remembered facts from source to target, "
+            "shortest first, e.g. ('Ana', 'introduced', 'Bob'), ('Bob', 'works_at', 'Acme'). Use it for "
+            "multi-hop questions such as 'who did Ana introduce me to?' or 'how do I know Acme?'."
+        ),
+        r.FindPathsRequest,
     ),
 )
 """Every tool, in registration order; each request's ``OPERATION`` is the tool's name."""
