@@ -224,6 +224,7 @@ def recent_sessions(
 _CONTEXT_OPTIONS = (
     "include_events",
     "include_sessions",
+    "include_facts",
     "session_top_k",
     "event_limit",
     "min_relevance",

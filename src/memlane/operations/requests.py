@@ -336,6 +336,13 @@ class _ContextOptions(Request):
     )
     include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
     include_sessions: Flag | None = Field(default=None, description="Include past conversations.")
+    include_facts: Flag | None = Field(
+        default=None,
+        description=(
+            "Include the current facts about the entities the query names (default true; nothing "
+            "when it names none)."
+        ),
+    )
     session_top_k: Limit | None = Field(
         default=None, description="Conversation passages considered (default 5)."
     )
