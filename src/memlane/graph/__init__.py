@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from memlane.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from memlane.graph.entities import Mention, extract_mentions
     from memlane.graph.methods import MIN_CONFIDENCE, FactResult, GraphStats, Neighbour
     from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry, PredicateSpec
     from memlane.graph.walks import (
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from memlane.stores.graph_base import Entity, Fact
 
 _HOMES: dict[str, tuple[str, ...]] = {
+    "memlane.graph.entities": ("Mention", "extract_mentions"),
     "memlane.graph.methods": ("MIN_CONFIDENCE", "FactResult", "GraphStats", "Neighbour"),
     "memlane.graph.predicates": ("DEFAULT_REGISTRY", "FACT_METHODS", "PredicateRegistry", "PredicateSpec"),
     "memlane.graph.walks": (
@@ -55,7 +57,9 @@ __all__ = [
     "Fact",
     "FactResult",
     "GraphStats",
+    "Mention",
     "Neighbour",
     "PredicateRegistry",
     "PredicateSpec",
+    "extract_mentions",
 ]
