@@ -144,3 +144,21 @@ def test_without_the_embedder_the_named_entitys_facts_are_keyword_candidates(
     assert "Ana lives in Lisbon" in block.text
     unrelated = memory.sessions.build_context_block("liquid nitrogen", token_budget=400, **OWNER)
     assert _facts_items(unrelated) == []
+
+
+def test_the_block_embeds_its_query_once_and_the_facts_once(make_memory: MemoryFactory) -> None:
+    counting = HashingEmbedder()
+    memory = make_memory(embedder_=counting, scope="tenant")
+    memory.remember_episode("note", "Ana booked the train to Sintra")
+    memory.sessions.store_session("s-1", [{"role": "user", "content": "Ana wants a window seat"}], **OWNER)
+    memory.remember_fact("Ana", "lives_in", "Lisbon")
+    counting.calls = 0
+    memory.sessions.build_context_block("Where does Ana live?", token_budget=400, min_relevance=0, **OWNER)
+    assert counting.calls == 2  # the query (sessions, events and facts share it), then the facts
+    counting.calls = 0
+    memory.sessions.build_context_block("the weather in Porto", token_budget=400, **OWNER)
+    assert counting.calls == 1  # no entity named: no facts to embed
+    counting.calls = 0
+    memory.recall_episodes("the weather in Porto")
+    memory.recall_episodes("the weather in Porto")
+    assert counting.calls == 2  # outside a block nothing is kept between reads

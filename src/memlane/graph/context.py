@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from memlane.context import MemoryContext
 from memlane.graph import methods as graph
@@ -156,7 +157,7 @@ class FactGroup:
             valid_until``), best :func:`fact_score` first.
         lines: One readable line per fact (:func:`fact_line`), in the order of ``facts``.
         breakdown: The group's score breakdown from :func:`memlane.recall.ranking.rank`: ``dense``
-            is the calibrated cosine between the query and the group's lines (``None`` when no
+            is the calibrated cosine between the query and the group's facts (``None`` when no
             vectors were compared: the embedder's fallback), ``importance`` the most important fact's.
     """
 
@@ -166,17 +167,20 @@ class FactGroup:
     breakdown: ScoreBreakdown
 
 
-def fact_line(fact: Fact, names: Mapping[str, str]) -> str:
+def fact_line(fact: Fact, names: Mapping[str, str], *, dated: bool = True) -> str:
     """``"Ana lives in Lisbon (since 2024-06-01)"``, ``"acme subscription tier: pro (since ...)"``.
 
     Args:
         fact: The fact. names: Entity id -> display name (an id missing from it is shown as is).
+        dated: Add ``(since <valid_from date>)`` (the block's line); without it, the sentence
+            whose meaning is compared with the query.
     """
     subject = names.get(fact.subject, fact.subject)
     relation = fact.predicate.replace("_", " ")
     target = "" if fact.object is None else f" {names.get(fact.object, fact.object)}"
     value = "" if fact.value is None else f": {fact.value}"
-    return f"{subject} {relation}{target}{value} (since {fact.valid_from.date().isoformat()})"
+    sentence = f"{subject} {relation}{target}{value}"
+    return f"{sentence} (since {fact.valid_from.date().isoformat()})" if dated else sentence
 
 
 def _group_facts(ctx: MemoryContext, query: str, at: datetime) -> list[tuple[Entity, list[RankedFact]]]:
@@ -200,6 +204,18 @@ def _names(ctx: MemoryContext, groups: Sequence[tuple[Entity, list[RankedFact]]]
     return {key: entity.name for key, entity in known.items()}
 
 
+def _cosines(ctx: MemoryContext, query: str, texts: list[str]) -> NDArray[np.float64] | None:
+    """Cosines ``[n]`` of ``texts`` to ``query``, or ``None`` when the embedder failed (the fallback).
+
+    The query's vector is the one the block's other searches used (:meth:`MemoryContext.one_query`).
+    """
+    vector = ctx.embed_query(query)
+    if vector is None:
+        return None
+    found = ctx.embed(texts, "recall")
+    return None if found is None else np.asarray(found @ vector, dtype=np.float64)
+
+
 def query_fact_groups(
     ctx: MemoryContext,
     query: str,
@@ -212,8 +228,9 @@ def query_fact_groups(
     Only entities the query names (:func:`query_entities`) contribute, so a query that names none
     gets ``[]`` (as does a store without a graph). Each group is ranked by
     :func:`memlane.recall.ranking.rank` with the memory's profile and ``weights``: its relevance is
-    the calibrated cosine between the query and the group's lines (one embedder call for them all;
-    when it fails and the fallback is on, the groups are keyword candidates: the query named them),
+    the calibrated cosine between the query and the group's facts as sentences (without their
+    dates; one embedder call for every group; the query's vector is the block's; when the embedder
+    fails and the fallback is on, the groups are keyword candidates: the query named them),
     its recency 1 (the facts are valid at ``now``), its importance the most important fact's.
 
     Args:
@@ -232,7 +249,8 @@ def query_fact_groups(
         return []
     names = _names(ctx, groups)
     lines = [tuple(fact_line(r.fact, names) for r in ranked) for _, ranked in groups]
-    vectors = ctx.embed([query, *("\n".join(group) for group in lines)], "recall")
+    meaning = [". ".join(fact_line(r.fact, names, dated=False) for r in ranked) for _, ranked in groups]
+    vectors = _cosines(ctx, query, meaning)
     n = len(groups)
     importance = [
         max((r.fact.importance for r in ranked if r.fact.importance is not None), default=np.nan)
@@ -241,7 +259,7 @@ def query_fact_groups(
     signals = CandidateSignals(
         created_at_seconds=np.full(n, now.timestamp()),
         importance=np.asarray(importance, dtype=np.float64),
-        cosine=None if vectors is None else np.asarray(vectors[1:] @ vectors[0], dtype=np.float64),
+        cosine=vectors,
         keyword=np.ones(n) if vectors is None else None,
     )
     options = RankOptions(

@@ -492,41 +492,42 @@ class SessionMemory:
             (with ``config.embedding_fallback`` on, both searches degrade to keywords instead).
         """
         self._check_open()
-        query = check_query(query)
-        budget = check_budget(token_budget)
-        counter = resolve_token_counter(tokenizer)
-        max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
-        floor = self._floor(min_relevance)
-        at = self._ctx.now(now)
-        candidates: list[ContextItem] = []
-        owner = self._owner(agent_id, user_id)
-        if budget > 0 and check_flag(include_sessions, "include_sessions"):
-            for snippet in self.search_sessions(
-                owner.agent_id,
-                owner.user_id,
-                query,
-                top_k=check_limit(session_top_k, "session_top_k"),
-                now=at,
-                weights=weights,
-                context_turns=context_turns,
-                exclude_session_id=exclude_session_id,
-                min_relevance=floor,
-            ):
-                candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
-        if budget > 0 and check_flag(include_events, "include_events"):
-            hits: list[RecallHit] = recall_episodes(
-                self._ctx,
-                query,
-                None,
-                None,
-                check_limit(event_limit, "event_limit"),
-                RecallOptions(now=at, weights=weights),
-            )
-            candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
-        if budget > 0 and check_flag(include_facts, "include_facts"):
-            groups = query_fact_groups(self._ctx, query, now=at, weights=weights)
-            candidates.extend(facts_item(g, at, max_item_chars=max_item_chars) for g in groups)
-        return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=floor)
+        with self._ctx.one_query():  # the searches below embed the query once
+            query = check_query(query)
+            budget = check_budget(token_budget)
+            counter = resolve_token_counter(tokenizer)
+            max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
+            floor = self._floor(min_relevance)
+            at = self._ctx.now(now)
+            candidates: list[ContextItem] = []
+            owner = self._owner(agent_id, user_id)
+            if budget > 0 and check_flag(include_sessions, "include_sessions"):
+                for snippet in self.search_sessions(
+                    owner.agent_id,
+                    owner.user_id,
+                    query,
+                    top_k=check_limit(session_top_k, "session_top_k"),
+                    now=at,
+                    weights=weights,
+                    context_turns=context_turns,
+                    exclude_session_id=exclude_session_id,
+                    min_relevance=floor,
+                ):
+                    candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
+            if budget > 0 and check_flag(include_events, "include_events"):
+                hits: list[RecallHit] = recall_episodes(
+                    self._ctx,
+                    query,
+                    None,
+                    None,
+                    check_limit(event_limit, "event_limit"),
+                    RecallOptions(now=at, weights=weights),
+                )
+                candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
+            if budget > 0 and check_flag(include_facts, "include_facts"):
+                groups = query_fact_groups(self._ctx, query, now=at, weights=weights)
+                candidates.extend(facts_item(g, at, max_item_chars=max_item_chars) for g in groups)
+            return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=floor)
 
     def build_context(
         self,
