@@ -4,8 +4,9 @@ context and lifecycle tools of :mod:`memlane.operations.tool_specs`) and their d
 Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block to read before
 answering), ``search_sessions``, ``supersede_episode``, ``episode_history``,
 ``find_contradictions``, and the knowledge graph's ``remember_fact``, ``query_facts``,
-``entity_timeline``, ``neighbours`` and ``find_paths``. Session tools read the conversations of the ``agent_id``/``user_id``
-the :class:`MemoryTools` are bound to (default ``"default"``), never a model's choice.
+``entity_timeline``, ``neighbours`` and ``find_paths``. Session tools read the conversations of
+the ``agent_id``/``user_id`` the :class:`MemoryTools` are bound to (default ``"default"``), never
+a model's choice.
 
 The schemas are written for a model to read (what each argument means, how to rate
 importance, that tags combine with AND) and come in the formats agent frameworks

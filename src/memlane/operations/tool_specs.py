@@ -87,9 +87,11 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         GET_CONTEXT,
         (
             "Get the relevant past context for answering the user's latest message, as one ready-to-read "
-            "block: the best-matching passages of earlier conversations with this user and the best "
-            "matching remembered episodes, ranked and cut to a token budget. Call it first, before "
-            "answering a message that may depend on earlier conversations; pass the user's message "
+            "block: the best-matching passages of earlier conversations with this user, the best "
+            "matching remembered episodes and the current facts about the people and things the message "
+            "names, ranked and cut to a token budget. Call it first, before answering a message that may "
+            "depend on earlier conversations; pass the user's message as query. When nothing relevant "
+            "is found, the block says so."
         ),
         r.ContextRequest,
     ),
@@ -99,6 +101,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "Search earlier conversations with this user for passages about something ('what did we "
             "say about the hotel?'). Returns the best-matching turns with the turns around them, each "
             "with its date and score. Use recall_episodes for saved facts and preferences instead, "
+            "and get_context when you just need background before answering."
         ),
         r.SearchSessionsRequest,
     ),
@@ -109,6 +112,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "from Berlin to Lisbon, or a decision was reversed. Give the id of the old episode (from "
             "recall_episodes) and the new content. The old one is kept as history (episode_history "
             "shows it; it no longer appears in normal recalls). Use remember_episode for new facts "
+            "that replace nothing."
         ),
         r.SupersedeRequest,
     ),
@@ -117,6 +121,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         (
             "Show how a remembered fact changed over time: every version of it, oldest first, with when "
             "each was true (valid_until) and what replaced it (superseded_by). Use it when asked what "
+            "was true before, or why a fact changed."
         ),
         r.HistoryRequest,
     ),
@@ -125,6 +130,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         (
             "Before saving a fact, check whether it may contradict facts already remembered: returns "
             "current episodes that are very similar (same event_type or a shared tag), with a "
+            "similarity score. Nothing is changed; if one is outdated, call supersede_episode."
         ),
         r.ContradictionsRequest,
     ),
