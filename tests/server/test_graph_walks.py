@@ -225,3 +225,13 @@ def test_the_cli_walks_use_the_declared_options(memory: EpisodicMemory, tmp_path
     assert len(json.loads(four.stdout)) == 1
     refused = run.invoke(cli_main, [*base, "neighbours", "me", "--depth", str(MAX_GRAPH_DEPTH + 1)])
     assert refused.exit_code == 2 and f"depth must be <= {MAX_GRAPH_DEPTH}" in refused.output
+
+
+def test_http_context_holds_the_named_entitys_facts(http: TestClient) -> None:
+    body = {"query": "Who works at Acme?", "token_budget": 300, "min_relevance": 0}
+    block = http.post("/v1/context", json=body)
+    assert block.status_code == 200, block.text
+    kinds = [(i["kind"], i["label"]) for i in block.json()["items"]]
+    assert ("facts", "Acme") in kinds and "Bob works at Acme" in block.json()["text"]
+    off = http.post("/v1/context", json={**body, "include_facts": False}).json()
+    assert all(i["kind"] != "facts" for i in off["items"])
