@@ -148,6 +148,8 @@ def test_mcp_lists_and_runs_the_walks(tmp_path: Path) -> None:
             for name in (NEIGHBOURS, FIND_PATHS):
                 assert listed[name].input_schema == expected[name].parameters
                 assert listed[name].description == expected[name].description
+                hints = listed[name].annotations
+                assert hints is not None and hints.read_only_hint is True  # walks change nothing
             result = await client.call_tool(FIND_PATHS, {"source": "me", "target": "bob"})
             bad = await client.call_tool(NEIGHBOURS, {"entity": "me", "depth": 0})
             assert bad.is_error is True
