@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -34,6 +37,11 @@ from memlane.validation import check_identifier
 __all__ = ["MemoryContext", "is_retained", "retained_after"]
 
 logger = logging.getLogger(__name__)
+
+_QUERY_VECTORS: ContextVar[dict[tuple[int, str], NDArray[np.float32]] | None] = ContextVar(
+    "memlane_query_vectors", default=None
+)
+"""The query vectors of the reads inside :meth:`MemoryContext.one_query` (per thread and task)."""
 
 
 def retained_after(now: datetime, retention_days: float | None) -> datetime | None:
@@ -171,9 +179,39 @@ class MemoryContext:
             return None
 
     def embed_query(self, query: str) -> NDArray[np.float32] | None:
-        """One query's vector ``[dims]``, or ``None`` (as :meth:`embed` with ``"recall"``)."""
+        """One query's vector ``[dims]``, or ``None`` (as :meth:`embed` with ``"recall"``).
+
+        Inside :meth:`one_query`, a query this embedder already embedded there is not embedded
+        again (a failure is not remembered: the next read tries again).
+        """
+        memo = _QUERY_VECTORS.get()
+        key = (id(self.embedder), query)
+        if memo is not None and key in memo:
+            return memo[key]
         vectors = self.embed([query], "recall")
-        return None if vectors is None else vectors[0]
+        if vectors is None:
+            return None
+        vector: NDArray[np.float32] = vectors[0]
+        if memo is not None:
+            memo[key] = vector
+        return vector
+
+    @contextmanager
+    def one_query(self) -> Iterator[None]:
+        """Embed each query once across the reads inside the block (the context block's searches).
+
+        The vectors are kept for the block only, per thread and async task (a
+        :class:`contextvars.ContextVar`), so concurrent calls never share them; nested blocks
+        share the outer one's.
+        """
+        if _QUERY_VECTORS.get() is not None:
+            yield
+            return
+        token = _QUERY_VECTORS.set({})
+        try:
+            yield
+        finally:
+            _QUERY_VECTORS.reset(token)
 
     # -- building, scope and visibility ----------------------------------------------------
 

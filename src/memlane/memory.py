@@ -38,6 +38,7 @@ from memlane.graph import transfer as graph_transfer
 from memlane.graph.context import RecallContext
 from memlane.graph.methods import FactResult, GraphStats, Neighbour
 from memlane.graph.transfer import FactImportReport
+from memlane.graph.walks import DEFAULT_NEIGHBOUR_DEPTH, DEFAULT_PATH_DEPTH, DEFAULT_PATH_LIMIT
 from memlane.lifecycle import methods as lifecycle
 from memlane.lifecycle.compaction import CompactionReport
 from memlane.lifecycle.forgetting import ForgetReport
@@ -834,13 +835,19 @@ class EpisodicMemory:
         return graph.entity_timeline(self._ctx, entity)
 
     def neighbours(
-        self, entity: str, depth: int = 1, *, as_of: datetime | None = None, now: datetime | None = None
+        self,
+        entity: str,
+        depth: int = DEFAULT_NEIGHBOUR_DEPTH,
+        *,
+        as_of: datetime | None = None,
+        now: datetime | None = None,
     ) -> list[Neighbour]:
         """Entities linked to ``entity`` by facts with an object entity, within ``depth`` hops.
 
         Args:
             entity: A name or alias; unknown -> ``[]``.
-            depth: Hops, 1-4 (default 1). Edges are followed both ways.
+            depth: Hops, 1 to :data:`~memlane.graph.MAX_GRAPH_DEPTH` (default
+                :data:`~memlane.graph.DEFAULT_NEIGHBOUR_DEPTH`). Edges are followed both ways.
             as_of: Use the facts true then (default: the current facts).
             now: Reference time; default the clock.
 
@@ -853,8 +860,8 @@ class EpisodicMemory:
         self,
         source: str,
         target: str,
-        max_depth: int = 3,
-        limit: int = 5,
+        max_depth: int = DEFAULT_PATH_DEPTH,
+        limit: int = DEFAULT_PATH_LIMIT,
         *,
         as_of: datetime | None = None,
         now: datetime | None = None,
@@ -863,8 +870,10 @@ class EpisodicMemory:
 
         Args:
             source / target: Names or aliases; unknown -> ``[]``.
-            max_depth: Longest chain, 1-4 facts (default 3).
-            limit: Most chains, 1-100 (default 5), shortest first.
+            max_depth: Longest chain in facts, 1 to :data:`~memlane.graph.MAX_GRAPH_DEPTH` (default
+                :data:`~memlane.graph.DEFAULT_PATH_DEPTH`).
+            limit: Most chains, 1 to :data:`~memlane.graph.MAX_PATHS` (default
+                :data:`~memlane.graph.DEFAULT_PATH_LIMIT`), shortest first.
             as_of: Use the facts true then (default: the current facts).
             now: Reference time; default the clock.
         """

@@ -2,9 +2,11 @@
 context and lifecycle tools of :mod:`memlane.operations.tool_specs`) and their dispatch.
 
 Tools: ``remember_episode``, ``recall_episodes``, ``get_context`` (the block to read before
-answering), ``search_sessions``, ``supersede_episode``, ``episode_history`` and
-``find_contradictions``. Session tools read the conversations of the ``agent_id``/``user_id``
-the :class:`MemoryTools` are bound to (default ``"default"``), never a model's choice.
+answering), ``search_sessions``, ``supersede_episode``, ``episode_history``,
+``find_contradictions``, and the knowledge graph's ``remember_fact``, ``query_facts``,
+``entity_timeline``, ``neighbours`` and ``find_paths``. Session tools read the conversations of
+the ``agent_id``/``user_id`` the :class:`MemoryTools` are bound to (default ``"default"``), never
+a model's choice.
 
 The schemas are written for a model to read (what each argument means, how to rate
 importance, that tags combine with AND) and come in the formats agent frameworks
@@ -57,7 +59,9 @@ from memlane.operations.tool_specs import (
     CONTRADICTIONS,
     ENTITY_TIMELINE,
     EPISODE_HISTORY,
+    FIND_PATHS,
     GET_CONTEXT,
+    NEIGHBOURS,
     QUERY_FACTS,
     RECALL_EPISODES,
     REMEMBER_EPISODE,
@@ -388,6 +392,8 @@ _PLAIN_TOOLS: dict[str, Callable[[EpisodicMemory, Mapping[str, Any], wire.Detail
     REMEMBER_FACT: operations.remember_fact,
     QUERY_FACTS: operations.query_facts,
     ENTITY_TIMELINE: operations.entity_timeline,
+    NEIGHBOURS: operations.neighbours,
+    FIND_PATHS: operations.find_paths,
 }
 """The tools that need only the memory (each a handler of :mod:`memlane.operations.handlers`)."""
 

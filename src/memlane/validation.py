@@ -41,6 +41,7 @@ __all__ = [
     "IMPORTANCE_MAX",
     "IMPORTANCE_MIN",
     "MAX_COUNT",
+    "MAX_GRAPH_DEPTH",
     "MAX_JSON_DEPTH",
     "MAX_LABEL_LENGTH",
     "MAX_LIMIT",
@@ -94,6 +95,10 @@ MAX_TAGS = 64
 
 MAX_JSON_DEPTH = 32
 """Deepest nesting of objects and lists accepted in metadata and in session messages."""
+
+MAX_GRAPH_DEPTH = 4
+"""Deepest knowledge-graph walk (``neighbours`` depth, ``find_paths`` max_depth): each hop multiplies
+the rows a store visits. The facade checks it; the stores clamp to it."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})

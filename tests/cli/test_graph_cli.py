@@ -81,3 +81,14 @@ def test_facts_export_and_import_round_trip(invoke: Invoke, tmp_path: Path) -> N
     assert json.loads(again.stdout)["skipped"] == 2
     restored = invoke("facts", "export", db_path=other)
     assert [json.loads(line) for line in restored.stdout.splitlines()] == lines
+
+
+def test_the_context_block_holds_the_named_entitys_facts_unless_no_facts(invoke: Invoke) -> None:
+    invoke("facts", "add", "Ana", "lives_in", "Lisbon")
+    block = _json(invoke, "context", "Where does Ana live?", "--budget", "300", "--min-relevance", "0")
+    assert isinstance(block, dict) and [i["kind"] for i in block["items"]] == ["facts"]
+    assert 'Facts "Ana"' in block["text"] and "Ana lives in Lisbon (since " in block["text"]
+    off = _json(
+        invoke, "context", "Where does Ana live?", "--budget", "300", "--min-relevance", "0", "--no-facts"
+    )
+    assert isinstance(off, dict) and off["items"] == []

@@ -171,6 +171,8 @@ HTTP_ROUTES = {
     "prune": ("POST", "/v1/admin/prune"),
     "remember_fact": ("POST", "/v1/facts"),
     "query_facts": ("POST", "/v1/facts/query"),
+    "neighbours": ("POST", "/v1/graph/neighbours"),
+    "find_paths": ("POST", "/v1/graph/paths"),
 }
 """Where each operation's body goes (``episode_history`` takes its id in the path: no body)."""
 
@@ -193,6 +195,8 @@ _PYTHON = {
     "remember_fact": ("remember_fact", {}, {}),
     "query_facts": ("query_facts", {}, {}),
     "entity_timeline": ("entity_timeline", {}, {}),
+    "neighbours": ("neighbours", {}, {}),
+    "find_paths": ("find_paths", {}, {}),
 }
 """Each operation's facade method (the async twin has the same names), its required keyword
 arguments that the interfaces fill in themselves, and the argument names it spells otherwise."""

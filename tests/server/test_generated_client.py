@@ -181,8 +181,16 @@ def _call_every_route(call: Callable[..., Any], models: ModuleType) -> None:
     facts = call("query_facts_v1_facts_query_post", body=body["QueryFactsBody"].from_dict({"entity": "ana"}))
     assert [f.object_ for f in facts.facts] == ["acme"]
     assert len(call("timeline_v1_entities__entity__timeline_get", entity="Ana").facts) == 1
-    call("neighbours_v1_entities__entity__neighbours_get", entity="Ana")
-    call("paths_v1_entities__entity__paths__target__get", entity="Ana", target="Globex")
+    near = call(
+        "neighbours_v1_graph_neighbours_post",
+        body=body["NeighboursBody"].from_dict({"entity": "Ana", "depth": 2}),
+    )
+    assert [(n.entity["id"], n.hops) for n in near.neighbours] == [("ana", 0), ("acme", 1), ("globex", 2)]
+    chains = call(
+        "paths_v1_graph_paths_post",
+        body=body["FindPathsBody"].from_dict({"source": "Ana", "target": "Globex"}),
+    )
+    assert [[f.predicate for f in chain] for chain in chains.paths] == [["works_at", "partner_of"]]
     call("stats_v1_graph_stats_get")
     call("forget_v1_admin_forget_post", body=body["ForgetBody"].from_dict({"dry_run": True}))
     call("compact_v1_admin_compact_post", body=body["CompactBody"].from_dict({"dry_run": True}))

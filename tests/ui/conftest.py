@@ -41,6 +41,10 @@ GLOBEX_MARKER = "GLOBEX-CONFIDENTIAL"
 GLOBEX_SESSION = "ops-globex-7f3a"
 """globex's session id: must never be listed to acme."""
 XSS = '<script>alert("xss")</script><img src=x onerror=alert(1)>'
+XSS_ENTITY = '<img src=x onerror=alert(2)> "><svg onload=alert(3)>'
+"""An entity name that is markup: must be shown as text on every page (and in the graph's SVG)."""
+BIDI_ENTITY = "evil\u202egnp.exe"
+"""An entity name with a right-to-left override: shown with the control spelled out."""
 
 
 def _in_ci() -> bool:
@@ -198,9 +202,25 @@ def _seed(path: Path) -> Seeded:
         user_id="ana",
         started_at=NOW - timedelta(days=2),
     )
+    _seed_graph(acme, globex)
     acme_count = acme.count()
     base.close()
     return Seeded(path, (first.id, second.id, third.id), archived.id, xss.id, g.id, acme_count)
+
+
+def _seed_graph(acme: EpisodicMemory, globex: EpisodicMemory) -> None:
+    """Facts for the entity pages: Ana moved Berlin -> Lisbon, works at Acme Travel, introduced Bruno
+    (who works there too); hostile names and values; a globex fact about its own Ana."""
+    acme.remember_fact("Ana", "lives_in", "Berlin", valid_from=NOW - timedelta(days=400), importance=6)
+    acme.remember_fact("Ana", "lives_in", "Lisbon", valid_from=NOW - timedelta(days=30), importance=6)
+    acme.remember_fact("Ana", "works_at", "Acme Travel", valid_from=NOW - timedelta(days=200), importance=7)
+    acme.remember_fact("Ana", "introduced_me_to", "Bruno", valid_from=NOW - timedelta(days=90))
+    acme.remember_fact("Bruno", "works_at", "Acme Travel", valid_from=NOW - timedelta(days=120))
+    acme.remember_fact("Acme Travel", "based_in", "Lisbon", valid_from=NOW - timedelta(days=900))
+    acme.remember_fact("Ana", "nickname", value=XSS, valid_from=NOW - timedelta(days=10))
+    acme.remember_fact(XSS_ENTITY, "knows", "Ana", valid_from=NOW - timedelta(days=10))
+    acme.remember_fact("Ana", "friend_of", BIDI_ENTITY, valid_from=NOW - timedelta(days=10))
+    globex.remember_fact("Ana", "lives_in", f"{GLOBEX_MARKER} Oslo", valid_from=NOW - timedelta(days=5))
 
 
 @pytest.fixture(scope="session")

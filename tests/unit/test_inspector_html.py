@@ -55,3 +55,23 @@ def test_a_session_page_folds_long_metadata_above_the_conversation() -> None:
     assert folded < html.index('id="conversation"')
     assert "metadata (3 keys: locomo_sample, observation, speakers)" in html
     assert "<details open" not in html  # closed by default: the conversation comes first on screen
+
+
+def test_the_neighbourhood_graph_escapes_labels_and_stays_in_its_box() -> None:
+    import re
+
+    from memlane.server.inspector.charts import GraphNode, neighbourhood_graph
+
+    hostile = '<img src=x onerror=alert(1)>"'
+    nodes = [
+        GraphNode("ana", "Ana", 0, "/inspect/entities/ana"),
+        *(GraphNode(f"n{i}", hostile if i == 0 else f"n{i}", 1 + i % 3, f"/x?a=1&b={i}") for i in range(9)),
+    ]
+    svg = neighbourhood_graph(nodes, [("ana", "n0", "knows<b>"), ("ana", "ghost", "x"), ("n1", "n1", "self")])
+    assert "<img" not in svg and "<b>" not in svg and "&lt;img src=x onerror=alert(1)&gt;&quot;" in svg
+    assert 'href="/x?a=1&amp;b=0"' in svg  # attribute values escaped too
+    assert svg.count('class="graph-edge"') == 1  # an unknown node or a loop draws no edge
+    assert svg.count('class="graph-node"') == len(nodes)
+    xs = [float(x) for x in re.findall(r'<circle cx="([\d.]+)"', svg)]
+    ys = [float(y) for y in re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)"', svg)]
+    assert all(10 < x < 750 for x in xs) and all(10 < y < 450 for y in ys)  # inside the 760x460 box

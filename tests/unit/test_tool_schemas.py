@@ -184,3 +184,8 @@ def test_memory_tools_only_expose_and_run_the_selected_tools(memory: EpisodicMem
     assert "available: remember_episode, recall_episodes" in left_out["error"]["message"]
     found = tools.handle_tool_call(RECALL_EPISODES, {"query": "where does the user live"})
     assert [e["content"] for e in found["episodes"]] == ["The user lives in Lisbon"]
+
+
+def test_every_tool_description_ends_a_sentence() -> None:
+    for definition in DEFINITIONS:  # a description cut mid-sentence misleads the model that reads it
+        assert definition.description.rstrip()[-1] in ".?!)'", (definition.name, definition.description[-40:])

@@ -22,7 +22,7 @@ from rich.table import Table
 from memlane.cli.app import CliState, pass_state
 from memlane.cli.output import echo_json
 from memlane.cli.params import field_option
-from memlane.operations.requests import QueryFactsBody, RememberFactBody
+from memlane.operations.requests import FindPathsBody, NeighboursBody, QueryFactsBody, RememberFactBody
 
 __all__ = ["facts_group", "graph_group"]
 
@@ -140,13 +140,19 @@ def timeline(state: CliState, entity: str) -> None:
     state.out.print(_fact_rows(found, f"timeline of {escape(entity)} — {len(found)} fact(s)"))
 
 
+def _given(**options: Any) -> dict[str, Any]:
+    """The options given on the command line (an absent one keeps the facade's default)."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 @facts_group.command(name="neighbours")
 @click.argument("entity")
-@click.option("--depth", type=click.IntRange(1, 4), default=1, show_default=True, help="Hops (1-4).")
+@field_option(NeighboursBody, "depth")
+@field_option(NeighboursBody, "as_of")
 @pass_state
-def neighbours(state: CliState, entity: str, depth: int) -> None:
+def neighbours(state: CliState, entity: str, depth: int | None, as_of: datetime | None) -> None:
     """Entities linked to ENTITY by facts, within --depth hops."""
-    found = state.memory(must_exist=True).neighbours(entity, depth)
+    found = state.memory(must_exist=True).neighbours(entity, **_given(depth=depth, as_of=as_of))
     if state.json_output:
         echo_json([n.to_dict() for n in found])
         return
@@ -157,11 +163,22 @@ def neighbours(state: CliState, entity: str, depth: int) -> None:
 @facts_group.command(name="paths")
 @click.argument("source")
 @click.argument("target")
-@click.option("--max-depth", type=click.IntRange(1, 4), default=3, show_default=True, help="Longest chain.")
+@field_option(FindPathsBody, "max_depth")
+@field_option(FindPathsBody, "limit")
+@field_option(FindPathsBody, "as_of")
 @pass_state
-def paths(state: CliState, source: str, target: str, max_depth: int) -> None:
+def paths(
+    state: CliState,
+    source: str,
+    target: str,
+    max_depth: int | None,
+    limit: int | None,
+    as_of: datetime | None,
+) -> None:
     """Chains of facts from SOURCE to TARGET, shortest first."""
-    found = state.memory(must_exist=True).find_paths(source, target, max_depth)
+    found = state.memory(must_exist=True).find_paths(
+        source, target, **_given(max_depth=max_depth, limit=limit, as_of=as_of)
+    )
     if state.json_output:
         echo_json([[f.to_dict() for f in p] for p in found])
         return

@@ -358,6 +358,7 @@ def show(state: CliState, session_id: str) -> None:
 @_USER
 @click.option("--no-events", is_flag=True, help="Leave event episodes out (session snippets only).")
 @click.option("--no-sessions", is_flag=True, help="Leave session snippets out (event episodes only).")
+@click.option("--no-facts", is_flag=True, help="Leave the knowledge graph's facts out.")
 @field_option(ContextRequest, "min_relevance")
 @click.option(
     "--encoding",
@@ -378,6 +379,7 @@ def context(  # noqa: PLR0913  (a click command: one parameter per option)
     user_id: str,
     no_events: bool,
     no_sessions: bool,
+    no_facts: bool,
     min_relevance: float | None,
     encoding: str,
     preset: str | None,
@@ -386,9 +388,10 @@ def context(  # noqa: PLR0913  (a click command: one parameter per option)
 ) -> None:
     """Print the [Past Conversation Context] block for QUERY, within --budget tokens.
 
-    Candidates: the best session snippets of --agent/--user and the best event episodes in
-    scope, ranked by score and taken greedily while the whole block fits the budget. The
-    token count goes to stderr (with --json: a JSON object with the text and the items).
+    Candidates: the best session snippets of --agent/--user, the best event episodes in
+    scope and the current facts about the entities QUERY names, ranked by score and taken
+    greedily while the whole block fits the budget. The token count goes to stderr (with
+    --json: a JSON object with the text and the items).
     """
     memory = state.memory(must_exist=True)
     if not no_sessions:
@@ -400,6 +403,7 @@ def context(  # noqa: PLR0913  (a click command: one parameter per option)
         token_budget=budget,
         include_events=not no_events,
         include_sessions=not no_sessions,
+        include_facts=not no_facts,
         min_relevance=min_relevance,
         now=now,
         weights=_weights(preset, weights),

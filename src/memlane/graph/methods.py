@@ -22,10 +22,10 @@ from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
 from memlane.graph.contradiction import plan
 from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry
+from memlane.graph.walks import DEFAULT_NEIGHBOUR_DEPTH, DEFAULT_PATH_DEPTH, DEFAULT_PATH_LIMIT, MAX_PATHS
 from memlane.mentions import Mention, entity_key, extract_mentions
 from memlane.models import Episode, Scope
 from memlane.stores.graph_base import (
-    MAX_DEPTH,
     Entity,
     EntityLink,
     EntityWrite,
@@ -35,6 +35,7 @@ from memlane.stores.graph_base import (
     SupportsGraph,
 )
 from memlane.validation import (
+    MAX_GRAPH_DEPTH,
     check_choice,
     check_fraction,
     check_identifier,
@@ -453,18 +454,19 @@ def entity_timeline(ctx: MemoryContext, entity: object) -> list[Fact]:
 def neighbours(
     ctx: MemoryContext,
     entity: object,
-    depth: int = 1,
+    depth: int = DEFAULT_NEIGHBOUR_DEPTH,
     *,
     as_of: datetime | None = None,
     now: datetime | None = None,
 ) -> list[Neighbour]:
     """:meth:`memlane.EpisodicMemory.neighbours`."""
     graph = graph_store(ctx)
-    hops = check_limit(depth, "depth", maximum=MAX_DEPTH)
+    hops = check_limit(depth, "depth", maximum=MAX_GRAPH_DEPTH)
+    times = time_filter(ctx, as_of, None, now)  # checked before the entity is looked up
     ids = _resolve(ctx, graph, entity)
     if not ids:
         return []
-    flt = FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids), **time_filter(ctx, as_of, None, now))
+    flt = FactFilter(ctx.tenant_id, session_filter(ctx), tuple(ids), **times)
     found = graph.neighbours(flt, hops)
     canon = graph.resolve(ctx.tenant_id, list(found))
     best: dict[str, int] = {}
@@ -480,20 +482,21 @@ def find_paths(
     ctx: MemoryContext,
     source: object,
     target: object,
-    max_depth: int = 3,
-    limit: int = 5,
+    max_depth: int = DEFAULT_PATH_DEPTH,
+    limit: int = DEFAULT_PATH_LIMIT,
     *,
     as_of: datetime | None = None,
     now: datetime | None = None,
 ) -> list[list[Fact]]:
     """:meth:`memlane.EpisodicMemory.find_paths`."""
     graph = graph_store(ctx)
-    depth = check_limit(max_depth, "max_depth", maximum=MAX_DEPTH)
-    cap = check_limit(limit, "limit", maximum=100)
+    depth = check_limit(max_depth, "max_depth", maximum=MAX_GRAPH_DEPTH)
+    cap = check_limit(limit, "limit", maximum=MAX_PATHS)
+    times = time_filter(ctx, as_of, None, now)  # checked before the entities are looked up
     starts, ends = _resolve(ctx, graph, source, "source"), _resolve(ctx, graph, target, "target")
     if not starts or not ends:
         return []
-    flt = FactFilter(ctx.tenant_id, session_filter(ctx), **time_filter(ctx, as_of, None, now))
+    flt = FactFilter(ctx.tenant_id, session_filter(ctx), **times)
     found = graph.paths(flt, starts[0], ends[0], depth, cap)
     by_id = {f.id: f for f in graph.facts(flt, _TIMELINE_LIMIT * 10)} if found else {}
     return [[by_id[i] for i in path if i in by_id] for path in found]

@@ -30,6 +30,8 @@ __all__ = [
     "entity_timeline",
     "episode_history",
     "find_contradictions",
+    "find_paths",
+    "neighbours",
     "query_facts",
     "recall_episodes",
     "recent_sessions",
@@ -223,6 +225,7 @@ _CONTEXT_OPTIONS = (
     "token_budget",
     "include_events",
     "include_sessions",
+    "include_facts",
     "session_top_k",
     "event_limit",
     "min_relevance",
@@ -330,3 +333,30 @@ def entity_timeline(memory: EpisodicMemory, args: Mapping[str, Any], default: wi
     found = memory.entity_timeline(args["entity"])
     detail = _detail(args, default)
     return {"ok": True, "count": len(found), "facts": [_fact(f, detail) for f in found]}
+
+
+def _neighbour(neighbour: Any, detail: wire.Detail) -> dict[str, Any]:
+    """A neighbour's wire form: the entity in full (``full``), or its name, type and hops (``compact``)."""
+    if detail == "full":
+        full: dict[str, Any] = neighbour.to_dict()
+        return full
+    entity = neighbour.entity
+    return {"entity": entity.name, "id": entity.id, "type": entity.entity_type, "hops": neighbour.hops}
+
+
+def neighbours(memory: EpisodicMemory, args: Mapping[str, Any], default: wire.Detail) -> dict[str, Any]:
+    """``neighbours`` -> ``{"ok": true, "count", "neighbours": [...]}``, nearest first (the entity at 0)."""
+    found = memory.neighbours(args["entity"], **{k: args[k] for k in ("depth", "as_of", "now") if k in args})
+    detail = _detail(args, default)
+    return {"ok": True, "count": len(found), "neighbours": [_neighbour(n, detail) for n in found]}
+
+
+def find_paths(memory: EpisodicMemory, args: Mapping[str, Any], default: wire.Detail) -> dict[str, Any]:
+    """``find_paths`` -> ``{"ok": true, "count", "paths": [[fact, ...], ...]}``, shortest first."""
+    found = memory.find_paths(
+        args["source"],
+        args["target"],
+        **{k: args[k] for k in ("max_depth", "limit", "as_of", "now") if k in args},
+    )
+    detail = _detail(args, default)
+    return {"ok": True, "count": len(found), "paths": [[_fact(f, detail) for f in path] for path in found]}

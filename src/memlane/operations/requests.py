@@ -17,8 +17,16 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from memlane.config import DEFAULT_COMPACT_SIMILARITY, DEFAULT_CONTEXT_MIN_RELEVANCE
+from memlane.graph import (
+    DEFAULT_NEIGHBOUR_DEPTH,
+    DEFAULT_PATH_DEPTH,
+    DEFAULT_PATH_LIMIT,
+    MAX_GRAPH_DEPTH,
+    MAX_PATHS,
+)
 from memlane.graph.predicates import FACT_METHODS
 from memlane.operations.fields import (
+    Check,
     Confidence,
     Count,
     Days,
@@ -46,6 +54,7 @@ from memlane.operations.fields import (
     rating_field,
 )
 from memlane.sessions.context import DEFAULT_TOKEN_BUDGET
+from memlane.validation import check_limit
 
 __all__ = [
     "OPERATIONS",
@@ -55,9 +64,13 @@ __all__ = [
     "ContradictionsBody",
     "ContradictionsRequest",
     "EntityTimelineRequest",
+    "FindPathsBody",
+    "FindPathsRequest",
     "ForgetBody",
     "HistoryRequest",
     "InjectContextBody",
+    "NeighboursBody",
+    "NeighboursRequest",
     "PruneBody",
     "QueryFactsBody",
     "QueryFactsRequest",
@@ -324,6 +337,13 @@ class _ContextOptions(Request):
     )
     include_events: Flag | None = Field(default=None, description="Include remembered episodes.")
     include_sessions: Flag | None = Field(default=None, description="Include past conversations.")
+    include_facts: Flag | None = Field(
+        default=None,
+        description=(
+            "Include the current facts about the entities the query names (default true; nothing "
+            "when it names none)."
+        ),
+    )
     session_top_k: Limit | None = Field(
         default=None, description="Conversation passages considered (default 5)."
     )
@@ -461,6 +481,64 @@ class EntityTimelineRequest(Request):
     detail: Detail | None = Field(default=None, description=_DETAIL)
 
 
+_Hops = Annotated[int, Field(ge=1, le=MAX_GRAPH_DEPTH), Check(check_limit, ("maximum",))]
+"""A walk's length in facts (each hop multiplies the rows a store visits)."""
+_PathCount = Annotated[int, Field(ge=1, le=MAX_PATHS), Check(check_limit, ("maximum",))]
+_GRAPH_AS_OF = "Walk the facts true at this time (ISO 8601 with timezone). Default: the current facts."
+
+
+class NeighboursRequest(Request):
+    """The entities near an entity (the ``neighbours`` tool)."""
+
+    OPERATION: ClassVar[str] = "neighbours"
+
+    entity: Label = Field(description=_ENTITY)
+    depth: _Hops | None = Field(
+        default=None,
+        description=(
+            f"Hops to walk, 1-{MAX_GRAPH_DEPTH} (default {DEFAULT_NEIGHBOUR_DEPTH}: the entities one fact "
+            "away). Facts are followed both ways."
+        ),
+    )
+    as_of: Instant | None = Field(default=None, description=_GRAPH_AS_OF)
+    detail: Detail | None = Field(default=None, description=_DETAIL)
+
+
+class NeighboursBody(NeighboursRequest):
+    """``POST /v1/graph/neighbours``."""
+
+    session_id: Label | None = Field(default=None, description=_SESSION)
+    scope: ScopeField | None = Field(default=None, description="'session' or 'tenant' (default tenant).")
+    now: Instant | None = Field(default=None, description=_NOW)
+
+
+class FindPathsRequest(Request):
+    """Chains of facts linking two entities (the ``find_paths`` tool)."""
+
+    OPERATION: ClassVar[str] = "find_paths"
+
+    source: Label = Field(description=f"Where the chain starts. {_ENTITY}")
+    target: Label = Field(description="Where the chain ends: an entity's name or alias.")
+    max_depth: _Hops | None = Field(
+        default=None,
+        description=f"Longest chain in facts, 1-{MAX_GRAPH_DEPTH} (default {DEFAULT_PATH_DEPTH}).",
+    )
+    limit: _PathCount | None = Field(
+        default=None,
+        description=f"Most chains, 1-{MAX_PATHS} (default {DEFAULT_PATH_LIMIT}), shortest first.",
+    )
+    as_of: Instant | None = Field(default=None, description=_GRAPH_AS_OF)
+    detail: Detail | None = Field(default=None, description=_DETAIL)
+
+
+class FindPathsBody(FindPathsRequest):
+    """``POST /v1/graph/paths``."""
+
+    session_id: Label | None = Field(default=None, description=_SESSION)
+    scope: ScopeField | None = Field(default=None, description="'session' or 'tenant' (default tenant).")
+    now: Instant | None = Field(default=None, description=_NOW)
+
+
 # -- admin --------------------------------------------------------------------------------
 
 
@@ -527,5 +605,7 @@ OPERATIONS: tuple[type[Request], ...] = (
     PruneBody,
     RememberFactBody,
     QueryFactsBody,
+    NeighboursBody,
+    FindPathsBody,
 )
 """The HTTP bodies (each extends its tool request where there is one)."""

@@ -18,7 +18,9 @@ __all__ = [
     "CONTRADICTIONS",
     "ENTITY_TIMELINE",
     "EPISODE_HISTORY",
+    "FIND_PATHS",
     "GET_CONTEXT",
+    "NEIGHBOURS",
     "QUERY_FACTS",
     "RECALL_EPISODES",
     "REMEMBER_EPISODE",
@@ -39,6 +41,8 @@ CONTRADICTIONS: Final = "find_contradictions"
 REMEMBER_FACT: Final = "remember_fact"
 QUERY_FACTS: Final = "query_facts"
 ENTITY_TIMELINE: Final = "entity_timeline"
+NEIGHBOURS: Final = "neighbours"
+FIND_PATHS: Final = "find_paths"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +87,11 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         GET_CONTEXT,
         (
             "Get the relevant past context for answering the user's latest message, as one ready-to-read "
-            "block: the best-matching passages of earlier conversations with this user and the best "
-            "matching remembered episodes, ranked and cut to a token budget. Call it first, before "
-            "answering a message that may depend on earlier conversations; pass the user's message "
+            "block: the best-matching passages of earlier conversations with this user, the best "
+            "matching remembered episodes and the current facts about the people and things the message "
+            "names, ranked and cut to a token budget. Call it first, before answering a message that may "
+            "depend on earlier conversations; pass the user's message as query. When nothing relevant "
+            "is found, the block says so."
         ),
         r.ContextRequest,
     ),
@@ -95,6 +101,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "Search earlier conversations with this user for passages about something ('what did we "
             "say about the hotel?'). Returns the best-matching turns with the turns around them, each "
             "with its date and score. Use recall_episodes for saved facts and preferences instead, "
+            "and get_context when you just need background before answering."
         ),
         r.SearchSessionsRequest,
     ),
@@ -105,6 +112,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "from Berlin to Lisbon, or a decision was reversed. Give the id of the old episode (from "
             "recall_episodes) and the new content. The old one is kept as history (episode_history "
             "shows it; it no longer appears in normal recalls). Use remember_episode for new facts "
+            "that replace nothing."
         ),
         r.SupersedeRequest,
     ),
@@ -113,6 +121,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         (
             "Show how a remembered fact changed over time: every version of it, oldest first, with when "
             "each was true (valid_until) and what replaced it (superseded_by). Use it when asked what "
+            "was true before, or why a fact changed."
         ),
         r.HistoryRequest,
     ),
@@ -121,6 +130,7 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
         (
             "Before saving a fact, check whether it may contradict facts already remembered: returns "
             "current episodes that are very similar (same event_type or a shared tag), with a "
+            "similarity score. Nothing is changed; if one is outdated, call supersede_episode."
         ),
         r.ContradictionsRequest,
     ),
@@ -154,6 +164,25 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
             "first, each with when it was true and why it was replaced."
         ),
         r.EntityTimelineRequest,
+    ),
+    ToolSpec(
+        NEIGHBOURS,
+        (
+            "List the entities linked to one entity by remembered facts (people it knows, the company it "
+            "works at, the city it lives in), nearest first with their distance in hops; depth walks "
+            "further. Use it to explore what memory connects to someone before asking query_facts about "
+            "each."
+        ),
+        r.NeighboursRequest,
+    ),
+    ToolSpec(
+        FIND_PATHS,
+        (
+            "Find how two entities are connected: chains of remembered facts from source to target, "
+            "shortest first, e.g. ('Ana', 'introduced', 'Bob'), ('Bob', 'works_at', 'Acme'). Use it for "
+            "multi-hop questions such as 'who did Ana introduce me to?' or 'how do I know Acme?'."
+        ),
+        r.FindPathsRequest,
     ),
 )
 """Every tool, in registration order; each request's ``OPERATION`` is the tool's name."""

@@ -72,6 +72,7 @@ from pydantic import Field
 from memlane import EpisodicMemory, __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT
 from memlane.errors import ValidationError
+from memlane.operations.tool_specs import ENTITY_TIMELINE, FIND_PATHS, NEIGHBOURS, QUERY_FACTS, REMEMBER_FACT
 from memlane.tools import (
     CONTRADICTIONS,
     EPISODE_HISTORY,
@@ -139,6 +140,21 @@ _ANNOTATIONS = {
     EPISODE_HISTORY: ToolAnnotations(title="History of a fact", read_only_hint=True, open_world_hint=False),
     CONTRADICTIONS: ToolAnnotations(
         title="Find contradicted facts", read_only_hint=True, open_world_hint=False
+    ),
+    REMEMBER_FACT: ToolAnnotations(
+        title="Remember a fact",
+        read_only_hint=False,
+        destructive_hint=False,  # a replaced value is kept as history
+        idempotent_hint=True,  # the same fact again changes nothing
+        open_world_hint=False,
+    ),
+    QUERY_FACTS: ToolAnnotations(title="Facts about an entity", read_only_hint=True, open_world_hint=False),
+    ENTITY_TIMELINE: ToolAnnotations(
+        title="How an entity's facts changed", read_only_hint=True, open_world_hint=False
+    ),
+    NEIGHBOURS: ToolAnnotations(title="Entities near an entity", read_only_hint=True, open_world_hint=False),
+    FIND_PATHS: ToolAnnotations(
+        title="How two entities are connected", read_only_hint=True, open_world_hint=False
     ),
 }
 

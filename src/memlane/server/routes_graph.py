@@ -8,13 +8,13 @@ messages and ``/openapi.json`` are the tools' and the MCP server's.
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.models import Scope
 from memlane.operations import handlers as operations
 from memlane.operations.fields import Request, bounded
-from memlane.operations.requests import QueryFactsBody, RememberFactBody
+from memlane.operations.requests import FindPathsBody, NeighboursBody, QueryFactsBody, RememberFactBody
 from memlane.server.deps import API_PREFIX, ERRORS, State, Tenant, with_body
 from memlane.server.deps import wire as respond
 from memlane.validation import MAX_LABEL_LENGTH, VISIBLE_PATTERN
@@ -33,7 +33,8 @@ EntityPath = Annotated[
 
 
 class FactOut(BaseModel):
-    """A fact (every field: :class:`memlane.graph.Fact`)."""
+    """A fact: every field of :class:`memlane.graph.Fact` (``detail: "full"``, the default), or the
+    compact form (``detail: "compact"``: the fields set, and ``retired`` for a retired one)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -63,8 +64,32 @@ class FactList(BaseModel):
     facts: list[FactOut]
 
 
+class NeighbourOut(BaseModel):
+    """An entity and its distance in facts: the entity's every field (:class:`memlane.graph.Entity`,
+    ``detail: "full"``), or its name with ``id`` and ``type`` (``detail: "compact"``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    entity: dict[str, Any] | str
+    hops: int
+
+
+class NeighbourList(BaseModel):
+    """Entities near an entity, nearest first."""
+
+    count: int
+    neighbours: list[NeighbourOut]
+
+
+class PathList(BaseModel):
+    """Chains of facts, shortest first."""
+
+    count: int
+    paths: list[list[FactOut]]
+
+
 class GraphOut(BaseModel):
-    """A neighbourhood, paths or stats: see the route."""
+    """The graph's health (:class:`memlane.graph.GraphStats`)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -99,27 +124,21 @@ def graph_router(max_limit: int) -> APIRouter:
         memory = state.context(tenant, None, Scope.TENANT.value)
         return respond(operations.entity_timeline(memory, {"entity": entity}, "full"))
 
-    @router.get("/entities/{entity}/neighbours", response_model=GraphOut, summary="Entities near an entity")
-    def neighbours(
-        entity: EntityPath, tenant: Tenant, state: State, depth: Annotated[int, Query(ge=1, le=4)] = 1
-    ) -> Response:
-        """``{"count", "neighbours": [{"entity", "hops"}]}``, nearest first (the entity itself at 0)."""
-        found = state.context(tenant, None, Scope.TENANT.value).neighbours(entity, depth)
-        return respond({"count": len(found), "neighbours": [n.to_dict() for n in found]})
+    @router.post("/graph/neighbours", response_model=NeighbourList, summary="Entities near an entity")
+    @with_body(bounded(NeighboursBody, max_limit))
+    def neighbours(body: Request, tenant: Tenant, state: State) -> Response:
+        """The entities within ``depth`` hops, nearest first (the entity itself at 0)."""
+        args = _args(body)
+        memory = state.context(tenant, args.pop("session_id", None), args.pop("scope", Scope.TENANT.value))
+        return respond(operations.neighbours(memory, args, "full"))
 
-    @router.get(
-        "/entities/{entity}/paths/{target}", response_model=GraphOut, summary="Fact chains between two"
-    )
-    def paths(
-        entity: EntityPath,
-        target: EntityPath,
-        tenant: Tenant,
-        state: State,
-        max_depth: Annotated[int, Query(ge=1, le=4)] = 3,
-    ) -> Response:
-        """``{"count", "paths": [[fact, ...], ...]}``, shortest first (up to 5)."""
-        found = state.context(tenant, None, Scope.TENANT.value).find_paths(entity, target, max_depth)
-        return respond({"count": len(found), "paths": [[f.to_dict() for f in p] for p in found]})
+    @router.post("/graph/paths", response_model=PathList, summary="Fact chains between two entities")
+    @with_body(bounded(FindPathsBody, max_limit))
+    def paths(body: Request, tenant: Tenant, state: State) -> Response:
+        """Chains of facts from ``source`` to ``target``, shortest first."""
+        args = _args(body)
+        memory = state.context(tenant, args.pop("session_id", None), args.pop("scope", Scope.TENANT.value))
+        return respond(operations.find_paths(memory, args, "full"))
 
     @router.get("/graph/stats", response_model=GraphOut, summary="The health of the tenant's graph")
     def stats(tenant: Tenant, state: State) -> Response:

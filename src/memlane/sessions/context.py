@@ -11,16 +11,23 @@ Format (stable; a change to it is a breaking change)::
 
     (2) Event "preference" · Wed 2026-05-20 09:00 UTC
     User prefers window seats
+
+    (3) Facts "Ana" · Tue 2026-05-26 10:00 UTC
+    Ana lives in Lisbon (since 2024-06-01)
+    Ana works at Acme (since 2025-01-15)
     [End of Past Conversation Context]
 
 * The first and last lines are :data:`CONTEXT_HEADER` and :data:`CONTEXT_FOOTER`; the
   second is :data:`CONTEXT_INTRO`. Items follow, numbered from 1 in block order (best
-  score first), each a heading ``(<n>) <Conversation|Event> "<session id|event type>" ·
+  score first), each a heading ``(<n>) <Conversation|Event|Facts> "<session id|event type|entity>" ·
   <weekday> <YYYY-MM-DD HH:MM> UTC`` and its lines, with a blank line between items.
 * A conversation item is a search snippet (:class:`~memlane.sessions.models.SessionSnippet`):
   one line per message, ``"<name or role>: <text>"`` (see
   :func:`~memlane.sessions.messages.render_message`), dated by the matched turn. An event
-  item is a recalled episode's content, dated by its ``created_at``.
+  item is a recalled episode's content, dated by its ``created_at``. A facts item holds the
+  knowledge graph's facts valid now about one entity the query names
+  (:func:`memlane.graph.context.query_fact_groups`), one line per fact, best first, dated by the
+  read's ``now`` (the time they are valid at); its short form is its best fact alone.
 * Every message or event text is cut at ``max_item_chars`` characters (with ``…``) and
   its whitespace collapsed, so one huge tool output cannot take the whole budget.
 * When no candidate reaches the relevance floor (``min_relevance``; every context path
@@ -36,8 +43,8 @@ Format (stable; a change to it is a breaking change)::
   block is the empty string when ``token_budget`` is 0, when even that note does not fit, and
   when relevant candidates exist but none fits the budget.
 
-Selection (:func:`assemble_context`) is greedy by score: candidates (event hits and
-session snippets, both scored by :func:`memlane.recall.ranking.rank`) are taken best first;
+Selection (:func:`assemble_context`) is greedy by score: candidates (event hits, session
+snippets and fact groups, all scored by :func:`memlane.recall.ranking.rank`) are taken best first;
 one whose own match strength (:func:`match_strength`) is below ``min_relevance`` is dropped;
 otherwise it is added if the
 *whole rendered block* still counts at most ``token_budget`` tokens, else its shorter
@@ -57,7 +64,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memlane import wire
 from memlane.errors import ValidationError
@@ -66,6 +73,9 @@ from memlane.sessions.messages import render_message
 from memlane.sessions.models import SYSTEM_ROLES, SessionSnippet
 from memlane.sessions.tokens import TokenCounter
 from memlane.validation import check_at_least, check_choice, check_fraction
+
+if TYPE_CHECKING:
+    from memlane.graph.context import FactGroup
 
 __all__ = [
     "CONTEXT_FOOTER",
@@ -80,6 +90,7 @@ __all__ = [
     "assemble_context",
     "check_budget",
     "event_item",
+    "facts_item",
     "format_time",
     "inject_block",
     "latest_user_index",
@@ -110,32 +121,38 @@ def format_time(value: datetime) -> str:
     return f"{weekday} {at:%Y-%m-%d %H:%M} UTC"
 
 
+_HEADINGS = {"conversation": "Conversation", "event": "Event", "facts": "Facts"}
+
+
 @dataclass(frozen=True, slots=True)
 class ContextItem:
     """A candidate for the block.
 
     Attributes:
-        kind: ``"conversation"`` (a session snippet) or ``"event"`` (an event episode).
-        label: The session id or the event type.
-        at: When it happened (UTC): the snippet's ``created_at`` or the episode's.
+        kind: ``"conversation"`` (a session snippet), ``"event"`` (an event episode) or
+            ``"facts"`` (the current facts about one entity).
+        label: The session id, the event type or the entity's name.
+        at: When it happened (UTC): the snippet's ``created_at`` or the episode's; for facts, the
+            time they are valid at (the read's ``now``).
         breakdown: Its score breakdown (each signal in [0, 1]).
         lines: The body lines.
         short_lines: A shorter body tried when ``lines`` does not fit (``()`` = none).
-        source: The :class:`SessionSnippet` or :class:`~memlane.models.RecallHit` it came from.
+        source: The :class:`SessionSnippet`, :class:`~memlane.models.RecallHit` or
+            :class:`~memlane.graph.context.FactGroup` it came from.
     """
 
-    kind: Literal["conversation", "event"]
+    kind: Literal["conversation", "event", "facts"]
     label: str
     at: datetime
     breakdown: ScoreBreakdown
     lines: tuple[str, ...]
     short_lines: tuple[str, ...]
-    source: SessionSnippet | RecallHit
+    source: SessionSnippet | RecallHit | FactGroup
 
     @property
     def heading(self) -> str:
         """``Conversation "s-42" · Mon 2026-05-25 14:03 UTC`` (without the number)."""
-        kind = "Conversation" if self.kind == "conversation" else "Event"
+        kind = _HEADINGS[self.kind]
         label = self.label.replace('"', "'")
         return f'{kind} "{label}" · {format_time(self.at)}'
 
@@ -169,9 +186,7 @@ def event_item(hit: RecallHit, *, max_item_chars: int = DEFAULT_MAX_ITEM_CHARS) 
     """
     if hit.breakdown is None:
         raise ValidationError("only ranked recall hits (with a breakdown) can go into a context block")
-    text = " ".join(hit.episode.content.split())
-    if len(text) > max_item_chars:
-        text = text[: max(1, max_item_chars) - 1].rstrip() + "…"
+    text = _cut(hit.episode.content, max_item_chars)
     return ContextItem(
         kind="event",
         label=hit.episode.event_type,
@@ -180,6 +195,30 @@ def event_item(hit: RecallHit, *, max_item_chars: int = DEFAULT_MAX_ITEM_CHARS) 
         lines=(text,),
         short_lines=(),
         source=hit,
+    )
+
+
+def _cut(text: str, max_item_chars: int) -> str:
+    """``text`` with its whitespace collapsed, cut at ``max_item_chars`` characters (with ``…``)."""
+    text = " ".join(text.split())
+    if len(text) > max_item_chars:
+        text = text[: max(1, max_item_chars) - 1].rstrip() + "…"
+    return text
+
+
+def facts_item(
+    group: FactGroup, at: datetime, *, max_item_chars: int = DEFAULT_MAX_ITEM_CHARS
+) -> ContextItem:
+    """A :class:`ContextItem` for the facts about one entity (valid at ``at``); short form: the best fact."""
+    lines = tuple(_cut(line, max_item_chars) for line in group.lines)
+    return ContextItem(
+        kind="facts",
+        label=group.entity.name,
+        at=at,
+        breakdown=group.breakdown,
+        lines=lines,
+        short_lines=lines[:1] if len(lines) > 1 else (),
+        source=group,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from memlane.clock import ensure_utc
 from memlane.context import MemoryContext
 from memlane.errors import StoreError, ValidationError
+from memlane.graph.context import query_fact_groups
 from memlane.models import RecallHit
 from memlane.recall.methods import RecallOptions, recall_episodes
 from memlane.recall.pipeline import RecallQuery
@@ -32,6 +33,7 @@ from memlane.sessions.context import (
     assemble_context,
     check_budget,
     event_item,
+    facts_item,
     inject_block,
     latest_user_index,
     snippet_item,
@@ -444,14 +446,17 @@ class SessionMemory:
         exclude_session_id: str | None = None,
         tokenizer: TokenizerSpec = None,
         max_item_chars: int = DEFAULT_MAX_ITEM_CHARS,
+        include_facts: bool = True,
     ) -> ContextBlock:
         """Build the ``[Past Conversation Context]`` block and report what went into it.
 
-        Candidates are up to ``session_top_k`` session snippets (:meth:`search_sessions`) and
+        Candidates are up to ``session_top_k`` session snippets (:meth:`search_sessions`),
         up to ``event_limit`` event episodes (``memory.recall_episodes(query)``, in the
-        memory's own scope), all ranked with the same weights; they are selected greedily
-        by score while the whole block stays within ``token_budget`` (format and rules in
-        :mod:`memlane.sessions.context`).
+        memory's own scope) and, for each entity the query names, the knowledge graph's facts
+        valid now about it (:func:`memlane.graph.context.query_fact_groups`; none when the query
+        names no entity with facts), all ranked with the same weights and held to the same
+        relevance floor; they are selected greedily by score while the whole block stays within
+        ``token_budget`` (format and rules in :mod:`memlane.sessions.context`).
 
         Args:
             query: What the context is for, usually the latest user message (non-empty).
@@ -476,7 +481,8 @@ class SessionMemory:
             exclude_session_id: A session to leave out (the one in progress).
             tokenizer: Encoding name (``"o200k_base"`` default, ``"cl100k_base"``), a
                 :class:`~memlane.sessions.tokens.TokenCounter` or a function ``text -> int``.
-            max_item_chars: Cap on one message's or event's characters in the block, >= 1.
+            max_item_chars: Cap on one message's, event's or fact's characters in the block, >= 1.
+            include_facts: Consider the facts about the entities the query names (default ``True``).
 
         Returns:
             The :class:`~memlane.sessions.context.ContextBlock` (``relevant`` is ``False`` and
@@ -488,38 +494,42 @@ class SessionMemory:
             (with ``config.embedding_fallback`` on, both searches degrade to keywords instead).
         """
         self._check_open()
-        query = check_query(query)
-        budget = check_budget(token_budget)
-        counter = resolve_token_counter(tokenizer)
-        max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
-        floor = self._floor(min_relevance)
-        at = self._ctx.now(now)
-        candidates: list[ContextItem] = []
-        owner = self._owner(agent_id, user_id)
-        if budget > 0 and check_flag(include_sessions, "include_sessions"):
-            for snippet in self.search_sessions(
-                owner.agent_id,
-                owner.user_id,
-                query,
-                top_k=check_limit(session_top_k, "session_top_k"),
-                now=at,
-                weights=weights,
-                context_turns=context_turns,
-                exclude_session_id=exclude_session_id,
-                min_relevance=floor,
-            ):
-                candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
-        if budget > 0 and check_flag(include_events, "include_events"):
-            hits: list[RecallHit] = recall_episodes(
-                self._ctx,
-                query,
-                None,
-                None,
-                check_limit(event_limit, "event_limit"),
-                RecallOptions(now=at, weights=weights),
-            )
-            candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
-        return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=floor)
+        with self._ctx.one_query():  # the searches below embed the query once
+            query = check_query(query)
+            budget = check_budget(token_budget)
+            counter = resolve_token_counter(tokenizer)
+            max_item_chars = check_at_least(max_item_chars, "max_item_chars", 1)
+            floor = self._floor(min_relevance)
+            at = self._ctx.now(now)
+            candidates: list[ContextItem] = []
+            owner = self._owner(agent_id, user_id)
+            if budget > 0 and check_flag(include_sessions, "include_sessions"):
+                for snippet in self.search_sessions(
+                    owner.agent_id,
+                    owner.user_id,
+                    query,
+                    top_k=check_limit(session_top_k, "session_top_k"),
+                    now=at,
+                    weights=weights,
+                    context_turns=context_turns,
+                    exclude_session_id=exclude_session_id,
+                    min_relevance=floor,
+                ):
+                    candidates.append(snippet_item(snippet, max_item_chars=max_item_chars))
+            if budget > 0 and check_flag(include_events, "include_events"):
+                hits: list[RecallHit] = recall_episodes(
+                    self._ctx,
+                    query,
+                    None,
+                    None,
+                    check_limit(event_limit, "event_limit"),
+                    RecallOptions(now=at, weights=weights),
+                )
+                candidates.extend(event_item(h, max_item_chars=max_item_chars) for h in hits if h.breakdown)
+            if budget > 0 and check_flag(include_facts, "include_facts"):
+                groups = query_fact_groups(self._ctx, query, now=at, weights=weights)
+                candidates.extend(facts_item(g, at, max_item_chars=max_item_chars) for g in groups)
+            return assemble_context(candidates, token_budget=budget, counter=counter, min_relevance=floor)
 
     def build_context(
         self,

@@ -37,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memlane.errors import FactNotFoundError
 from memlane.stores.common import RowCodec
+from memlane.validation import MAX_GRAPH_DEPTH
 
 __all__ = [
     "Entity",
@@ -50,9 +51,6 @@ __all__ = [
     "GraphStoreBase",
     "SupportsGraph",
 ]
-
-MAX_DEPTH = 4
-"""Deepest neighbourhood or path walk a store runs (each hop multiplies the rows visited)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +355,7 @@ class GraphStore(Protocol):
     def neighbours(self, flt: FactFilter, depth: int) -> dict[str, int]:
         """``{entity id: hops}`` reachable from ``flt.entities`` over object-facts passing ``flt``.
 
-        Edges are followed both ways; ``depth`` in ``1..MAX_DEPTH``; the start entities have 0 hops.
+        Edges are followed both ways; ``depth`` in ``1..MAX_GRAPH_DEPTH``; the start entities have 0 hops.
         """
         ...
 
@@ -718,7 +716,7 @@ class GraphStoreBase:
                 f"AND id IN ({marks}) UNION SELECT {_NEXT}, w.hops + 1 FROM walk w JOIN {{facts}} f ON "
                 f"{step} "
                 "WHERE w.hops < ?) SELECT node, min(hops) FROM walk GROUP BY node",
-                [flt.tenant_id, *flt.entities, *params, max(1, min(MAX_DEPTH, int(depth)))],
+                [flt.tenant_id, *flt.entities, *params, max(1, min(MAX_GRAPH_DEPTH, int(depth)))],
             )
         return {str(n): int(h) for n, h in rows}
 
@@ -738,7 +736,7 @@ class GraphStoreBase:
                     flt.tenant_id,
                     source,
                     *params,
-                    max(1, min(MAX_DEPTH, int(depth))),
+                    max(1, min(MAX_GRAPH_DEPTH, int(depth))),
                     target,
                     target,
                     max(1, int(limit)),

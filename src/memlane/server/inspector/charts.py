@@ -6,12 +6,23 @@ external resource, so the pages work under a ``default-src 'none'`` content secu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from memlane.server.inspector.html import Html, el
 
-__all__ = ["Bar", "bar_rows", "contribution_bar", "histogram", "interval_strip"]
+__all__ = [
+    "Bar",
+    "GraphEdge",
+    "GraphNode",
+    "bar_rows",
+    "contribution_bar",
+    "histogram",
+    "interval_strip",
+    "neighbourhood_graph",
+]
 
 Bar = tuple[str, float | None, str]
 """``(label, value in [0, 1] or None, css class)`` of one bar row."""
@@ -267,4 +278,118 @@ def histogram(
         role="img",
         aria_label="episodes over time",
         class_="histogram",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """A node of :func:`neighbourhood_graph`. Attributes: key: Its id (edges name it). label: The text
+    shown (escaped; cut to 24 characters). hops: Its ring (0 = the centre). href: Where it links."""
+
+    key: str
+    label: str
+    hops: int
+    href: str
+
+
+GraphEdge = tuple[str, str, str]
+"""``(source key, target key, label)`` of one edge of :func:`neighbourhood_graph`."""
+
+_LABEL_CHARS = 24
+
+
+def _cut_label(text: str, limit: int = _LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _positions(
+    nodes: Sequence[GraphNode], cx: float, cy: float, step: float
+) -> dict[str, tuple[float, float]]:
+    """A radial layout: the centre node in the middle, hop ``k`` on a ring of radius ``k * step``,
+    each ring's nodes evenly spaced (rings turned against each other so labels do not line up)."""
+    rings: dict[int, list[GraphNode]] = {}
+    for node in nodes:
+        rings.setdefault(node.hops, []).append(node)
+    out: dict[str, tuple[float, float]] = {}
+    for hops, ring in rings.items():
+        for i, node in enumerate(ring):
+            if hops == 0:
+                out[node.key] = (cx, cy)
+                continue
+            angle = 2 * math.pi * i / len(ring) + hops * 0.45 - math.pi / 2
+            out[node.key] = (cx + hops * step * math.cos(angle), cy + hops * step * 0.82 * math.sin(angle))
+    return out
+
+
+def neighbourhood_graph(
+    nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *, width: int = 760, height: int = 460
+) -> Html:
+    """An entity's neighbourhood as a small node-link diagram (inline SVG, no script).
+
+    Args:
+        nodes: The entities, the centre first (``hops`` 0); each links to its page.
+        edges: Facts between two of ``nodes``, drawn as lines with the predicate at the middle
+            (and as a tooltip); an edge naming an unknown node is left out.
+        width: SVG width in px. height: SVG height in px.
+    """
+    deepest = max((n.hops for n in nodes), default=0)
+    step = (min(width, height / 0.82) / 2 - 60) / max(deepest, 1)
+    at = _positions(nodes, width / 2, height / 2, step)
+    lines: list[Html] = []
+    for source, target, label in edges:
+        if source not in at or target not in at or source == target:
+            continue
+        (x1, y1), (x2, y2) = at[source], at[target]
+        lines.append(
+            el(
+                "g",
+                el("title", f"{source} {label} {target}"),
+                el("line", x1=_num(x1), y1=_num(y1), x2=_num(x2), y2=_num(y2), class_="edge"),
+                el(
+                    "text",
+                    _cut_label(label, 20),
+                    x=_num((x1 + x2) / 2),
+                    y=_num((y1 + y2) / 2 - 3),
+                    text_anchor="middle",
+                    class_="edge-label",
+                ),
+                class_="graph-edge",
+                data_source=source,
+                data_target=target,
+            )
+        )
+    circles: list[Html] = []
+    for node in nodes:
+        x, y = at[node.key]
+        radius = 11 if node.hops == 0 else 8
+        circles.append(
+            el(
+                "a",
+                el("title", node.label),
+                el("circle", cx=_num(x), cy=_num(y), r=radius, class_=f"node hop-{min(node.hops, 4)}"),
+                el(
+                    "text",
+                    _cut_label(node.label),
+                    x=_num(x),
+                    y=_num(y + radius + 13),
+                    text_anchor="middle",
+                    class_="node-label",
+                ),
+                href=node.href,
+                class_="graph-node",
+                data_entity=node.key,
+                data_hops=node.hops,
+            )
+        )
+    return el(
+        "svg",
+        el("g", lines, class_="edges"),
+        el("g", circles, class_="nodes"),
+        xmlns="http://www.w3.org/2000/svg",
+        width=width,
+        height=height,
+        viewBox=f"0 0 {width} {height}",
+        role="img",
+        aria_label="the entity's neighbourhood in the knowledge graph",
+        class_="graph",
     )

@@ -18,6 +18,7 @@ __all__ = [
     "View",
     "badge",
     "content_cell",
+    "entity_link",
     "episode_link",
     "filter_bar",
     "page",
@@ -34,7 +35,13 @@ __all__ = [
 PREFIX = "/inspect"
 """Where the inspector is mounted."""
 
-_NAV = (("Timeline", ""), ("Search", "/search"), ("Sessions", "/sessions"), ("Stats", "/stats"))
+_NAV = (
+    ("Timeline", ""),
+    ("Search", "/search"),
+    ("Sessions", "/sessions"),
+    ("Entities", "/entities"),
+    ("Stats", "/stats"),
+)
 _AXIS_NAMES = {"created": "happened", "valid": "valid time", "recorded": "recorded"}
 
 
@@ -85,6 +92,14 @@ def session_link(view: View, tenant: str, session_id: str) -> Html:
     """A link to a session's page within ``tenant``."""
     params = {"tenant": tenant} if view.who.is_admin else {}
     return el("a", session_id, href=url(PREFIX + "/sessions", params, session_id), class_="mono session-link")
+
+
+def entity_link(view: View, tenant: str, key: str, text: object | None = None) -> Html:
+    """A link to an entity's page within ``tenant`` (its key as the path; its name by default)."""
+    params = {"tenant": tenant} if view.who.is_admin else {}
+    return el(
+        "a", key if text is None else text, href=url(PREFIX + "/entities", params, key), class_="entity-link"
+    )
 
 
 def content_cell(episode: Episode, limit: int = 280) -> Html:

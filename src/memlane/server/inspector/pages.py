@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memlane import Episode, RankingWeights, RecallHit
+from memlane.graph import Entity
 from memlane.models import SIGNALS
 from memlane.server.inspector import charts
 from memlane.server.inspector.data import (
@@ -32,6 +33,7 @@ from memlane.server.inspector.layout import (
     tags,
     when,
 )
+from memlane.server.inspector.pages_graph import mentioned_entities_section
 
 __all__ = ["SearchForm", "episode_page", "error_page", "login_page", "search_page", "timeline_page"]
 
@@ -316,8 +318,10 @@ def _fields(ep: Episode) -> Html:
     return el("dl", join(join([el("dt", k), el("dd", v)]) for k, v in rows), class_="fields")
 
 
-def episode_page(view: View, episode: Episode, chain: list[Episode], now: datetime) -> Html:
-    """One episode's fields and its supersede chain, oldest first."""
+def episode_page(
+    view: View, episode: Episode, chain: list[Episode], now: datetime, entities: Sequence[Entity] = ()
+) -> Html:
+    """One episode's fields, the entities it names (each a link to its page) and its supersede chain."""
     items: list[Html] = []
     for ep in chain:
         current = ep.id == episode.id
@@ -379,6 +383,7 @@ def episode_page(view: View, episode: Episode, chain: list[Episode], now: dateti
     body = join(
         [
             el("section", el("div", episode.content, class_="content big"), _fields(episode), class_="card"),
+            mentioned_entities_section(view, entities),
             history,
             meta,
         ]

@@ -22,7 +22,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from memlane import PRESETS, EpisodeNotFoundError, EpisodicMemory, MemlaneError, ValidationError
 from memlane.config.api_keys import ApiKey
 from memlane.config.file import ServerSettings
-from memlane.server.inspector import data, pages, pages_sessions, pages_stats
+from memlane.graph import DEFAULT_NEIGHBOUR_DEPTH, MAX_GRAPH_DEPTH
+from memlane.server.inspector import data, data_graph, pages, pages_graph, pages_sessions, pages_stats
 from memlane.server.inspector.auth import (
     COOKIE_NAME,
     LoginSessions,
@@ -294,7 +295,37 @@ def episode_route(request: Request, episode_id: str) -> Response:
         episode = reader.get_episode(episode_id)
         if episode is None:
             raise _ProblemError(404, f"no episode {episode_id!r}")
-        return pages.episode_page(view, episode, reader.history(episode.id), memory.clock.now())
+        entities = data_graph.mentioned_entities(memory, episode)
+        return pages.episode_page(view, episode, reader.history(episode.id), memory.clock.now(), entities)
+
+    return _run(request, render)
+
+
+@router.get("/entities")
+def entities_route(request: Request) -> Response:
+    """The viewed tenant's entities that facts name (admins viewing every tenant pick one)."""
+
+    def render(state: InspectorState, memory: EpisodicMemory, view: View) -> Html:
+        query = _param(request, "q") or ""
+        if view.tenant is None:
+            return pages_graph.entities_page(view, _tenants(memory, view), None, 0, query)
+        limit = _int(request, "limit", 200, _MAX_TIMELINE_ROWS)
+        rows, total = data_graph.entity_rows(memory, view.tenant, query, limit)
+        return pages_graph.entities_page(view, _tenants(memory, view), rows, total, query)
+
+    return _run(request, render)
+
+
+@router.get("/entities/{name:path}")
+def entity_route(request: Request, name: str) -> Response:
+    """One entity: current facts, history with valid and recorded time, linked episodes, neighbourhood."""
+
+    def render(state: InspectorState, memory: EpisodicMemory, view: View) -> Html:
+        depth = _int(request, "depth", DEFAULT_NEIGHBOUR_DEPTH, MAX_GRAPH_DEPTH)
+        found = data_graph.entity_view(memory, view.tenant, name, depth)
+        if found is None:
+            raise _ProblemError(404, f"no entity {name!r}")
+        return pages_graph.entity_page(view, found)
 
     return _run(request, render)
 
