@@ -44,8 +44,10 @@ How LangGraph's model maps onto memlane's (the **mapping**):
   ``ttl_minutes`` and ``expires_at``; reads with ``refresh_ttl`` restart it
   (:meth:`~memlane.stores.base.Store.set_metadata`), :meth:`MemlaneStore.sweep_ttl` deletes
   expired items and :meth:`MemlaneStore.start_ttl_sweeper` runs it in a thread.
-* **list_namespaces** is one ``SELECT DISTINCT`` of the current items' namespaces
-  (:meth:`~memlane.stores.base.Store.metadata_values`).
+* **list_namespaces** reads the current items' namespaces from the store's facet index
+  (:meth:`~memlane.stores.base.Store.facet_values`: one index probe per namespace, whatever the
+  number of items); with ``omit_expired`` or a retention period it is one ``SELECT DISTINCT`` over
+  the unexpired items (:meth:`~memlane.stores.base.Store.metadata_values`).
 
 Batches run their operations in order (a ``get`` after a ``put`` in the same batch sees it);
 consecutive puts are one write (one embedder call, one transaction). ``abatch`` runs the batch on
@@ -138,6 +140,7 @@ UNINDEXED_TEXT = "(LangGraph item stored with index=False)"
 """The episode text of an item put with ``index=False``: its value is never embedded nor keyword-indexed."""
 
 _META = "langgraph"
+_NAMESPACE = (_META, "namespace")
 _CONTEXT_CACHE = 1024
 _PUT_ATTEMPTS = 5
 _SWEEP_BATCH = 500
@@ -848,8 +851,12 @@ class MemlaneStore(BaseStore):
             if self.tenant_label is not None and len(fixed) > self.tenant_label:
                 memory = self._context(fixed[self.tenant_label], None)
         flt = self._items_filter(memory, tuple(tags), ())
+        if flt.metadata or flt.retained_after is not None:  # omit_expired or retention: the exact scan
+            values = memory.store.metadata_values(flt, _NAMESPACE, _MAX_VALUES)
+        else:  # the namespaces of the current versions, from the store's facet index
+            values = memory.store.facet_values(flt.tenant_id, self.event_type, _NAMESPACE)
         found: set[tuple[str, ...]] = set()
-        for value in memory.store.metadata_values(flt, (_META, "namespace"), _MAX_VALUES):
+        for value in values:
             namespace = tuple(value)
             if all(_path_matches(c, namespace) for c in conditions):
                 found.add(namespace if op.max_depth is None else namespace[: op.max_depth])

@@ -545,6 +545,18 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "EXECUTE FUNCTION {schema}.memlane_scope_stats_apply()"
         ),
     ),
+    # 13: the facet index (memlane.stores.base.FACET_PATHS, memlane.stores.postgres.facets): the JSON
+    # text at metadata path langgraph.namespace of the active rows (neither retired nor archived) by
+    # event type and tenant, a partial index on the expression, so listing LangGraph namespaces walks
+    # one index entry per distinct value (a loose index scan). Rows without the path are left out.
+    (
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_facet_0 ON {schema}.memlane_episodes "
+            "(event_type, tenant_id, ((metadata #> '{{langgraph,namespace}}'::text[])::text)) "
+            "WHERE invalidated_at IS NULL AND archived_at IS NULL "
+            "AND (metadata #> '{{langgraph,namespace}}'::text[]) IS NOT NULL"
+        ),
+    ),
 )
 
 

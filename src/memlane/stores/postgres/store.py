@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+import memlane.stores.postgres.facets as facets
 import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
 from memlane.errors import EmbeddingModelMismatchError, ValidationError
@@ -423,6 +424,14 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         with self._transaction("metadata_values") as cur:
             rows = cur.execute(query, [list(path), *params, list(path), int(limit)], prepare=False).fetchall()
         return decoded_distinct((r[0] for r in rows), limit)
+
+    def facet_values(self, tenant_id: str | None, event_type: str, path: tuple[str, ...]) -> list[Any]:
+        """Distinct values at a facet path of the active episodes (see :meth:`Store.facet_values`).
+
+        A loose scan of the facet's partial index (:mod:`memlane.stores.postgres.facets`).
+        """
+        with self._transaction("facet_values") as cur:
+            return facets.facet_values(cur, self._t, tenant_id, event_type, path)
 
     def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
         """Set ``path`` in the given episodes' metadata in one ``UPDATE`` (see :meth:`Store.set_metadata`)."""
