@@ -266,7 +266,9 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                     ext=self._ext,
                     dims=None if batch.vectors is None else int(batch.vectors.shape[1]),
                 )
-                lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, [ep.id for ep in episodes])
+                ids = [ep.id for ep in episodes]
+                lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, ids)
+                lifecycle.add_term_df(cur, self._t, self._term_df_pending, ids)
                 lifecycle.retire(cur, self._t, supersessions)
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
@@ -537,7 +539,9 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             return KeywordCandidates.empty()
         reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
-            return keyword_search(cur, self._t, self._scope_stats, flt, terms, top_n, self._common_terms)
+            return keyword_search(
+                cur, self._t, (self._scope_stats, self._term_df), flt, terms, top_n, self._common_terms
+            )
 
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
