@@ -50,9 +50,11 @@ How LangGraph's model maps onto memlane's (the **mapping**):
   the unexpired items (:meth:`~memlane.stores.base.Store.metadata_values`).
 
 Batches run their operations in order (a ``get`` after a ``put`` in the same batch sees it);
-consecutive puts are one write (one embedder call, one transaction). ``abatch`` runs the batch on
-the memory's worker pool (:class:`memlane.AsyncEpisodicMemory`), never on the event loop, and
-writes concurrent single puts together (group commit).
+consecutive puts are one write (one embedder call, one transaction). Single puts from several
+threads at once are written together (group commit: one embedder call and one transaction for
+the waiting puts, each still its own version). ``abatch`` runs the batch on the memory's worker
+pool (:class:`memlane.AsyncEpisodicMemory`), never on the event loop, and writes concurrent
+single puts together too.
 """
 
 from __future__ import annotations
