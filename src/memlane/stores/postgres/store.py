@@ -85,6 +85,7 @@ from memlane.stores.postgres.migrations import (
     bind_vector_statements,
     read_version,
 )
+from memlane.stores.postgres.neighbours import neighbours_statement
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
 from memlane.stores.postgres.vector_search import DEFAULT_EXACT_SEARCH_LIMIT, SearchPlan
@@ -546,34 +547,17 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
-        Per key ``2 * radius`` probes of ``ix_memlane_episodes_session_seq``: no session scan.
+        One statement (:mod:`memlane.stores.postgres.neighbours`): per session a window over the
+        index range its keys span when they lie close together, else ``2 * radius`` probes of
+        ``ix_memlane_episodes_session_seq`` per key; no session is ever scanned whole for a few keys.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         if len(keys) == 0:
             return Neighbours.from_rows([], radius)
         radius = max(1, int(radius))
-        same = sql.SQL(
-            "e.tenant_id OPERATOR(pg_catalog.=) c.tenant_id "
-            "AND e.session_id OPERATOR(pg_catalog.=) c.session_id"
-        )
-        before = sql.SQL(
-            "(SELECT e.seq FROM {t} AS e WHERE {same} AND e.seq OPERATOR(pg_catalog.<) c.seq "
-            "ORDER BY e.seq DESC LIMIT 1 OFFSET {k})"
-        )
-        after = sql.SQL(
-            "(SELECT e.seq FROM {t} AS e WHERE {same} AND e.seq OPERATOR(pg_catalog.>) c.seq "
-            "ORDER BY e.seq LIMIT 1 OFFSET {k})"
-        )
-        probes = sql.SQL(", ").join(
-            [before.format(t=self._t, same=same, k=sql.Literal(k - 1)) for k in range(radius, 0, -1)]
-            + [after.format(t=self._t, same=same, k=sql.Literal(k - 1)) for k in range(1, radius + 1)]
-        )
-        statement = sql.SQL(
-            "SELECT c.seq, c.session_id, c.tags, {probes} FROM {t} AS c "
-            "WHERE c.seq OPERATOR(pg_catalog.=) ANY(%s::int8[]) ORDER BY c.seq"
-        ).format(probes=probes, t=self._t)
+        statement = neighbours_statement(self._t, radius)
         with self._transaction("neighbours") as cur:
-            rows = cur.execute(statement, [[int(k) for k in keys]]).fetchall()
+            rows = cur.execute(statement, {"keys": [int(k) for k in keys]}).fetchall()
         return Neighbours.from_rows(rows, radius)
 
     def explain_vector_candidates(
