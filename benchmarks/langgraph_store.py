@@ -208,9 +208,12 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Reading: SqliteStore on a file commits each put with a synchronous journal write, so its",
-        "batch time is disk-bound; in memory it is the floor. MemlaneStore's filters and namespace",
-        "listing run in SQL (`EpisodeFilter.metadata`, `Store.metadata_values`); with the bundled",
-        "model every put is also embedded, which is most of its batch time.",
+        "batch time is disk-bound; in memory it is the floor. MemlaneStore lists namespaces from an",
+        "index (`Store.facet_values`, schema migration 13: one probe per namespace); its filters run",
+        "in SQL (`EpisodeFilter.metadata`), from the tag index when the prefix is selective, else as",
+        "a scan of the prefix's JSON values (as SqliteStore's do); with the bundled model every put",
+        "is also embedded (concurrent single puts are grouped into one embedder call), which is most",
+        "of its batch time.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from memlane import (
     EpisodeInput,
     EpisodicMemory,
+    FrozenClock,
     MemoryConfig,
     SchemaVersionError,
     StoreClosedError,
@@ -575,3 +576,57 @@ def test_a_rebuild_that_cannot_get_the_table_lock_keeps_the_index(pg_url: str, p
         assert store.count(EpisodeFilter()) == n
     finally:
         store.close()
+
+
+_RECOUNT = (
+    "SELECT tenant_id, session_id, term, count(*) FROM (SELECT DISTINCT e.seq, e.tenant_id, e.session_id, "
+    "u.term FROM {s}.memlane_episodes AS e, unnest(string_to_array(e.terms, ' ')) AS u(term)) AS d "
+    "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+)
+
+
+def _term_df(pg_url: str, pg_schema: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The kept per-scope document frequencies (non-zero) and a recount from the stored rows."""
+    schema = sql.Identifier(pg_schema)
+    kept = sql.SQL(
+        "SELECT tenant_id, session_id, term, df FROM {}.memlane_term_df WHERE df <> 0 ORDER BY 1, 2, 3"
+    ).format(schema)
+    return _fetchall(pg_url, kept), _fetchall(pg_url, sql.SQL(_RECOUNT).format(s=schema))
+
+
+def test_term_document_frequencies_follow_every_write(pg_url: str, pg_schema: str) -> None:
+    """``memlane_term_df`` (schema migration 14) equals a recount after inserts, merges and every delete."""
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t1", clock=FrozenClock(T0))
+    other = memory.with_context(tenant_id="t2", session_id="s2")
+    first = memory.remember_episode("note", "the cat sat on the mat, the cat")
+    memory.remember_episodes([EpisodeInput("note", f"dog {i} and cat {i % 3}") for i in range(20)])
+    other.remember_episode("note", "cat and dog in another tenant", session_scoped=True)
+    memory.remember_episode("note", "old news about cats", created_at=T0 - timedelta(days=400))
+    kept, recount = _term_df(pg_url, pg_schema)
+    assert kept == recount and len(kept) > 10
+    assert memory.delete_episode(first.id)
+    store.delete_created_before(T0 - timedelta(days=300))
+    store.delete_session_scoped("t2", "s2")
+    kept, recount = _term_df(pg_url, pg_schema)
+    assert kept == recount
+    pending = sql.SQL("SELECT count(*) FROM {}.memlane_term_df_pending").format(sql.Identifier(pg_schema))
+    assert _fetchall(pg_url, pending) == [(0,)]
+    memory.close()
+
+
+def test_term_document_frequencies_are_filled_by_migration_14(pg_url: str, pg_schema: str) -> None:
+    memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder(), tenant_id="t")
+    memory.remember_episodes([EpisodeInput("note", f"alpha beta {i % 4}") for i in range(12)])
+    memory.close()
+    schema = sql.Identifier(pg_schema)
+    with psycopg.connect(pg_url, autocommit=True) as conn, conn.transaction():  # back to version 13
+        conn.execute(
+            sql.SQL("DROP TABLE {}.memlane_term_df, {}.memlane_term_df_pending").format(schema, schema)
+        )
+        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version = 14").format(schema))
+    store = PostgresStore(pg_url, schema=pg_schema)
+    assert store.schema_version == len(MIGRATIONS) == 14
+    kept, recount = _term_df(pg_url, pg_schema)
+    assert kept == recount and ("t", "default", "alpha", 12) in kept
+    store.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -152,6 +154,35 @@ def test_concurrent_async_puts_keep_one_current_version(
         await memory.close()
 
     asyncio.run(main())
+
+
+def test_puts_from_many_threads_keep_every_version_and_their_own_errors(
+    tmp_path: Path, local_embedder: LocalEmbedder
+) -> None:
+    store = _store(tmp_path, local_embedder, tenant_label=1)
+    barrier = threading.Barrier(8)
+
+    def put(worker: int) -> list[str]:
+        barrier.wait()
+        failed: list[str] = []
+        for i in range(6):
+            store.put(("app", "u1"), "same", {"text": f"version {worker}.{i}"})
+            store.put(("app", "u1"), f"k{worker}.{i}", {"text": f"item {worker}.{i}"})
+            try:
+                store.put(("app",), f"bad{worker}.{i}", {"text": "no tenant label"})
+            except InvalidNamespaceError:
+                failed.append(f"bad{worker}.{i}")
+        store.delete(("app", "u1"), f"k{worker}.0")
+        return failed
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        failures = list(pool.map(put, range(8)))
+    assert all(len(f) == 6 for f in failures)  # each caller got its own error, every time
+    assert len(store.history(("app", "u1"), "same")) == 48  # a version per put: none merged away
+    keys = {item.key for item in store.search(("app", "u1"), limit=100)}
+    assert keys == {"same"} | {f"k{w}.{i}" for w in range(8) for i in range(1, 6)}
+    assert store.list_namespaces() == [("app", "u1")]
+    store.close()
 
 
 def test_index_false_keeps_the_value_out_of_search(tmp_path: Path, local_embedder: LocalEmbedder) -> None:

@@ -44,13 +44,17 @@ How LangGraph's model maps onto memlane's (the **mapping**):
   ``ttl_minutes`` and ``expires_at``; reads with ``refresh_ttl`` restart it
   (:meth:`~memlane.stores.base.Store.set_metadata`), :meth:`MemlaneStore.sweep_ttl` deletes
   expired items and :meth:`MemlaneStore.start_ttl_sweeper` runs it in a thread.
-* **list_namespaces** is one ``SELECT DISTINCT`` of the current items' namespaces
-  (:meth:`~memlane.stores.base.Store.metadata_values`).
+* **list_namespaces** reads the current items' namespaces from the store's facet index
+  (:meth:`~memlane.stores.base.Store.facet_values`: one index probe per namespace, whatever the
+  number of items); with ``omit_expired`` or a retention period it is one ``SELECT DISTINCT`` over
+  the unexpired items (:meth:`~memlane.stores.base.Store.metadata_values`).
 
 Batches run their operations in order (a ``get`` after a ``put`` in the same batch sees it);
-consecutive puts are one write (one embedder call, one transaction). ``abatch`` runs the batch on
-the memory's worker pool (:class:`memlane.AsyncEpisodicMemory`), never on the event loop, and
-writes concurrent single puts together (group commit).
+consecutive puts are one write (one embedder call, one transaction). Single puts from several
+threads at once are written together (group commit: one embedder call and one transaction for
+the waiting puts, each still its own version). ``abatch`` runs the batch on the memory's worker
+pool (:class:`memlane.AsyncEpisodicMemory`), never on the event loop, and writes concurrent
+single puts together too.
 """
 
 from __future__ import annotations
@@ -138,6 +142,7 @@ UNINDEXED_TEXT = "(LangGraph item stored with index=False)"
 """The episode text of an item put with ``index=False``: its value is never embedded nor keyword-indexed."""
 
 _META = "langgraph"
+_NAMESPACE = (_META, "namespace")
 _CONTEXT_CACHE = 1024
 _PUT_ATTEMPTS = 5
 _SWEEP_BATCH = 500
@@ -367,6 +372,18 @@ def _check_minutes(value: object, name: str) -> float | None:
     return float(value)
 
 
+class _Ticket:
+    """One caller's put waiting in :meth:`MemlaneStore._put_together`."""
+
+    __slots__ = ("error", "lead", "op", "woken")
+
+    def __init__(self, op: PutOp) -> None:
+        self.op = op
+        self.lead = False
+        self.error: BaseException | None = None
+        self.woken = threading.Event()
+
+
 class MemlaneStore(BaseStore):
     """LangGraph's ``BaseStore`` over a memlane memory (see the module docstring for the mapping).
 
@@ -430,6 +447,9 @@ class MemlaneStore(BaseStore):
         self._key_locks = [threading.Lock() for _ in range(64)]
         self._sweeper: threading.Thread | None = None
         self._sweep_stop = threading.Event()
+        self._group: list[_Ticket] = []
+        self._group_lock = threading.Lock()
+        self._group_writing = False
         self._pile: list[tuple[PutOp, asyncio.Future[None]]] = []
         self._flushing = False
 
@@ -492,7 +512,9 @@ class MemlaneStore(BaseStore):
         """Run ``ops`` in order and return one result per op (see ``BaseStore.batch``).
 
         Consecutive puts run as one write (one embedder call and one transaction per tenant
-        and session); a later put of the same key in the run wins, as in LangGraph.
+        and session); a later put of the same key in the run wins, as in LangGraph. A batch of
+        one put (``put``/``delete``) from several threads at once is written together with the
+        others waiting (group commit, :meth:`_put_together`): it returns once its put is stored.
 
         Raises:
             InvalidNamespaceError: a bad namespace label (or an empty one to put into).
@@ -501,6 +523,9 @@ class MemlaneStore(BaseStore):
         pending = list(ops)
         for op in pending:
             validate_op_namespace(op)
+        if len(pending) == 1 and isinstance(pending[0], PutOp):
+            self._put_together(pending[0])
+            return [None]
         results: list[Result] = []
         run: list[PutOp] = []
         for op in pending:
@@ -513,6 +538,81 @@ class MemlaneStore(BaseStore):
             results.append(self._read(op))
         self._put_run(run)
         return results
+
+    def _put_together(self, op: PutOp) -> None:
+        """Write ``op`` with the single puts other threads submit meanwhile (group commit).
+
+        The first caller leads: it takes every put waiting (its own among them), writes them
+        (:meth:`_write_pile`), wakes their callers and hands the lead to the first caller that
+        arrived during the write. Each caller returns (or raises its own error) once its put is
+        stored; the puts of a pile are written in arrival order, as if one after the other.
+        """
+        ticket = _Ticket(op)
+        with self._group_lock:
+            self._group.append(ticket)
+            ticket.lead = not self._group_writing
+            self._group_writing = True
+        if not ticket.lead:
+            ticket.woken.wait()
+        if ticket.lead:
+            self._lead_pile()
+        if ticket.error is not None:
+            raise ticket.error
+
+    def _lead_pile(self) -> None:
+        with self._group_lock:
+            pile, self._group = self._group, []
+        try:
+            self._write_pile(pile)
+        except BaseException as exc:  # interrupted: every caller of the pile hears of it
+            for waiting in pile:
+                waiting.error = waiting.error or exc
+            raise
+        finally:
+            with self._group_lock:
+                if self._group:
+                    self._group[0].lead = True
+                    self._group[0].woken.set()
+                else:
+                    self._group_writing = False
+            for waiting in pile:
+                if not waiting.lead:
+                    waiting.woken.set()
+
+    def _write_pile(self, pile: Sequence[_Ticket]) -> None:
+        """The pile's puts in arrival order, as runs that each write once.
+
+        A key put twice in a run becomes two versions (one transaction); a delete of a key the run
+        already holds, or a put of a key it deleted, starts the next run (deletes go first in a run).
+        """
+        run: list[_Ticket] = []
+        put: set[tuple[tuple[str, ...], str]] = set()
+        deleted: set[tuple[tuple[str, ...], str]] = set()
+        for ticket in pile:
+            key = (tuple(ticket.op.namespace), ticket.op.key)
+            deleting = ticket.op.value is None
+            if key in deleted or (deleting and key in put):
+                self._write_run(run)
+                run, put, deleted = [], set(), set()
+            run.append(ticket)
+            (deleted if deleting else put).add(key)
+        if run:
+            self._write_run(run)
+
+    def _write_run(self, run: Sequence[_Ticket]) -> None:
+        """One write of ``run``; if it fails, put by put, so that each error reaches its own caller."""
+        try:
+            self._put_run([ticket.op for ticket in run], every_version=True)
+            return
+        except Exception as exc:
+            if len(run) == 1:
+                run[0].error = exc
+                return
+        for ticket in run:
+            try:
+                self._put_run([ticket.op], every_version=True)
+            except Exception as exc:
+                ticket.error = exc
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Like :meth:`batch`, run on the memory's worker pool (the event loop is never blocked).
@@ -691,11 +791,16 @@ class MemlaneStore(BaseStore):
             self._refresh(memory, current[:1])
         return self._item(current[0])
 
-    def _put_run(self, run: Sequence[PutOp]) -> None:
-        """A run of consecutive puts: the last op per key; deletes one by one, puts grouped per memory."""
-        last = {(tuple(op.namespace), op.key): op for op in run}
+    def _put_run(self, run: Sequence[PutOp], *, every_version: bool = False) -> None:
+        """A run of consecutive puts: deletes one by one, puts grouped per memory.
+
+        Of a batch's puts of one key the last wins (as in LangGraph); with ``every_version``
+        (puts from different callers, :meth:`_put_together`) each becomes a version, in order.
+        """
+        ops = list(run) if every_version else list({(tuple(op.namespace), op.key): op for op in run}.values())
         groups: dict[int, tuple[EpisodicMemory, list[PutOp]]] = {}
-        for (namespace, key), op in last.items():
+        for op in ops:
+            namespace, key = tuple(op.namespace), op.key
             if op.value is None:
                 self._delete(namespace, key)
                 continue
@@ -729,13 +834,15 @@ class MemlaneStore(BaseStore):
         now = ctx.clock.now()
         episodes: list[Episode] = []
         supersessions: list[Supersession] = []
+        latest: dict[tuple[tuple[str, ...], str], list[Episode]] = {}  # a key put twice: a chain
         for op in puts:
-            namespace = tuple(op.namespace)
-            current = self._current(memory, namespace, op.key)
+            ident = (tuple(op.namespace), op.key)
+            current = latest[ident] if ident in latest else self._current(memory, *ident)
             created = self._item(current[0]).created_at if current else now
-            episode = ctx.build_episode(self._episode_input(op, namespace, created, now), now)
+            episode = ctx.build_episode(self._episode_input(op, ident[0], created, now), now)
             episodes.append(episode)
             supersessions += [supersession(old, episode, None) for old in current]
+            latest[ident] = [episode]
         vectors = ctx.embed([ep.content for ep in episodes], "remember")
         if vectors is None:
             episodes = [replace(ep, embedding_model=None) for ep in episodes]
@@ -848,8 +955,12 @@ class MemlaneStore(BaseStore):
             if self.tenant_label is not None and len(fixed) > self.tenant_label:
                 memory = self._context(fixed[self.tenant_label], None)
         flt = self._items_filter(memory, tuple(tags), ())
+        if flt.metadata or flt.retained_after is not None:  # omit_expired or retention: the exact scan
+            values = memory.store.metadata_values(flt, _NAMESPACE, _MAX_VALUES)
+        else:  # the namespaces of the current versions, from the store's facet index
+            values = memory.store.facet_values(flt.tenant_id, self.event_type, _NAMESPACE)
         found: set[tuple[str, ...]] = set()
-        for value in memory.store.metadata_values(flt, (_META, "namespace"), _MAX_VALUES):
+        for value in values:
             namespace = tuple(value)
             if all(_path_matches(c, namespace) for c in conditions):
                 found.add(namespace if op.max_depth is None else namespace[: op.max_depth])

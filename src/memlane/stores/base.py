@@ -20,6 +20,7 @@ from memlane.errors import ValidationError
 from memlane.models import Episode
 
 __all__ = [
+    "FACET_PATHS",
     "METADATA_OPERATORS",
     "EpisodeFilter",
     "IndexReport",
@@ -37,6 +38,16 @@ __all__ = [
 
 METADATA_OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte")
 """The comparisons a :class:`MetadataCondition` can make (``eq`` and ``ne`` for every scalar type)."""
+
+FACET_PATHS: tuple[tuple[str, ...], ...] = (("langgraph", "namespace"),)
+"""Metadata paths whose distinct values every store keeps indexed: :meth:`Store.facet_values` lists them.
+
+Each store indexes the value at the path of its active episodes (neither retired nor archived) by
+event type and tenant, at write time (SQLite and PostgreSQL schema migration 13), so listing the
+distinct values costs an index probe per value, never a scan. ``("langgraph", "namespace")`` is where
+:class:`memlane.integrations.langgraph.MemlaneStore` keeps an item's namespace. Adding a path is a
+schema migration.
+"""
 
 _MAX_PATH_DEPTH = 16
 _MAX_SEGMENT = 256
@@ -719,6 +730,28 @@ class Store(Protocol):
 
         Raises:
             ValidationError: a bad path or limit.
+        """
+        ...
+
+    def facet_values(self, tenant_id: str | None, event_type: str, path: tuple[str, ...]) -> list[Any]:
+        """The distinct JSON values at a facet ``path`` among the active episodes of ``event_type``.
+
+        Active: neither retired (``invalidated_at`` is null) nor archived, whatever the time; an
+        episode without the path is left out. Read from the facet's index: one probe per distinct
+        value (and per tenant when ``tenant_id`` is ``None``), whatever the number of episodes.
+        The result equals :meth:`metadata_values` over ``EpisodeFilter(tenant_id=tenant_id,
+        event_type=event_type, exclude_archived=True)`` restricted to rows never retired.
+
+        Args:
+            tenant_id: One tenant, or ``None`` for every tenant.
+            event_type: The episodes' event type.
+            path: One of :data:`FACET_PATHS`.
+
+        Returns:
+            The decoded values, each once, in no particular order.
+
+        Raises:
+            ValidationError: ``path`` is not one of :data:`FACET_PATHS`.
         """
         ...
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from memlane.analysis import index_terms, index_terms_batch, keyword_text, terms_column
 from memlane.errors import EmbeddingModelMismatchError, EpisodeNotFoundError, ValidationError
 from memlane.models import Episode
-from memlane.stores.base import IndexReport, StoreStats, Supersession, check_metadata_path
+from memlane.stores.base import FACET_PATHS, IndexReport, StoreStats, Supersession, check_metadata_path
 
 __all__ = [
     "SQL_OPERATORS",
@@ -36,6 +36,7 @@ __all__ = [
     "canonical_json",
     "check_binding",
     "check_dims",
+    "check_facet_path",
     "check_superseded",
     "check_values_limit",
     "checked_metadata_value",
@@ -96,6 +97,17 @@ def check_values_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit < 2**31:
         raise ValidationError(f"limit must be an integer in 1..2**31-1, got {limit!r}")
     return limit
+
+
+def check_facet_path(path: object) -> tuple[str, ...]:
+    """``path`` of :meth:`Store.facet_values` checked to be one of :data:`FACET_PATHS`.
+
+    Raises:
+        ValidationError: another path.
+    """
+    if path not in FACET_PATHS:
+        raise ValidationError(f"facet path must be one of {list(FACET_PATHS)}, got {path!r}")
+    return cast(tuple[str, ...], path)
 
 
 def decoded_distinct(texts: Iterable[str | None], limit: int) -> list[Any]:

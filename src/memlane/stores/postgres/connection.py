@@ -148,6 +148,8 @@ class PostgresConnection:
         self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
         self._scope_stats = sql.SQL("{schema}.memlane_scope_stats").format(**fmt)
         self._scope_stats_pending = sql.SQL("{schema}.memlane_scope_stats_pending").format(**fmt)
+        self._term_df = sql.SQL("{schema}.memlane_term_df").format(**fmt)
+        self._term_df_pending = sql.SQL("{schema}.memlane_term_df_pending").format(**fmt)
         self._common_terms = CommonTermFilter()
         self._meta = sql.SQL("{schema}.memlane_meta").format(**fmt)
         self._search = VectorSearch(

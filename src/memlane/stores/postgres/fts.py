@@ -33,6 +33,7 @@ __all__ = [
     "keyword_search",
     "keyword_statement",
     "scope_stats_statement",
+    "term_df_statement",
 ]
 
 TERMS_ARRAY = "pg_catalog.string_to_array(terms, ' ')"
@@ -56,6 +57,23 @@ def scope_stats_statement(
         "SELECT coalesce(sum(rows), 0)::int8, "
         "coalesce(sum(tokens)::float8 / nullif(sum(rows), 0), 0)::float8 FROM {s}{where}"
     ).format(s=stats, where=clause)
+
+
+def term_df_statement(term_df: sql.Composable, tenant_id: str | None, session_id: str | None) -> sql.Composed:
+    """``term, df`` of the query terms in a scope from ``memlane_term_df`` (schema migration 14).
+
+    The scope as in :func:`scope_stats_statement`. Parameters: the terms array, then ``tenant_id``
+    and ``session_id`` where they are not ``None``. Terms in no row of the scope are absent.
+    """
+    clause: sql.Composable = sql.SQL("")
+    if tenant_id is not None:
+        clause = sql.SQL(" AND tenant_id OPERATOR(pg_catalog.=) %s")
+        if session_id is not None:
+            clause = clause + sql.SQL(" AND session_id OPERATOR(pg_catalog.=) %s")
+    return sql.SQL(
+        "SELECT term, sum(df)::int8 FROM {d} WHERE term OPERATOR(pg_catalog.=) ANY(%s::text[]){where} "
+        "GROUP BY term"
+    ).format(d=term_df, where=clause)
 
 
 def keyword_count_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
@@ -83,7 +101,7 @@ def keyword_statement(table: sql.Composable, where: sql.Composable) -> sql.Compo
 def keyword_search(
     cur: psycopg.Cursor[Any],
     table: sql.Composable,
-    stats: sql.Composable,
+    stats: tuple[sql.Composable, sql.Composable],
     flt: EpisodeFilter,
     terms: Sequence[str],
     top_n: int,
@@ -92,13 +110,14 @@ def keyword_search(
     """The best ``top_n`` rows passing ``flt`` that contain any of ``terms``, by per-scope BM25.
 
     The statistics are those of the recall's scope (``flt``'s tenant, or tenant and session):
-    ``N`` and ``avgdl`` from ``memlane_scope_stats``, each term's ``df`` from one capped count of
-    the scope's rows holding it (GIN index); ``flt``'s other fields only choose the candidates.
+    ``N`` and ``avgdl`` from ``memlane_scope_stats``, the terms' ``df`` from ``memlane_term_df``
+    (one indexed lookup, no count of any term's rows); ``flt``'s other fields only choose the
+    candidates.
 
     Args:
         cur: A cursor inside the store's transaction.
         table: The schema-qualified episodes table.
-        stats: The schema-qualified ``memlane_scope_stats`` table.
+        stats: The schema-qualified ``memlane_scope_stats`` and ``memlane_term_df`` tables.
         flt: The recall's filter.
         terms: Distinct, non-empty query terms without NUL (:func:`memlane.analysis.query_terms`).
         top_n: Maximum rows, >= 1.
@@ -110,18 +129,13 @@ def keyword_search(
     tenant_id, session_id = statistics_scope(flt)
     scope_args = [v for v in (tenant_id, session_id) if v is not None]
     n_rows, avgdl = cur.execute(  # type: ignore[misc]
-        scope_stats_statement(stats, tenant_id, session_id), scope_args
+        scope_stats_statement(stats[0], tenant_id, session_id), scope_args
     ).fetchone()
     if not n_rows:
         return KeywordCandidates.empty()
-    scope = EpisodeFilter(tenant_id=tenant_id, session_id=session_id)
-    one_where, one_params = filters.where(scope, TERMS_ARRAY + " OPERATOR(pg_catalog.@>) %s::text[]")
-    counted = keyword_count_statement(table, one_where)
-
-    def count(term: str, cap: int) -> int:
-        return int(cur.execute(counted, [*one_params, [term], cap]).fetchone()[0])  # type: ignore[index]
-
-    df = common.scope_df(terms, int(n_rows), count)
+    found = cur.execute(term_df_statement(stats[1], tenant_id, session_id), [list(terms), *scope_args])
+    stored = {str(term): int(df) for term, df in found.fetchall()}
+    df = common.scope_df(terms, int(n_rows), lambda term, cap: min(stored.get(term, 0), cap))
     if not df:
         return KeywordCandidates.empty()
     kept = list(df)

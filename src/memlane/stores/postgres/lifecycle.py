@@ -65,6 +65,35 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
         raise DuplicateEpisodeError(f"episode id {row[0]!r} already exists (episodes are append-only)")
 
 
+def add_term_df(cur: Cursor, t: sql.Composed, pending: sql.Composed, ids: Sequence[str]) -> None:
+    """Add the rows just written (``ids``) to the per-scope document frequencies, one statement.
+
+    The deltas go to ``memlane_term_df_pending`` (schema migration 14), folded into
+    ``memlane_term_df`` at commit with the scope statistics (see :func:`add_scope_stats`); call it
+    in the transaction that calls :func:`add_scope_stats`, whose pending row triggers the fold.
+
+    Args:
+        cur: A cursor in the writing transaction.
+        t: The schema-qualified episodes table.
+        pending: The schema-qualified ``memlane_term_df_pending`` table.
+        ids: The episode ids the transaction inserted (unique across tenants).
+
+    Raises:
+        psycopg.Error: the database failed (the caller's transaction rolls back).
+    """
+    if not ids:
+        return
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {p} (txid, tenant_id, session_id, term, df) SELECT pg_catalog.txid_current(), "
+            "tenant_id, session_id, term, count(*) FROM (SELECT DISTINCT e.seq, e.tenant_id, e.session_id, "
+            "u.term FROM {t} AS e, pg_catalog.unnest(pg_catalog.string_to_array(e.terms, ' ')) AS u(term) "
+            "WHERE e.id OPERATOR(pg_catalog.=) ANY(%s::text[])) AS d GROUP BY tenant_id, session_id, term"
+        ).format(p=pending, t=t),
+        [list(ids)],
+    )
+
+
 def add_scope_stats(cur: Cursor, t: sql.Composed, stats: sql.Composed, ids: Sequence[str]) -> None:
     """Add the rows just written (``ids``) to the scope statistics, one statement.
 

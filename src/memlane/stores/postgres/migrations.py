@@ -545,6 +545,79 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "EXECUTE FUNCTION {schema}.memlane_scope_stats_apply()"
         ),
     ),
+    # 13: the facet index (memlane.stores.base.FACET_PATHS, memlane.stores.postgres.facets): the JSON
+    # text at metadata path langgraph.namespace of the active rows (neither retired nor archived) by
+    # event type and tenant, a partial index on the expression, so listing LangGraph namespaces walks
+    # one index entry per distinct value (a loose index scan). Rows without the path are left out.
+    (
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_facet_0 ON {schema}.memlane_episodes "
+            "(event_type, tenant_id, ((metadata #> '{{langgraph,namespace}}'::text[])::text)) "
+            "WHERE invalidated_at IS NULL AND archived_at IS NULL "
+            "AND (metadata #> '{{langgraph,namespace}}'::text[]) IS NOT NULL"
+        ),
+    ),
+    # 14: keyword document frequencies per scope, kept as the rows change (memlane.stores.postgres.fts):
+    # how many stored rows of every (tenant, session) hold each term, so a recall reads its terms' df
+    # with one index lookup instead of counting every term's rows. Writers and the delete trigger
+    # append deltas to memlane_term_df_pending; the deferred fold of migration 12 folds them with
+    # the scope statistics at commit, in key order (scope rows first, then term rows), so
+    # concurrent writers never deadlock on them. Filled from the rows already stored.
+    (
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_term_df (tenant_id text NOT NULL, session_id text NOT NULL, "
+            "term text NOT NULL, df bigint NOT NULL, PRIMARY KEY (tenant_id, session_id, term))"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_term_df_term ON {schema}.memlane_term_df (term, tenant_id)"),
+        sql.SQL(
+            "CREATE TABLE {schema}.memlane_term_df_pending (txid bigint NOT NULL, tenant_id text NOT NULL, "
+            "session_id text NOT NULL, term text NOT NULL, df bigint NOT NULL)"
+        ),
+        sql.SQL("CREATE INDEX ix_memlane_term_df_pending_txid ON {schema}.memlane_term_df_pending (txid)"),
+        sql.SQL(
+            "INSERT INTO {schema}.memlane_term_df (tenant_id, session_id, term, df) "
+            "SELECT tenant_id, session_id, term, count(*) FROM (SELECT DISTINCT e.seq, e.tenant_id, "
+            "e.session_id, u.term FROM {schema}.memlane_episodes AS e, "
+            "pg_catalog.unnest(pg_catalog.string_to_array(e.terms, ' ')) AS u(term)) AS d "
+            "GROUP BY tenant_id, session_id, term"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_scope_stats_delete() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "INSERT INTO {schema}.memlane_scope_stats_pending (txid, tenant_id, session_id, rows, tokens) "
+            "SELECT pg_catalog.txid_current(), tenant_id, session_id, -count(*), "
+            "-coalesce(sum(token_count), 0) FROM old_rows GROUP BY tenant_id, session_id; "
+            "INSERT INTO {schema}.memlane_term_df_pending (txid, tenant_id, session_id, term, df) "
+            "SELECT pg_catalog.txid_current(), tenant_id, session_id, term, -count(*) FROM "
+            "(SELECT DISTINCT o.seq, o.tenant_id, o.session_id, u.term FROM old_rows AS o, "
+            "pg_catalog.unnest(pg_catalog.string_to_array(o.terms, ' ')) AS u(term)) AS d "
+            "GROUP BY tenant_id, session_id, term; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_scope_stats_apply() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "WITH d AS (DELETE FROM {schema}.memlane_scope_stats_pending AS p "
+            "WHERE p.txid OPERATOR(pg_catalog.=) pg_catalog.txid_current() "
+            "RETURNING p.tenant_id, p.session_id, p.rows, p.tokens) "
+            "INSERT INTO {schema}.memlane_scope_stats AS s (tenant_id, session_id, rows, tokens) "
+            "SELECT tenant_id, session_id, sum(rows), sum(tokens) FROM d GROUP BY tenant_id, session_id "
+            "ORDER BY tenant_id, session_id "
+            "ON CONFLICT (tenant_id, session_id) DO UPDATE SET rows = s.rows OPERATOR(pg_catalog.+) "
+            "excluded.rows, tokens = s.tokens OPERATOR(pg_catalog.+) excluded.tokens; "
+            "WITH d AS (DELETE FROM {schema}.memlane_term_df_pending AS p "
+            "WHERE p.txid OPERATOR(pg_catalog.=) pg_catalog.txid_current() "
+            "RETURNING p.tenant_id, p.session_id, p.term, p.df) "
+            "INSERT INTO {schema}.memlane_term_df AS s (tenant_id, session_id, term, df) "
+            "SELECT tenant_id, session_id, term, sum(df) FROM d GROUP BY tenant_id, session_id, term "
+            "ORDER BY tenant_id, session_id, term "
+            "ON CONFLICT (tenant_id, session_id, term) DO UPDATE SET df = s.df OPERATOR(pg_catalog.+) "
+            "excluded.df; "
+            "RETURN NULL; END $$"
+        ),
+    ),
 )
 
 

@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+import memlane.stores.postgres.facets as facets
 import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
 from memlane.errors import EmbeddingModelMismatchError, ValidationError
@@ -85,6 +86,7 @@ from memlane.stores.postgres.migrations import (
     bind_vector_statements,
     read_version,
 )
+from memlane.stores.postgres.neighbours import neighbours_statement
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
 from memlane.stores.postgres.vector_search import DEFAULT_EXACT_SEARCH_LIMIT, SearchPlan
@@ -266,7 +268,9 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                     ext=self._ext,
                     dims=None if batch.vectors is None else int(batch.vectors.shape[1]),
                 )
-                lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, [ep.id for ep in episodes])
+                ids = [ep.id for ep in episodes]
+                lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, ids)
+                lifecycle.add_term_df(cur, self._t, self._term_df_pending, ids)
                 lifecycle.retire(cur, self._t, supersessions)
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
@@ -425,6 +429,14 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             rows = cur.execute(query, [list(path), *params, list(path), int(limit)], prepare=False).fetchall()
         return decoded_distinct((r[0] for r in rows), limit)
 
+    def facet_values(self, tenant_id: str | None, event_type: str, path: tuple[str, ...]) -> list[Any]:
+        """Distinct values at a facet path of the active episodes (see :meth:`Store.facet_values`).
+
+        A loose scan of the facet's partial index (:mod:`memlane.stores.postgres.facets`).
+        """
+        with self._transaction("facet_values") as cur:
+            return facets.facet_values(cur, self._t, tenant_id, event_type, path)
+
     def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
         """Set ``path`` in the given episodes' metadata in one ``UPDATE`` (see :meth:`Store.set_metadata`)."""
         text = checked_metadata_value(path, value)
@@ -529,7 +541,9 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             return KeywordCandidates.empty()
         reject_nul(terms)
         with self._transaction("keyword_candidates") as cur:
-            return keyword_search(cur, self._t, self._scope_stats, flt, terms, top_n, self._common_terms)
+            return keyword_search(
+                cur, self._t, (self._scope_stats, self._term_df), flt, terms, top_n, self._common_terms
+            )
 
     def linked_episodes(
         self, flt: EpisodeFilter, tenant_id: str, entities: Sequence[str], keys: Sequence[int], extra: int
@@ -544,34 +558,17 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
-        Per key ``2 * radius`` probes of ``ix_memlane_episodes_session_seq``: no session scan.
+        One statement (:mod:`memlane.stores.postgres.neighbours`): per session a window over the
+        index range its keys span when they lie close together, else ``2 * radius`` probes of
+        ``ix_memlane_episodes_session_seq`` per key; no session is ever scanned whole for a few keys.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         if len(keys) == 0:
             return Neighbours.from_rows([], radius)
         radius = max(1, int(radius))
-        same = sql.SQL(
-            "e.tenant_id OPERATOR(pg_catalog.=) c.tenant_id "
-            "AND e.session_id OPERATOR(pg_catalog.=) c.session_id"
-        )
-        before = sql.SQL(
-            "(SELECT e.seq FROM {t} AS e WHERE {same} AND e.seq OPERATOR(pg_catalog.<) c.seq "
-            "ORDER BY e.seq DESC LIMIT 1 OFFSET {k})"
-        )
-        after = sql.SQL(
-            "(SELECT e.seq FROM {t} AS e WHERE {same} AND e.seq OPERATOR(pg_catalog.>) c.seq "
-            "ORDER BY e.seq LIMIT 1 OFFSET {k})"
-        )
-        probes = sql.SQL(", ").join(
-            [before.format(t=self._t, same=same, k=sql.Literal(k - 1)) for k in range(radius, 0, -1)]
-            + [after.format(t=self._t, same=same, k=sql.Literal(k - 1)) for k in range(1, radius + 1)]
-        )
-        statement = sql.SQL(
-            "SELECT c.seq, c.session_id, c.tags, {probes} FROM {t} AS c "
-            "WHERE c.seq OPERATOR(pg_catalog.=) ANY(%s::int8[]) ORDER BY c.seq"
-        ).format(probes=probes, t=self._t)
+        statement = neighbours_statement(self._t, radius)
         with self._transaction("neighbours") as cur:
-            rows = cur.execute(statement, [[int(k) for k in keys]]).fetchall()
+            rows = cur.execute(statement, {"keys": [int(k) for k in keys]}).fetchall()
         return Neighbours.from_rows(rows, radius)
 
     def explain_vector_candidates(

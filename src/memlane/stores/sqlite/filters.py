@@ -1,11 +1,16 @@
 """An :class:`~memlane.stores.base.EpisodeFilter` as a WHERE clause over ``episodes``.
 
 Times are compared as Unix microseconds; tags are looked up in ``episode_tags (tag, seq)``,
-so an AND of ``n`` tags is an ``INTERSECT`` of ``n`` index lookups (:func:`tags_sql`).
+so an AND of ``n`` tags is an ``INTERSECT`` of ``n`` index lookups (:func:`tags_sql`). SQLite has no
+statistics on how many rows a tag holds, and left alone it walks a scope's time index testing every row
+against the tag list; :func:`source` counts the tags' rows first (a capped index range) and, when one is
+rare, reads the rows from the tag index instead (:func:`source`). Either plan returns the same rows.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +18,7 @@ from memlane.stores.base import EpisodeFilter, MetadataCondition
 from memlane.stores.common import SQL_OPERATORS
 from memlane.stores.sqlite.base import to_us
 
-__all__ = ["json_path", "metadata_sql", "tags_sql", "where"]
+__all__ = ["json_path", "metadata_sql", "source", "tags_sql", "where"]
 
 _JSON_TYPES = {"string": "('text')", "number": "('integer', 'real')"}
 
@@ -66,6 +71,53 @@ def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
         clauses.append(clause)
         params.extend(values)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+TAG_DRIVEN_ROWS = 64
+"""Rows of the rarest tag, per row a query wants, up to which :func:`source` reads from the tag index."""
+
+_TAG_DRIVEN_CAP = 8192
+_METADATA_FACTOR = 32
+
+
+def source(conn: sqlite3.Connection, flt: EpisodeFilter, wanted: int | None) -> tuple[str, str, list[Any]]:
+    """The ``FROM`` and ``WHERE`` of ``flt``'s rows, and their parameters, with the faster plan for its tags.
+
+    When the rarest of ``flt.tags`` holds at most ``TAG_DRIVEN_ROWS * wanted`` rows (32 times more with
+    metadata conditions, whose selectivity is unknown; any number up to 8,192 when ``wanted`` is
+    ``None``: the query reads every row), the rows come from the tag index (``CROSS JOIN`` keeps
+    SQLite from reordering it) and the other conditions are tested on those rows only; otherwise
+    the plain :func:`where` over ``episodes``, which an ``ORDER BY ... LIMIT`` can stop early.
+
+    Args:
+        conn: The connection (one capped count per tag is read).
+        flt: The filter.
+        wanted: Rows the query stops after (its ``LIMIT``), or ``None`` when it reads them all.
+
+    Returns:
+        ``(" FROM ...", " WHERE ..." or "", params)``; the columns of ``episodes`` keep their names.
+    """
+    cap = _TAG_DRIVEN_CAP if wanted is None else TAG_DRIVEN_ROWS * max(1, wanted)
+    if flt.metadata:
+        cap *= _METADATA_FACTOR
+    cap = min(cap, _TAG_DRIVEN_CAP * _METADATA_FACTOR)
+    if not flt.tags or _rarest_tag_rows(conn, flt.tags, cap + 1) > cap:
+        where_sql, params = where(flt)
+        return " FROM episodes", where_sql, params
+    rest, params = where(replace(flt, tags=()))
+    tagged = tags_sql(len(flt.tags)).replace("SELECT seq FROM", "SELECT seq AS tagged_seq FROM", 1)
+    from_sql = f" FROM ({tagged}) AS tagged CROSS JOIN episodes ON episodes.seq = tagged.tagged_seq"
+    return from_sql, rest, [*flt.tags, *params]
+
+
+def _rarest_tag_rows(conn: sqlite3.Connection, tags: tuple[str, ...], cap: int) -> int:
+    """Rows of the rarest of ``tags``, counted up to ``cap`` (an index range of at most ``cap`` entries)."""
+    probe = "SELECT count(*) FROM (SELECT 1 FROM episode_tags WHERE tag = ? LIMIT ?)"
+    sql = "SELECT min(n) FROM (" + " UNION ALL ".join([f"SELECT ({probe}) AS n"] * len(tags)) + ")"
+    params: list[Any] = []
+    for tag in tags:
+        params += [tag, cap]
+    return int(conn.execute(sql, params).fetchone()[0])
 
 
 def tags_sql(n: int) -> str:

@@ -356,4 +356,14 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         """,
         "CREATE INDEX ix_graph_episode_entities_episode ON graph_episode_entities (tenant_id, episode_id)",
     ),
+    # 13: the facet index (memlane.stores.base.FACET_PATHS, memlane.stores.sqlite.facets): the JSON text at
+    # metadata path langgraph.namespace of the active rows (neither retired nor archived) by event type
+    # and tenant, a partial index on the expression, so listing LangGraph namespaces walks one index
+    # entry per distinct value. SQLite maintains it on every write; rows without the path are left out.
+    (
+        "CREATE INDEX ix_episodes_facet_0 ON episodes "
+        """(event_type, tenant_id, (metadata -> '$."langgraph"."namespace"')) """
+        "WHERE invalidated_at_us IS NULL AND archived_at_us IS NULL "
+        """AND (metadata -> '$."langgraph"."namespace"') IS NOT NULL""",
+    ),
 )

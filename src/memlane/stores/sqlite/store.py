@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+import memlane.stores.sqlite.facets as facets
 import memlane.stores.sqlite.filters as filters
 from memlane.errors import DuplicateEpisodeError
 from memlane.models import Episode
@@ -434,10 +435,11 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
 
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
         """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
-        where, params = filters.where(flt)
-        sql = f"SELECT {_COLUMNS} FROM episodes{where} ORDER BY created_at_us DESC, seq DESC LIMIT ?"
         with self._translate("list_recent"):
-            return [CODEC.episode(r) for r in self._conn().execute(sql, [*params, limit])]
+            conn = self._conn()
+            rows, where, params = filters.source(conn, flt, limit)
+            sql = f"SELECT {_COLUMNS}{rows}{where} ORDER BY created_at_us DESC, seq DESC LIMIT ?"
+            return [CODEC.episode(r) for r in conn.execute(sql, [*params, limit])]
 
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and the ``radius`` stored neighbours of each key (see :meth:`Store.neighbours`).
@@ -499,22 +501,24 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
 
     def count(self, flt: EpisodeFilter) -> int:
         """Number of episodes passing ``flt``."""
-        where, params = filters.where(flt)
         with self._translate("count"):
-            return int(self._conn().execute(f"SELECT count(*) FROM episodes{where}", params).fetchone()[0])
+            conn = self._conn()
+            rows, where, params = filters.source(conn, flt, None)
+            return int(conn.execute(f"SELECT count(*){rows}{where}", params).fetchone()[0])
 
     def iter_episodes(self, flt: EpisodeFilter, batch_size: int = 1000) -> Iterator[Episode]:
         """Yield every episode passing ``flt``, oldest first, reading ``batch_size`` rows at a time."""
-        where, params = filters.where(flt)
-        joiner = " AND " if where else " WHERE "
-        sql = (
-            f"SELECT {_COLUMNS} FROM episodes{where}{joiner}(created_at_us, seq) > (?, ?) "
-            "ORDER BY created_at_us, seq LIMIT ?"
-        )
 
         def read(last: tuple[Any, int]) -> list[Any]:
             with self._translate("iter_episodes"):
-                return self._conn().execute(sql, [*params, *last, batch_size]).fetchall()
+                conn = self._conn()
+                rows, where, params = filters.source(conn, flt, batch_size)
+                joiner = " AND " if where else " WHERE "
+                sql = (
+                    f"SELECT {_COLUMNS}{rows}{where}{joiner}(created_at_us, seq) > (?, ?) "
+                    "ORDER BY created_at_us, seq LIMIT ?"
+                )
+                return conn.execute(sql, [*params, *last, batch_size]).fetchall()
 
         yield from paginate(read, (-(2**62), 0), CODEC)
 
@@ -607,6 +611,14 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         with self._translate("metadata_values"):
             rows = self._conn().execute(sql, [json_path, *params, json_path, int(limit)])
             return decoded_distinct((r[0] for r in rows), limit)
+
+    def facet_values(self, tenant_id: str | None, event_type: str, path: tuple[str, ...]) -> list[Any]:
+        """Distinct values at a facet path of the active episodes (see :meth:`Store.facet_values`).
+
+        A loose scan of the facet's partial index (:mod:`memlane.stores.sqlite.facets`).
+        """
+        with self._translate("facet_values"):
+            return facets.facet_values(self._conn(), tenant_id, event_type, path)
 
     def set_metadata(self, episode_ids: Sequence[str], path: tuple[str, ...], value: Any) -> int:
         """Set ``path`` in the given episodes' metadata, one transaction (see :meth:`Store.set_metadata`)."""
