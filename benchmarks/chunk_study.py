@@ -16,20 +16,30 @@ It measures
   - ``token-weighted mean``: the same, each window weighted by its word pieces,
   - ``max over chunks``: one vector per window, a turn's cosine is its best window's (multi-vector);
 
-* per question type, why dense beats the defaults where it does (the signal ablations of
-  :mod:`fusion_study`, per type, and the keyword share the coverage rule gives each type).
+* BM25 length normalisation ``b`` in {0.3 (the stores'), 0.5, 0.75}: every candidate's per-scope BM25
+  recomputed as the stores compute it (:func:`memlane.bm25.score_matches` over the conversation's indexed
+  terms, the common-term drop of :class:`memlane.stores.common_terms.CommonTermFilter`; ``b = 0.3``
+  must reproduce the recorded scores);
+* per question type, why dense beats the defaults where it does: the signal ablations of
+  :mod:`fusion_study` per type, the keyword share the coverage rule gives each type, and what the
+  defaults' top 10 is made of (assistant turns, hits lifted by the conversation context);
+* other generalising ideas, from today's signals: context that can only lift (``max(r0, rc)``), lighter
+  neighbour/group weights, a keyword share that also shrinks with the query's length
+  (``min(1, k0 / terms)``; it patches :func:`memlane.recall.ranking.convex_dense_weight` and
+  ``contextual_relevance`` while it ranks);
+* the ingest cost of chunking (word pieces encoded and seconds, one BEAM conversation, same process).
 
 The candidates are those :mod:`fusion_study` records with the library defaults: every BEAM
 conversation (about 243 turns) lies inside the 500-candidate dense pool, so replacing each candidate's
 cosine by the variant's is exactly what the pipeline would rank; no LoCoMo 0-4 turn exceeds the window,
-so there every variant is today's vector (checked) and LoCoMo's scores are the recorded ones.
+so there every variant is today's vector (checked) and LoCoMo keeps its recorded cosines.
 
 Decision by leave-one-conversation-out cross-validation over the 15 tuning conversations (choose the
-(representation, coverage power) with the best mean of the two benchmarks' R@10 on 14, score it on the
+(representation, b, coverage power) with the best mean of the two benchmarks' R@10 on 14, score it on the
 15th), with per-conversation paired bootstrap CIs. LoCoMo 5-9 is never read. Writes
-``benchmarks/results/chunk_study.{json,md}``.
+``benchmarks/results/chunk_study.{json,md}``. Outcome: nothing here ships (the results file says why).
 
-    python benchmarks/chunk_study.py [workdir] [datasets]   # ~25 min on 2 cores; caches in workdir
+    python benchmarks/chunk_study.py [workdir] [datasets]   # ~35 min on 2 cores (reuses its cache in workdir)
 """
 
 from __future__ import annotations
@@ -37,7 +47,9 @@ from __future__ import annotations
 import json
 import pickle
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -51,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fusion_study
 from fusion_study import BASE, Question, recall10
 
+import memlane.recall.ranking as ranking
 from memlane.analysis import index_terms_batch, keyword_text, query_terms
 from memlane.bm25 import Bm25Params, score_matches
 from memlane.config.profile import ContextWeights, RankingProfile
@@ -59,7 +72,8 @@ from memlane.embeddings.local import LocalEmbedder
 from memlane.evaluation.beam import MAX_TEXT_CHARS, load_beam
 from memlane.evaluation.bootstrap import paired_bootstrap
 from memlane.evaluation.locomo import load_locomo
-from memlane.recall.ranking import convex_dense_weight
+from memlane.recall.ranking import convex_dense_weight, rank
+from memlane.recall.relevance import contextual_relevance
 from memlane.stores.common_terms import CommonTermFilter
 
 DATASETS = fusion_study.DATASETS
@@ -411,6 +425,131 @@ def all_scores(
     return scores, checks
 
 
+@contextmanager
+def patched(name: str, function: Callable[..., Any]) -> Iterator[None]:
+    """Replace ``memlane.recall.ranking.<name>`` (a formula :func:`rank` calls) while active."""
+    real = getattr(ranking, name)
+    setattr(ranking, name, function)
+    try:
+        yield
+    finally:
+        setattr(ranking, name, real)
+
+
+def lift_only(base: Any, adjacent: Any, groups: Any, weights: ContextWeights) -> NDArray[np.float64]:
+    """Context that can only lift: ``max(r0, rc)`` (today a relevant turn is averaged with its neighbours)."""
+    return np.maximum(base, contextual_relevance(base, adjacent, groups, weights))
+
+
+def query_length_share(k0: float, terms: list[int]) -> Callable[[list[Question]], NDArray[np.float64]]:
+    """Keyword share also scaled by ``min(1, k0 / query terms)`` (long queries sum common words)."""
+
+    def run(questions: list[Question]) -> NDArray[np.float64]:
+        out = []
+        for q, n in zip(questions, terms, strict=True):
+
+            def weight(signals: Any, fusion: Any, n: int = n) -> float:
+                w = convex_dense_weight(signals, fusion)
+                return 1.0 - (1.0 - w) * (min(1.0, k0 / n) if n else 1.0)
+
+            with patched("convex_dense_weight", weight):
+                out.append(recall10([q], BASE, None)[0])
+        return np.asarray(out)
+
+    return run
+
+
+def other_ideas(data: dict[str, list[Question]], texts: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+    """R@10 of each benchmark under the other generalising ideas (today's vectors and BM25)."""
+    ctx = BASE.context
+    plain: dict[str, RankingProfile] = {
+        "neighbour 0.3": replace(BASE, context=replace(ctx, neighbour=0.3)),
+        "neighbour 0.3, neighbour2 0.1": replace(BASE, context=replace(ctx, neighbour=0.3, neighbour2=0.1)),
+        "group 0.2": replace(BASE, context=replace(ctx, group=0.2)),
+    }
+    out: dict[str, dict[str, Any]] = {label: {} for label in ["context lifts only: max(r0, rc)", *plain]}
+    for k0 in (4, 6, 8):
+        out[f"keyword share x min(1, {k0} / query terms)"] = {}
+    for name, questions in data.items():
+        with patched("contextual_relevance", lift_only):
+            out["context lifts only: max(r0, rc)"][name] = recall10(questions, BASE, None)
+        for label, profile in plain.items():
+            out[label][name] = recall10(questions, profile, None)
+        terms = [len(query_terms(t)) for t in texts[name]]
+        for k0 in (4, 6, 8):
+            out[f"keyword share x min(1, {k0} / query terms)"][name] = query_length_share(k0, terms)(
+                questions
+            )
+    return out
+
+
+def composition(questions: list[Question], texts: dict[tuple[str, str], str]) -> dict[str, dict[str, float]]:
+    """Per BEAM type: assistant turns in the top 10 (defaults, dense), context-lifted hits, evidence role."""
+    rows: dict[str, list[list[float]]] = {}
+    for q in questions:
+        row = []
+        for mode in (None, "dense"):
+            hits = rank(q.signals, BASE, replace(q.options, retrieval=mode or q.options.retrieval))
+            row.append(sum(texts[(q.conversation, q.ids[h.index])].startswith("assistant:") for h in hits))
+            if mode is None:
+                lifted = sum(h.breakdown.relevance > h.breakdown.own_relevance + 0.05 for h in hits)
+        ev = [
+            texts[(q.conversation, e)].startswith("assistant:")
+            for e in q.evidence
+            if (q.conversation, e) in texts
+        ]
+        rows.setdefault(q.type, []).append([*row, lifted, float(np.mean(ev)) if ev else 0.0])
+    keys = ("assistant_top10_defaults", "assistant_top10_dense", "context_lifted_top10", "evidence_assistant")
+    table = {t: dict(zip(keys, np.mean(v, axis=0).tolist(), strict=True)) for t, v in sorted(rows.items())}
+    every = [r for v in rows.values() for r in v]
+    table["all"] = dict(zip(keys, np.mean(every, axis=0).tolist(), strict=True))
+    return table
+
+
+def chunk_effect(
+    questions: list[Question], turns: Turns, queries: Vectors, texts: dict[tuple[str, str], str]
+) -> dict[str, dict[str, float]]:
+    """Per representation, ``retrieval="dense"``: assistant turns in the top 10, and the share of evidence
+    turns longer / shorter than the window that reach the top 10."""
+    out = {}
+    for rep in REPRESENTATIONS:
+        assistant, found = [], {"long": [], "short": []}
+        for q in rescored(questions, turns, queries, rep):
+            hits = rank(q.signals, BASE, replace(q.options, retrieval="dense"))
+            top = {q.ids[h.index] for h in hits}
+            assistant.append(sum(texts[(q.conversation, i)].startswith("assistant:") for i in top))
+            for e in q.evidence:
+                if (q.conversation, e) in turns.index:
+                    long = turns.pieces[turns.index[(q.conversation, e)]] + 2 > WINDOW
+                    found["long" if long else "short"].append(e in top)
+        out[rep] = {
+            "assistant_top10": float(np.mean(assistant)),
+            "long_evidence_found": float(np.mean(found["long"])),
+            "long_evidence": len(found["long"]),
+            "short_evidence_found": float(np.mean(found["short"])),
+            "short_evidence": len(found["short"]),
+        }
+    return out
+
+
+def ingest_cost(
+    encoder: ChunkEncoder, texts: dict[tuple[str, str], str], conversation: str
+) -> dict[str, float]:
+    """Embedding cost of one BEAM conversation: word pieces encoded and seconds, truncated vs chunked."""
+    pieces = encoder.pieces([t for (c, _), t in texts.items() if c == conversation])
+    truncated = [[101, *p[: WINDOW - 2], 102] for p in pieces]
+    chunked = [w for p in pieces for w in encoder.windows(p, WINDOW, OVERLAP)]
+    out: dict[str, float] = {"turns": len(pieces)}
+    for label, windows in (("truncated", truncated), ("chunked", chunked)):
+        start = time.perf_counter()
+        encoder.encode(windows)
+        out[f"{label}_seconds"] = time.perf_counter() - start
+        out[f"{label}_pieces"] = float(sum(len(w) for w in windows))
+    out["ratio_seconds"] = out["chunked_seconds"] / out["truncated_seconds"]
+    out["ratio_pieces"] = out["chunked_pieces"] / out["truncated_pieces"]
+    return out
+
+
 def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
     data: dict[str, list[Question]] = _cached(
         workdir / "capture.pkl", lambda: fusion_study.capture(workdir, datasets)
@@ -432,6 +571,7 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
         "overlap": OVERLAP,
         "lengths": {n: lengths(turns[n], evidence[n]) for n in data},
     }
+    doc["ingest_cost"] = ingest_cost(encoder, beam_texts(datasets), "1")
     scores, doc["checks"] = all_scores(data, turns, scopes, datasets)
     grid_labels = [f"{rep} | b={b:g} | p={p:g}" for rep in REPRESENTATIONS for b in BS for p in POWERS]
     picked, doc["cv_choices"] = cross_validate(scores, data, grid_labels)
@@ -456,10 +596,29 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
         doc["benchmarks"][name] = {"questions": len(qs), "rows": rows}
     beam_q = data["beam"]
     focus = [f"{rep} | b=0.3 | {label}" for rep in REPRESENTATIONS for label in ("defaults", "dense")]
-    doc["beam_per_type"] = per_type(beam_q, {k.replace(" | b=0.3", ""): scores["beam"][k] for k in focus})
+    focus.append("truncate 256 | b=0.75 | defaults")
+    doc["beam_per_type"] = per_type(beam_q, {k.replace(" | ", " / "): scores["beam"][k] for k in focus})
+    doc["locomo_per_type"] = per_type(
+        data["locomo"],
+        {k.replace(" | ", " / "): scores["locomo"][k] for k in (focus[0], focus[1], focus[-1])},
+    )
     abl = score_table(beam_q, ablations())
     doc["beam_ablations_per_type"] = per_type(beam_q, abl)
     doc["beam_keyword_share_per_type"] = keyword_share(beam_q)
+    doc["beam_top10_composition"] = composition(beam_q, beam_texts(datasets))
+    beam_queries = LocalEmbedder().embed(question_texts(datasets)["beam"])
+    doc["chunk_effect"] = chunk_effect(beam_q, turns["beam"], beam_queries, beam_texts(datasets))
+    today = {n: scores[n]["truncate 256 | b=0.3 | defaults"] for n in data}
+    doc["other_ideas"] = {
+        label: {
+            n: {
+                "recall_at_10": float(s.mean()),
+                "minus_today_defaults": _ci(s, today[n], [q.conversation for q in data[n]]),
+            }
+            for n, s in by.items()
+        }
+        for label, by in other_ideas(data, question_texts(datasets)).items()
+    }
     doc["locomo_keyword_share_per_type"] = keyword_share(data["locomo"])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "chunk_study.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -496,6 +655,15 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{a['share_over_512']:.1%} | {a['evidence_share_over_256']:.1%} of {a['evidence_turns']} | "
             f"{a['pieces_beyond_256']:.1%} | {a['windows_per_turn']:.2f} |"
         )
+    cost = doc["ingest_cost"]
+    lines += [
+        "",
+        f"Ingest cost of chunking (BEAM conversation 1, {cost['turns']:.0f} turns, embedding only, "
+        f"same process): {cost['chunked_pieces']:.0f} word pieces encoded against "
+        f"{cost['truncated_pieces']:.0f} truncated (x{cost['ratio_pieces']:.2f}), "
+        f"{cost['chunked_seconds']:.1f} s against {cost['truncated_seconds']:.1f} s "
+        f"(x{cost['ratio_seconds']:.2f}). No LoCoMo turn has a second window, so there it costs nothing.",
+    ]
     for name, bench in doc["benchmarks"].items():
         lines += [
             "",
@@ -510,6 +678,7 @@ def markdown(doc: dict[str, Any]) -> str:
                 f"{_cell(row['minus_today_dense'])} |"
             )
     lines += _type_table("BEAM R@10 per question type, by representation", doc["beam_per_type"])
+    lines += _type_table("LoCoMo 0-4 R@10 per category", doc["locomo_per_type"])
     lines += _type_table(
         "BEAM R@10 per question type, signal ablations (today's vectors)", doc["beam_ablations_per_type"]
     )
@@ -521,7 +690,45 @@ def markdown(doc: dict[str, Any]) -> str:
         + ", ".join(f"{t} {v:.2f}" for t, v in doc["locomo_keyword_share_per_type"].items())
         + ".",
         "",
-        "Cross-validation over (representation, coverage power) (left-out conversation: choice): "
+        '**What chunking does to dense recall on BEAM** (`retrieval="dense"`, per question; evidence '
+        "turns by length)",
+        "",
+        "| representation | assistant turns in top 10 | long evidence turns found | "
+        "short evidence turns found |",
+        "| --- | ---: | ---: | ---: |",
+        *[
+            f"| {rep} | {r['assistant_top10']:.2f} | "
+            f"{r['long_evidence_found']:.3f} of {r['long_evidence']} | "
+            f"{r['short_evidence_found']:.3f} of {r['short_evidence']} |"
+            for rep, r in doc["chunk_effect"].items()
+        ],
+        "",
+        "**Other generalising ideas** (today's vectors and BM25; R@10, minus today's defaults)",
+        "",
+        "| idea | BEAM | LoCoMo 0-4 |",
+        "| --- | --- | --- |",
+        *[
+            f"| {label} | "
+            + " | ".join(
+                f"{r[n]['recall_at_10']:.3f} ({_cell(r[n]['minus_today_defaults'])})"
+                for n in ("beam", "locomo")
+            )
+            + " |"
+            for label, r in doc["other_ideas"].items()
+        ],
+        "",
+        "**BEAM top 10 composition (library defaults vs dense), mean per question**",
+        "",
+        "| type | assistant turns, defaults | assistant turns, dense | hits lifted by context | "
+        "evidence that is assistant |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        *[
+            f"| {t} | {r['assistant_top10_defaults']:.2f} | {r['assistant_top10_dense']:.2f} | "
+            f"{r['context_lifted_top10']:.2f} | {r['evidence_assistant']:.0%} |"
+            for t, r in doc["beam_top10_composition"].items()
+        ],
+        "",
+        "Cross-validation over (representation, BM25 b, coverage power) (left-out conversation: choice): "
         + "; ".join(doc["cv_choices"])
         + ".",
     ]
