@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fusion_study import BEAM, DATASETS, LOCOMO, TUNE, Question, recording
+from fusion_study import BEAM, DATASETS, LOCOMO, TUNE, Question, ask_each
 
 from memlane import EpisodicMemory, MemoryConfig
 from memlane.config.profile import Boosts, RankingProfile
@@ -82,17 +82,11 @@ def _asked(
 ) -> list[Graphed]:
     """Ask each question once (fusion_study's recording hooks) and look up its candidates' links."""
     out = []
-    names: dict[int, str] = {}
-    with recording() as seen:
-        for conversation, kind, evidence, (question, now) in asks:
-            hits = memory.recall_episodes(question, limit=10, now=now)
-            signals, options, keys = seen[-1]
-            fetched = store.fetch([int(k) for k in keys if int(k) not in names])
-            names.update({k: str(e.metadata[id_field]) for k, e in fetched.items()})
-            top = [str(h.episode.metadata[id_field]) for h in hits]
-            q = Question(conversation, kind, evidence, signals, options, [names[int(k)] for k in keys], top)
-            entities, links = _graph(store, tenant, session, question, keys)
-            out.append(Graphed(q, entities, links))
+    for (_, _, _, (question, _)), (q, keys) in zip(
+        asks, ask_each(store, memory, asks, id_field), strict=True
+    ):
+        entities, links = _graph(store, tenant, session, question, keys)
+        out.append(Graphed(q, entities, links))
     return out
 
 

@@ -90,10 +90,11 @@ def recording() -> Iterator[list[tuple[CandidateSignals, RankOptions, Any]]]:
         pipeline.rank, pipeline.merge_candidates = real_rank, real_merge  # type: ignore[assignment]
 
 
-def _ask(
+def ask_each(
     store: SQLiteStore, reader: EpisodicMemory, asks: list[tuple[str, str, set[str], Any]], id_field: str
-) -> list[Question]:
-    out = []
+) -> Iterator[tuple[Question, Any]]:
+    """Ask each question once through ``recall_episodes(question, limit=10)``; yield it recorded
+    (:class:`Question`) with its candidates' row keys (for studies that look up more per candidate)."""
     names: dict[int, str] = {}
     with recording() as seen:
         for conversation, kind, evidence, (question, now) in asks:
@@ -103,8 +104,13 @@ def _ask(
             names.update({k: str(e.metadata[id_field]) for k, e in fetched.items()})
             top = [str(h.episode.metadata[id_field]) for h in hits]
             ids = [names[int(k)] for k in keys]
-            out.append(Question(conversation, kind, evidence, signals, options, ids, top))
-    return out
+            yield Question(conversation, kind, evidence, signals, options, ids, top), keys
+
+
+def _ask(
+    store: SQLiteStore, reader: EpisodicMemory, asks: list[tuple[str, str, set[str], Any]], id_field: str
+) -> list[Question]:
+    return [q for q, _ in ask_each(store, reader, asks, id_field)]
 
 
 def capture(workdir: Path, datasets: Path = DATASETS) -> dict[str, list[Question]]:
