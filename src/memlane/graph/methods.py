@@ -231,6 +231,11 @@ def _check(args: dict[str, Any], now: datetime, registry: PredicateRegistry) -> 
     subject = _name(args["subject"], "subject")
     raw = check_identifier(args["predicate"], "predicate")
     obj, value = args.get("object"), args.get("value")
+    if obj is None and value is None and registry.is_single(registry.canonical(raw)):
+        raise ValidationError(  # a flag would replace the held value with "true" (a fresh user's find)
+            f"{raw!r} is single-valued: give an object or a value (a flag without one is for "
+            "multi-valued predicates such as 'is_vegetarian')"
+        )
     item = _Input(
         subject=subject,
         predicate=registry.canonical(raw),

@@ -408,6 +408,10 @@ _ENTITY_COLUMNS = "id, tenant_id, name, entity_type, created_at, merged_into"
 
 _RETAINED = "f.recorded_at >= ?"
 _RETAINED_OR_KEPT = "(f.recorded_at >= ? OR f.importance >= ?)"
+_VALID_AS_KNOWN = "f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ? OR f.invalidated_at > ?)"
+"""``valid_at`` and ``current_at`` together (``as_of`` with ``known_at``), replacing both: valid at
+``valid_at`` as known at ``current_at``. A fact closed after ``current_at`` was open-ended then (its
+``valid_until`` is written when it is closed); one closed earlier is history up to its ``valid_until``."""
 _TIME_CONDITIONS: tuple[tuple[str, str, int], ...] = (
     ("valid_at", "f.valid_from <= ? AND (f.valid_until IS NULL OR f.valid_until > ?)", 2),
     ("still_valid_at", "(f.valid_until IS NULL OR f.valid_until > ?)", 1),
@@ -479,11 +483,15 @@ class GraphStoreBase:
         if flt.predicate is not None:
             clauses.append("f.predicate = ?")
             params.append(flt.predicate)
+        as_known = flt.valid_at is not None and flt.current_at is not None
         for name, condition, times in _TIME_CONDITIONS:
             value = getattr(flt, name)
-            if value is not None:
+            if value is not None and not (as_known and name in ("valid_at", "current_at")):
                 clauses.append(condition)
                 params.extend([self._t(value)] * times)
+        if as_known:
+            clauses.append(_VALID_AS_KNOWN)
+            params.extend([self._t(flt.valid_at), self._t(flt.valid_at), self._t(flt.current_at)])
         if flt.retained_after is not None:
             clauses.append(_RETAINED if flt.never_forget_from is None else _RETAINED_OR_KEPT)
             params.append(self._t(flt.retained_after))

@@ -31,6 +31,10 @@ _COMPARISONS: tuple[tuple[str, sql.Composable, int], ...] = (
     ("current_at", sql.SQL("(invalidated_at IS NULL OR invalidated_at > %s)"), 1),
 )
 """``(EpisodeFilter field, condition, times its value is bound)`` for the fields that filter when set."""
+_VALID_AS_KNOWN = sql.SQL(
+    "valid_from <= %s AND (valid_until IS NULL OR valid_until > %s OR invalidated_at > %s)"
+)
+"""``valid_at`` and ``current_at`` together, as in :mod:`memlane.stores.sqlite.filters`."""
 
 
 def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
@@ -46,11 +50,16 @@ def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
     """
     clauses: list[sql.Composable] = []
     params: list[Any] = []
+    as_known = flt.valid_at is not None and flt.current_at is not None
     for field, condition, times in _COMPARISONS:
         value = getattr(flt, field)
-        if value is not None:
-            clauses.append(condition)
-            params.extend([value] * times)
+        if value is None or (as_known and field in ("valid_at", "current_at")):
+            continue
+        clauses.append(condition)
+        params.extend([value] * times)
+    if as_known:
+        clauses.append(_VALID_AS_KNOWN)
+        params.extend([flt.valid_at, flt.valid_at, flt.current_at])
     if flt.exclude_archived:
         clauses.append(sql.SQL("archived_at IS NULL"))
     if flt.retained_after is not None:

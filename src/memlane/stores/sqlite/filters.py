@@ -35,6 +35,15 @@ _COMPARISONS: tuple[tuple[str, str, int], ...] = (
     ("current_at", "(invalidated_at_us IS NULL OR invalidated_at_us > ?)", 1),
 )
 """``(EpisodeFilter field, condition, times its value is bound)`` for the fields that filter when set."""
+_AS_KNOWN_FIELDS = ("valid_at", "current_at")
+_VALID_AS_KNOWN = (
+    "valid_from_us <= ? AND (valid_until_us IS NULL OR valid_until_us > ? OR invalidated_at_us > ?)"
+)
+"""``valid_at`` and ``current_at`` together (``as_of`` with ``known_at``), replacing both conditions:
+valid at ``valid_at`` as known at ``current_at``. A row superseded later than ``current_at`` was
+open-ended then (its ``valid_until`` is written when it is superseded); one superseded earlier is
+history, valid until its ``valid_until``. (A row's own end date overwritten by a later supersede is
+not recovered: the row keeps one ``valid_until``.)"""
 
 
 def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
@@ -49,11 +58,16 @@ def where(flt: EpisodeFilter) -> tuple[str, list[Any]]:
     """
     clauses: list[str] = []
     params: list[Any] = []
+    as_known = flt.valid_at is not None and flt.current_at is not None
     for field, condition, times in _COMPARISONS:
         value = getattr(flt, field)
-        if value is not None:
-            clauses.append(condition)
-            params.extend([to_us(value) if isinstance(value, datetime) else value] * times)
+        if value is None or (as_known and field in _AS_KNOWN_FIELDS):
+            continue
+        clauses.append(condition)
+        params.extend([to_us(value) if isinstance(value, datetime) else value] * times)
+    if flt.valid_at is not None and flt.current_at is not None:
+        clauses.append(_VALID_AS_KNOWN)
+        params.extend([to_us(flt.valid_at), to_us(flt.valid_at), to_us(flt.current_at)])
     if flt.exclude_archived:
         clauses.append("archived_at_us IS NULL")
     if flt.retained_after is not None:

@@ -451,14 +451,19 @@ class VectorIndex:
         """Boolean ``[n]``: the rows passing ``rows``."""
         n = self._n
         mask = self._scope_mask(rows)
+        as_known = rows.valid_at_us is not None and rows.current_at_us is not None
+        if rows.valid_at_us is not None:  # with current_at: as known then (memlane.stores.sqlite.filters)
+            ends = self._valid_until[:n] > rows.valid_at_us
+            if rows.current_at_us is not None:
+                ends |= self._invalidated[:n] > rows.current_at_us
+            mask &= ends
         for column, passes, bound in (
             (self._created, np.greater_equal, rows.created_after_us),
             (self._created, np.less, rows.created_before_us),
             (self._valid_from, np.less_equal, rows.valid_at_us),
-            (self._valid_until, np.greater, rows.valid_at_us),
             (self._valid_until, np.greater, rows.still_valid_at_us),
             (self._recorded, np.less_equal, rows.recorded_by_us),
-            (self._invalidated, np.greater, rows.current_at_us),
+            (self._invalidated, np.greater, None if as_known else rows.current_at_us),
         ):
             if bound is not None:
                 mask &= passes(column[:n], bound)
