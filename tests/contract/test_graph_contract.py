@@ -346,3 +346,17 @@ def test_a_flag_is_refused_for_a_single_valued_predicate(graph: EpisodicMemory) 
     assert (answer["ok"], answer["error"]["type"]) == (False, "ValidationError")
     assert [f.object for f in graph.query_facts("dana")] == ["lisbon"]
     assert graph.remember_fact("Dana", "is vegetarian").fact.value == "true"  # multi-valued: a flag
+
+
+def test_a_back_dated_value_ends_where_the_next_recorded_value_starts(graph: EpisodicMemory) -> None:
+    """Berlin (from T0 - 4 years) closed by Lisbon (T0 - 1 year); then Paris from T0 - 6 years is history
+    up to Berlin's start, not Lisbon's: one answer for every instant."""
+    year = 365 * DAY
+    graph.remember_fact("Dana", "lives in", "Berlin", valid_from=T0 - 4 * year)
+    graph.remember_fact("Dana", "lives in", "Lisbon", valid_from=T0 - year)
+    paris = graph.remember_fact("Dana", "lives in", "Paris", valid_from=T0 - 6 * year).fact
+    assert paris.valid_until == T0 - 4 * year
+    for years_ago, city in ((5, "paris"), (3, "berlin"), (0, "lisbon")):
+        assert [f.object for f in graph.query_facts("dana", as_of=T0 - years_ago * year + DAY)] == [city]
+    again = graph.remember_fact("Dana", "lives in", "Paris", valid_from=T0 - 6 * year)
+    assert again.duplicate and again.fact.id == paris.id  # re-running an import stores nothing

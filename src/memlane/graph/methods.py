@@ -14,7 +14,7 @@ the tenant's).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -318,6 +318,7 @@ def remember_fact(
     decided = plan(fact, current, registry, MIN_CONFIDENCE)
     held = decided.duplicate_of
     if held is None and not decided.closures and decided.fact.valid_until is not None:
+        decided = replace(decided, fact=_bounded_by_history(graph, registry, decided.fact))
         held = _recorded_before(graph, ctx.tenant_id, decided.fact)  # history: recorded before?
     if held is not None:
         graph.record_merge(
@@ -336,6 +337,26 @@ def remember_fact(
         for f in decided.closed
     )
     return FactResult(decided.fact, superseded=superseded)
+
+
+def _bounded_by_history(graph: GraphStore, registry: PredicateRegistry, fact: Fact) -> Fact:
+    """A back-dated value of a single-valued predicate ends where the next recorded value starts,
+    closed ones included: Paris from 2018 ends at Berlin's 2020, not at Lisbon's 2024 (a fresh
+    user's find: the subject had two answers for 2020-2024)."""
+    if fact.valid_until is None or not registry.is_single(fact.predicate):
+        return fact
+    later = graph.facts(
+        FactFilter(
+            fact.tenant_id,
+            entities=tuple(graph.members(fact.tenant_id, fact.subject)),
+            as_object=False,
+            predicate=fact.predicate,
+            still_valid_at=fact.valid_from,
+        ),
+        _QUERY_LIMIT,
+    )
+    starts = [f.valid_from for f in later if fact.valid_from < f.valid_from < fact.valid_until]
+    return replace(fact, valid_until=min(starts)) if starts else fact
 
 
 def _recorded_before(graph: GraphStore, tenant_id: str, fact: Fact) -> Fact | None:
@@ -359,7 +380,6 @@ def _recorded_before(graph: GraphStore, tenant_id: str, fact: Fact) -> Fact | No
 
 
 def _closed(fact: Fact, until: datetime, at: datetime, by: str, reason: str) -> Fact:
-    from dataclasses import replace
 
     end = until if fact.valid_until is None or fact.valid_until > until else fact.valid_until
     return replace(fact, valid_until=end, invalidated_at=at, superseded_by=by, supersede_reason=reason)
