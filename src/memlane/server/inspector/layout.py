@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memlane import Episode, __version__
 from memlane.server.inspector.auth import Principal
@@ -63,6 +63,35 @@ def when(t: datetime | None, empty: str = "—") -> Html:
     if t is None:
         return el("span", empty, class_="muted")
     return el("time", f"{t:%Y-%m-%d %H:%M}", datetime=t.isoformat(), title=t.isoformat())
+
+
+class BiTemporal(Protocol):
+    """Anything with both time axes: an episode or a fact."""
+
+    @property
+    def valid_from(self) -> datetime: ...
+    @property
+    def valid_until(self) -> datetime | None: ...
+    @property
+    def recorded_at(self) -> datetime: ...
+    @property
+    def invalidated_at(self) -> datetime | None: ...
+
+
+def time_axes(item: BiTemporal) -> Html:
+    """One line of ``item``'s valid time and recorded time: ``valid A → B · recorded C · retired D``."""
+    return el(
+        "div",
+        "valid ",
+        when(item.valid_from),
+        " → ",
+        when(item.valid_until, "now"),
+        " · recorded ",
+        when(item.recorded_at),
+        " · retired ",
+        when(item.invalidated_at, "—"),
+        class_="small",
+    )
 
 
 def badge(text: str, kind: str = "") -> Html:

@@ -31,6 +31,7 @@ from memlane.server.inspector.layout import (
     status_counts,
     status_of,
     tags,
+    time_axes,
     when,
 )
 from memlane.server.inspector.pages_graph import mentioned_entities_section
@@ -352,18 +353,7 @@ def episode_page(
                     class_="chain-head",
                 ),
                 el("div", ep.content, class_="content"),
-                el(
-                    "div",
-                    "valid ",
-                    when(ep.valid_from),
-                    " → ",
-                    when(ep.valid_until, "now"),
-                    " · recorded ",
-                    when(ep.recorded_at),
-                    " · retired ",
-                    when(ep.invalidated_at, "—"),
-                    class_="small",
-                ),
+                time_axes(ep),
                 note,
                 class_="chain-item current" if current else "chain-item",
                 data_episode_id=ep.id,

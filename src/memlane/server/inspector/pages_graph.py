@@ -24,6 +24,7 @@ from memlane.server.inspector.layout import (
     page,
     status_badge,
     tenant_picker,
+    time_axes,
     when,
 )
 
@@ -146,18 +147,7 @@ def _history(view: View, tenant: str, found: EntityView, names: dict[str, str]) 
                 charts.interval_strip(
                     f.valid_from, f.valid_until, f.recorded_at, f.invalidated_at, lo=lo, hi=hi, now=found.now
                 ),
-                el(
-                    "div",
-                    "valid ",
-                    when(f.valid_from),
-                    " → ",
-                    when(f.valid_until, "now"),
-                    " · recorded ",
-                    when(f.recorded_at),
-                    " · retired ",
-                    when(f.invalidated_at, "—"),
-                    class_="small",
-                ),
+                time_axes(f),
                 retired,
                 class_="fact-item" if live else "fact-item retired",
                 data_fact_id=f.id,
