@@ -72,7 +72,6 @@ from memlane.config.profile import ContextWeights, RankingProfile
 from memlane.embeddings.base import l2_normalize
 from memlane.embeddings.local import LocalEmbedder
 from memlane.evaluation.beam import MAX_TEXT_CHARS, load_beam
-from memlane.evaluation.bootstrap import paired_bootstrap
 from memlane.evaluation.locomo import load_locomo
 from memlane.recall.ranking import convex_dense_weight, rank
 from memlane.recall.relevance import contextual_relevance
@@ -308,34 +307,6 @@ def ablations() -> dict[str, tuple[RankingProfile, str | None]]:
             None,
         ),
     }
-
-
-def _ci(a: NDArray[np.float64], b: NDArray[np.float64], clusters: list[str]) -> dict[str, float]:
-    d = paired_bootstrap(a, b, clusters)
-    return {"mean": d.mean, "low": d.low, "high": d.high, "better": d.better, "worse": d.worse}
-
-
-def cross_validate(
-    scores: dict[str, dict[str, NDArray[np.float64]]], data: dict[str, list[Question]], labels: list[str]
-) -> tuple[dict[str, NDArray[np.float64]], list[str]]:
-    """Leave one of the 15 conversations out, pick the label with the best mean of both benchmarks' R@10."""
-    picked = {n: np.zeros(len(qs)) for n, qs in data.items()}
-    choices = []
-    for name, questions in data.items():
-        for conv in sorted({q.conversation for q in questions}, key=lambda c: (len(c), c)):
-            keep = {
-                n: np.array([not (n == name and q.conversation == conv) for q in qs])
-                for n, qs in data.items()
-            }
-
-            def objective(label: str) -> float:
-                return float(np.mean([scores[n][label][keep[n]].mean() for n in data]))  # noqa: B023
-
-            best = max(labels, key=objective)
-            choices.append(f"{name} {conv}: {best}")
-            mask = ~keep[name]
-            picked[name][mask] = scores[name][best][mask]
-    return picked, choices
 
 
 def per_type(
@@ -596,7 +567,9 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
     doc["ingest_cost"] = ingest_cost(encoder, beam_texts(datasets), "1")
     scores, doc["checks"] = all_scores(data, turns, scopes, datasets)
     grid_labels = [f"{rep} | b={b:g} | p={p:g}" for rep in REPRESENTATIONS for b in BS for p in POWERS]
-    picked, doc["cv_choices"] = cross_validate(scores, data, grid_labels)
+    picked, doc["cv_choices"] = fusion_study.cross_validate(
+        {n: [q.conversation for q in qs] for n, qs in data.items()}, scores, grid_labels
+    )
     shown = [f"{rep} | b=0.3 | {label}" for rep in REPRESENTATIONS for label in rank_variants()]
     shown += [f"truncate 256 | b={b:g} | {label}" for b in BS[1:] for label in rank_variants()]
     shown += [f"mean of chunks | b={b:g} | {label}" for b in BS[1:] for label in ("defaults", "dense", "p=2")]
@@ -612,8 +585,8 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
             s = picked[name] if label == "cross-validated choice" else scores[name][label]
             rows[label] = {
                 "recall_at_10": float(s.mean()),
-                "minus_today_defaults": _ci(s, base, clusters),
-                "minus_today_dense": _ci(s, dense, clusters),
+                "minus_today_defaults": fusion_study.paired_ci(s, base, clusters),
+                "minus_today_dense": fusion_study.paired_ci(s, dense, clusters),
             }
         doc["benchmarks"][name] = {"questions": len(qs), "rows": rows}
     beam_q = data["beam"]
@@ -636,7 +609,9 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
         label: {
             n: {
                 "recall_at_10": float(s.mean()),
-                "minus_today_defaults": _ci(s, today[n], [q.conversation for q in data[n]]),
+                "minus_today_defaults": fusion_study.paired_ci(
+                    s, today[n], [q.conversation for q in data[n]]
+                ),
             }
             for n, s in by.items()
         }

@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fusion_study import BEAM, DATASETS, LOCOMO, TUNE, Question, ask_each
+from fusion_study import BEAM, DATASETS, LOCOMO, TUNE, Question, ask_each, cross_validate, paired_ci
 
 from memlane import EpisodicMemory, MemoryConfig
 from memlane.config.profile import Boosts, RankingProfile
 from memlane.embeddings.local import LocalEmbedder
 from memlane.evaluation.beam import _remember, load_beam
-from memlane.evaluation.bootstrap import paired_bootstrap
 from memlane.evaluation.locomo import load_locomo
 from memlane.evaluation.locomo_run import _turn_inputs, fresh_database
 from memlane.evaluation.metrics import percentile, recall_at_k
@@ -200,35 +199,6 @@ def recall10(items: list[Graphed], signal: str | None, profile: RankingProfile) 
     return np.asarray(out)
 
 
-def cross_validate(
-    data: dict[str, list[Graphed]], scores: dict[str, dict[str, np.ndarray]], labels: list[str]
-) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Leave one conversation out; pick by the mean of both benchmarks' R@10 on the rest."""
-    picked = {n: np.zeros(len(qs)) for n, qs in data.items()}
-    choices = []
-    for name, items in data.items():
-        for conv in sorted({g.question.conversation for g in items}):
-
-            def objective(label: str, name: str = name, conv: str = conv) -> float:
-                parts = [
-                    scores[n][label][[not (n == name and g.question.conversation == conv) for g in gs]].mean()
-                    for n, gs in data.items()
-                    if gs
-                ]
-                return float(np.mean(parts))
-
-            best = max(labels, key=objective)
-            choices.append(f"{name} {conv}: {best}")
-            mask = np.array([g.question.conversation == conv for g in items])
-            picked[name][mask] = scores[name][best][mask]
-    return picked, choices
-
-
-def _ci(a: np.ndarray, b: np.ndarray, clusters: list[str]) -> dict[str, float]:
-    d = paired_bootstrap(a, b, clusters)
-    return {"mean": d.mean, "low": d.low, "high": d.high, "better": d.better, "worse": d.worse}
-
-
 def _rows(items: list[Graphed], table: dict[str, np.ndarray]) -> dict[str, Any]:
     """Per variant: R@10 and CI vs the defaults, overall and per question type."""
     base = table["library defaults (off)"]
@@ -249,7 +219,7 @@ def _rows(items: list[Graphed], table: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def _ci_of(items: list[Graphed], a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-    return {"minus_defaults": _ci(a, b, [g.question.conversation for g in items])}
+    return {"minus_defaults": paired_ci(a, b, [g.question.conversation for g in items])}
 
 
 def coverage(items: list[Graphed]) -> dict[str, float]:
@@ -276,7 +246,9 @@ def study(data: dict[str, list[Graphed]], held_out: dict[str, str] | None) -> di
     }
     doc: dict[str, Any] = {"benchmarks": {}, "coverage": {n: coverage(gs) for n, gs in active.items()}}
     if held_out is None:
-        picked, choices = cross_validate(active, scores, list(table))
+        picked, choices = cross_validate(
+            {n: [g.question.conversation for g in gs] for n, gs in active.items() if gs}, scores, list(table)
+        )
         doc["cv_choices"] = choices
         for n in active:
             scores[n]["cross-validated choice"] = picked[n]
@@ -390,7 +362,7 @@ def _live_doc(rows: list[Any], boost: float) -> dict[str, Any]:
                 "n": len(sub),
                 "off": float(off.mean()),
                 "on": float(on.mean()),
-                "on_minus_off": _ci(on, off, [r[1] for r in sub]),
+                "on_minus_off": paired_ci(on, off, [r[1] for r in sub]),
             }
         times = {name: [r[4][name] for r in mine] for name in ("off", "on")}
         latency = {

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -192,32 +192,43 @@ def recall10(questions: list[Question], variant: Variant, mode: str | None) -> n
 
 
 def cross_validate(
-    data: dict[str, list[Question]], scores: dict[str, dict[str, np.ndarray]], labels: list[str]
+    conversations: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Mapping[str, np.ndarray]],
+    labels: list[str],
 ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Leave one of the 15 conversations out; pick by the mean of both benchmarks' R@10 on the rest."""
-    picked = {n: np.zeros(len(qs)) for n, qs in data.items()}
-    choices = []
-    for name, questions in data.items():
-        for conv in sorted({q.conversation for q in questions}):
+    """Leave one conversation out: pick the label with the best mean of the benchmarks' R@10 on the rest.
 
-            def objective(label: str, name: str = name, conv: str = conv) -> float:
-                return float(
-                    np.mean(
-                        [
-                            scores[n][label][[not (n == name and q.conversation == conv) for q in qs]].mean()
-                            for n, qs in data.items()
-                        ]
-                    )
-                )
+    Args:
+        conversations: Per benchmark, each question's conversation (in the order of its scores).
+        scores: Per benchmark and label, each question's R@10.
+        labels: The candidates to choose from.
+
+    Returns:
+        Per benchmark each question's R@10 under the label chosen without its conversation, and the
+        choices made (``"<benchmark> <conversation>: <label>"``).
+    """
+    convs = {n: np.asarray(c, dtype=object) for n, c in conversations.items()}
+    picked = {n: np.zeros(len(c)) for n, c in convs.items()}
+    choices = []
+    for name, held in convs.items():
+        for conv in sorted(set(held), key=lambda c: (len(c), c)):
+            keep = {n: ~((n == name) & (c == conv)) for n, c in convs.items()}
+
+            def objective(label: str) -> float:
+                return float(np.mean([scores[n][label][keep[n]].mean() for n in convs]))  # noqa: B023
 
             best = max(labels, key=objective)
             choices.append(f"{name} {conv}: {best}")
-            mask = np.array([q.conversation == conv for q in questions])
-            picked[name][mask] = scores[name][best][mask]
+            picked[name][~keep[name]] = scores[name][best][~keep[name]]
     return picked, choices
 
 
-def _ci(a: np.ndarray, b: np.ndarray, clusters: list[str]) -> dict[str, float]:
+def _conversations(data: Mapping[str, Sequence[Question]]) -> dict[str, list[str]]:
+    return {n: [q.conversation for q in qs] for n, qs in data.items()}
+
+
+def paired_ci(a: np.ndarray, b: np.ndarray, clusters: list[str]) -> dict[str, float]:
+    """``a - b`` per question, bootstrapped by conversation: mean, 95 % CI, better and worse counts."""
     d = paired_bootstrap(a, b, clusters)
     return {"mean": d.mean, "low": d.low, "high": d.high, "better": d.better, "worse": d.worse}
 
@@ -231,16 +242,16 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
     table = variants()
     scores = {n: {label: recall10(qs, v, m) for label, (v, m) in table.items()} for n, qs in data.items()}
     grid_labels = [f"grid {label}" for label in grid()]
-    picked, choices = cross_validate(data, scores, grid_labels)
+    picked, choices = cross_validate(_conversations(data), scores, grid_labels)
     doc: dict[str, Any] = {"reproduces_public_recall": exact, "benchmarks": {}, "cv_choices": choices}
     for n, qs in data.items():
         clusters = [q.conversation for q in qs]
         rows = {
             label: {
                 "recall_at_10": float(s.mean()),
-                "minus_defaults": _ci(s, scores[n]["library defaults"], clusters),
-                "minus_dense": _ci(s, scores[n]["dense"], clusters),
-                "minus_keyword": _ci(s, scores[n]["keyword"], clusters),
+                "minus_defaults": paired_ci(s, scores[n]["library defaults"], clusters),
+                "minus_dense": paired_ci(s, scores[n]["dense"], clusters),
+                "minus_keyword": paired_ci(s, scores[n]["keyword"], clusters),
             }
             for label, s in {**scores[n], "cross-validated grid choice": picked[n]}.items()
         }
