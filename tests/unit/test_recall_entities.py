@@ -142,3 +142,15 @@ def test_the_knob_is_checked_and_reaches_the_profile() -> None:
         MemoryConfig(graph_boost=2)
     assert MemoryConfig(graph_boost=0.3).profile.boosts.graph == 0.3
     assert MemoryConfig().profile.boosts.graph == RankingProfile().boosts.graph
+
+
+def test_the_facts_a_recall_walks_follow_its_retention() -> None:
+    from datetime import UTC, datetime
+
+    from memlane.recall.entities import _fact_filter
+    from memlane.stores.base import EpisodeFilter
+
+    cutoff = datetime(2025, 1, 1, tzinfo=UTC)
+    flt = EpisodeFilter(tenant_id="t", session_id="s", retained_after=cutoff, never_forget_from=9.0)
+    facts = _fact_filter(flt, "t", ["alice"])
+    assert (facts.retained_after, facts.never_forget_from, facts.session_id) == (cutoff, 9.0, "s")

@@ -67,7 +67,15 @@ FloatArray = NDArray[np.float64]
 MAX_QUERY_ENTITIES = 8
 """At most this many of the query's mentions are resolved (first found first)."""
 
-_TIME_FIELDS = ("valid_at", "still_valid_at", "recorded_by", "current_at")
+_TIME_FIELDS = (
+    "valid_at",
+    "still_valid_at",
+    "recorded_by",
+    "current_at",
+    "retained_after",
+    "never_forget_from",
+)
+"""The recall's time slice and retention, which its facts follow too (``recorded_at`` for ``created_at``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +108,7 @@ def query_entity_keys(query: str) -> list[str]:
 
 
 def _fact_filter(flt: EpisodeFilter, tenant_id: str, ids: Sequence[str]) -> FactFilter:
-    """The facts a recall under ``flt`` may walk: its tenant, its session, its time slice."""
+    """The facts a recall under ``flt`` may walk: its tenant, its session, its time slice, its retention."""
     times: dict[str, Any] = {name: getattr(flt, name) for name in _TIME_FIELDS}
     return FactFilter(tenant_id, flt.session_id, tuple(ids), **times)
 
