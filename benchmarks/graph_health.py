@@ -132,9 +132,7 @@ def _llm(sessions: int, tmp: Path) -> Iterator[Any]:
         yield None
         return
     sys.path.insert(0, str(HERE.parent))  # the repository root: tests.llm_server
-    from tests.llm_server import MODEL_NAME, find_gguf, start_llm_server, stop_llm_server
-
-    from memlane.formation import OpenAICompatibleLLM
+    from tests.llm_server import client, find_gguf, start_llm_server, stop_llm_server
 
     gguf = find_gguf()
     if gguf is None:
@@ -143,15 +141,7 @@ def _llm(sessions: int, tmp: Path) -> Iterator[Any]:
         )
     server = start_llm_server(gguf, tmp / "llm.log")
     try:
-        yield OpenAICompatibleLLM(
-            MODEL_NAME,
-            base_url=server.base_url,
-            api_key="local",
-            temperature=0.0,
-            max_tokens=1024,
-            timeout_seconds=120,
-            max_retries=0,
-        )
+        yield client(server, max_tokens=1024, timeout_seconds=120)
     finally:
         stop_llm_server(server.process)
 

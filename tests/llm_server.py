@@ -92,6 +92,22 @@ class LLMServer:
             return ""
 
 
+def client(server: LLMServer, *, max_tokens: int = 300, timeout_seconds: float = 60) -> Any:
+    """An :class:`~memlane.formation.OpenAICompatibleLLM` of ``server``: temperature 0, no retries,
+    at most ``max_tokens`` a reply (the formation tests' and ``benchmarks/graph_health.py``'s client)."""
+    from memlane.formation import OpenAICompatibleLLM
+
+    return OpenAICompatibleLLM(
+        MODEL_NAME,
+        base_url=server.base_url,
+        api_key="local",
+        temperature=0.0,
+        max_tokens=max_tokens,
+        timeout_seconds=timeout_seconds,
+        max_retries=0,
+    )
+
+
 def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
     assert proc.stdout is not None
     with selectors.DefaultSelector() as sel:

@@ -16,7 +16,7 @@ from memlane import EpisodicMemory, FrozenClock, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.formation import OpenAICompatibleLLM
 from tests.conftest import T0
-from tests.llm_server import MODEL_NAME, LLMServer
+from tests.llm_server import LLMServer, client
 
 CONVERSATION = [
     {"role": "system", "content": "You are a helpful travel assistant."},
@@ -31,15 +31,8 @@ CONVERSATION = [
 @pytest.fixture
 def real_llm(llm_server: LLMServer) -> OpenAICompatibleLLM:
     """A client of the real server: temperature 0, at most 300 tokens, schema-constrained JSON."""
-    return OpenAICompatibleLLM(
-        MODEL_NAME,
-        base_url=llm_server.base_url,
-        api_key="local",
-        temperature=0.0,
-        max_tokens=300,
-        timeout_seconds=60,
-        max_retries=0,
-    )
+    found: OpenAICompatibleLLM = client(llm_server)
+    return found
 
 
 @pytest.fixture
