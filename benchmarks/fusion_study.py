@@ -56,7 +56,7 @@ BASE = RankingProfile()
 
 @dataclass
 class Question:
-    """One question's recorded candidates: signals, options, each candidate's evidence id."""
+    """One question's recorded candidates: signals, options, each candidate's evidence id and row key."""
 
     conversation: str
     type: str
@@ -65,6 +65,7 @@ class Question:
     options: RankOptions
     ids: list[str]
     top: list[str]
+    keys: list[int]
 
 
 @contextmanager
@@ -104,7 +105,8 @@ def ask_each(
             names.update({k: str(e.metadata[id_field]) for k, e in fetched.items()})
             top = [str(h.episode.metadata[id_field]) for h in hits]
             ids = [names[int(k)] for k in keys]
-            yield Question(conversation, kind, evidence, signals, options, ids, top), keys
+            row_keys = [int(k) for k in keys]
+            yield Question(conversation, kind, evidence, signals, options, ids, top, row_keys), keys
 
 
 def _ask(

@@ -219,6 +219,9 @@ class ScoreBreakdown:
             ``"noisy_or"`` or ``"rrf"``), or ``None`` when only one of them was used.
         base_relevance: The fused dense/keyword relevance before context and boosts.
         boosts: The boosts that lifted ``relevance`` (:class:`AppliedBoost`), in the order applied.
+        agent_discount: ``d`` when the hit is the agent's own turn and the query does not address the
+            agent: ``relevance`` and ``own_relevance`` were multiplied by ``1 - d`` after the boosts
+            (:class:`memlane.config.profile.Speakers`); ``None`` when not discounted.
         contributions: One :class:`Contribution` per signal (:data:`SIGNALS` order); their
             points add up to ``score``.
         tie_band: The relevance lead, in relevance units, within which recency and importance can
@@ -244,6 +247,7 @@ class ScoreBreakdown:
     fusion: str | None = None
     base_relevance: float | None = None
     boosts: tuple[AppliedBoost, ...] = ()
+    agent_discount: float | None = None
     contributions: tuple[Contribution, ...] = ()
     tie_band: float | None = None
     lead: float | None = None

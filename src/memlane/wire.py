@@ -135,6 +135,9 @@ def _why_relevance(value: Any) -> str:
     boosts = getattr(value, "boosts", ())
     if boosts:
         text += "; boosted by " + ", ".join(f"{b.name} {b.strength:g}" for b in boosts)
+    discount = getattr(value, "agent_discount", None)
+    if discount is not None:
+        text += f"; the agent's own turn, discounted by {discount:g}"
     return text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,9 +21,21 @@ from memlane.config.profile import (
     Pools,
     RankingProfile,
     RankingWeights,
+    Speakers,
 )
-from memlane.recall.ranking import CandidateSignals, Scores, convex_dense_weight, decided_by, scores_of
+from memlane.recall.ranking import (
+    CandidateSignals,
+    RankOptions,
+    Scores,
+    convex_dense_weight,
+    decided_by,
+    rank,
+    scores_of,
+)
 from memlane.recall.relevance import (
+    addresses_agent,
+    agent_discounted,
+    agent_signal,
     boost_factor,
     boosted,
     contextual_relevance,
@@ -199,6 +212,9 @@ def test_profiles_are_recipes_of_one_value() -> None:
         lambda: RankingProfile(decay_per_day=0.0),
         lambda: RankingProfile(keyword_saturation=0.0),
         lambda: RankingProfile(fusion="rrf"),  # type: ignore[arg-type]
+        lambda: Speakers(agent_discount=1.5),
+        lambda: Speakers(agent_tag=" "),
+        lambda: RankingProfile(speakers=0.3),  # type: ignore[arg-type]
     ],
 )
 def test_profile_values_are_checked(build: object) -> None:
@@ -236,3 +252,80 @@ def test_the_convex_fusion_follows_the_candidates_coverage() -> None:
     assert convex_dense_weight(signals([3.0, 1.0]), Fusion(coverage_power=0.0)) == fusion.dense_weight
     with pytest.raises(ValidationError):
         Fusion(coverage_power=-1.0)
+
+
+# -- the agent's own turns ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "addressed"),
+    [
+        ("How did you recommend handling retries?", True),
+        ("What did YOU say about black?", True),
+        ("Is that yours?", True),
+        ("you're sure?", True),
+        ("What code style does the user prefer?", False),
+        ("Which layout did I choose for the youth league site?", False),  # "youth" is not "you"
+        ("", False),
+    ],
+)
+def test_a_second_person_query_addresses_the_agent(query: str, addressed: bool) -> None:
+    assert addresses_agent(query) is addressed
+
+
+def test_the_agent_signal_marks_agent_turns_unless_the_query_addresses_the_agent() -> None:
+    tags = [("user",), ("assistant",), (), ("assistant", "code")]
+    speakers = Speakers()
+    assert agent_signal(tags, "what does the user prefer", speakers).tolist() == [0, 1, 0, 1]
+    assert agent_signal(tags, "what did you suggest", speakers).tolist() == [0, 0, 0, 0]
+    assert agent_signal(tags, "what does the user prefer", Speakers(agent_discount=0.0)).tolist() == [0] * 4
+    assert agent_signal(tags, "what does the user prefer", Speakers(agent_tag="user")).tolist() == [
+        1,
+        0,
+        0,
+        0,
+    ]
+
+
+def test_an_agent_turn_keeps_1_minus_d_of_its_relevance() -> None:
+    rel = np.array([0.8, 0.5])
+    assert agent_discounted(
+        rel, np.array([1.0, 0.0]), Speakers(agent_discount=0.3)
+    ).tolist() == pytest.approx([0.56, 0.5])
+    assert agent_discounted(rel, None, Speakers()) is rel
+
+
+def _user_and_agent(agent: list[float] | None) -> CandidateSignals:
+    # candidate 0: the agent's long reply (cosine 0.70), candidate 1: the user's own turn (0.62)
+    return CandidateSignals(
+        np.zeros(2),
+        np.full(2, NAN),
+        cosine=np.array([0.70, 0.62]),
+        agent=None if agent is None else np.array(agent),
+    )
+
+
+def test_the_users_turn_outranks_the_agents_restatement_and_the_breakdown_says_why() -> None:
+    options = RankOptions(now_seconds=0.0, limit=2)
+    plain = rank(_user_and_agent(None), DEFAULT_PROFILE, options)
+    assert [r.index for r in plain] == [0, 1]
+    assert all(r.breakdown.agent_discount is None for r in plain)
+    ranked = rank(_user_and_agent([1.0, 0.0]), DEFAULT_PROFILE, options)
+    assert [r.index for r in ranked] == [1, 0]
+    agent = ranked[1].breakdown
+    assert agent.agent_discount == DEFAULT_PROFILE.speakers.agent_discount
+    assert agent.relevance == pytest.approx(plain[0].breakdown.relevance * (1 - agent.agent_discount))
+    assert agent.own_relevance == pytest.approx(plain[0].breakdown.own_relevance * (1 - agent.agent_discount))
+    assert ranked[0].breakdown.agent_discount is None
+    off = replace(DEFAULT_PROFILE, speakers=Speakers(agent_discount=0.0))
+    assert [r.index for r in rank(_user_and_agent([1.0, 0.0]), off, options)] == [0, 1]
+
+
+def test_the_configuration_sets_the_agent_discount() -> None:
+    from memlane import ConfigError, MemoryConfig
+
+    assert MemoryConfig().profile.speakers == Speakers()
+    assert MemoryConfig(agent_discount=0.0).profile.speakers.agent_discount == 0.0
+    assert MemoryConfig(agent_discount=0.5, graph_boost=0.1).profile.boosts.graph == 0.1
+    with pytest.raises(ConfigError):
+        MemoryConfig(agent_discount=1.5)

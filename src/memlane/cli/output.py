@@ -241,6 +241,8 @@ def decision(b: ScoreBreakdown) -> str:
         text += f", lead {b.lead:.3f}"
     if b.boosts:
         text += "; boosted: " + ", ".join(boost.name for boost in b.boosts)
+    if b.agent_discount is not None:
+        text += "; agent turn discounted"
     return text
 
 

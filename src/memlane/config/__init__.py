@@ -55,13 +55,18 @@ DEFAULT_REEMBED_BATCH_SIZE = 256
 
 
 @lru_cache(maxsize=64)
-def _profile_of(fusion: str, decay_per_day: float, graph_boost: float | None = None) -> RankingProfile:
+def _profile_of(
+    fusion: str, decay_per_day: float, graph_boost: float | None = None, agent_discount: float | None = None
+) -> RankingProfile:
     """The named profile of ``fusion`` with ``decay_per_day`` and, unless ``None``, the graph boost
-    ``graph_boost`` (a profile is immutable, so every recall of a configuration shares it)."""
+    ``graph_boost`` and the agent-turn discount ``agent_discount`` (a profile is immutable, so every
+    recall of a configuration shares it)."""
     profile = replace(PROFILES[fusion], decay_per_day=decay_per_day)
-    if graph_boost is None:
-        return profile
-    return replace(profile, boosts=replace(profile.boosts, graph=graph_boost))
+    if graph_boost is not None:
+        profile = replace(profile, boosts=replace(profile.boosts, graph=graph_boost))
+    if agent_discount is not None:
+        profile = replace(profile, speakers=replace(profile.speakers, agent_discount=agent_discount))
+    return profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,10 @@ class MemoryConfig:
             (:attr:`memlane.config.profile.Boosts.graph`: episodes linked to the entities the query
             names and to their 1-hop neighbours; :mod:`memlane.recall.entities`); ``None`` (default)
             keeps the profile's (0: off, see ``benchmarks/results/entity_study.md``).
+        agent_discount: The share, in [0, 1], of relevance an agent turn (an episode tagged
+            ``"assistant"``, as memlane's turn formation tags the assistant's turns) loses when the query
+            is not addressed to the agent (:class:`memlane.config.profile.Speakers`); ``None`` (default)
+            keeps the profile's (0.3; 0: off, see ``benchmarks/results/speaker_study.md``).
         importance: The importance of an episode written without one: ``None`` (default:
             unrated, ranked as 5) or ``"auto"`` (estimated 1-10 from its content by
             :func:`memlane.importance.estimate_importance`; deterministic, no model).
@@ -166,6 +175,7 @@ class MemoryConfig:
     track_retrievals: bool = True
     link_entities: bool = True
     graph_boost: float | None = None
+    agent_discount: float | None = None
     importance: str | None = None
 
     def __post_init__(self) -> None:
@@ -186,10 +196,10 @@ class MemoryConfig:
             raise ConfigError(f"fusion must be one of {list(FUSION_METHODS)}, got {self.fusion!r}")
         _check_thresholds(self)
         _check_forgetting(self)
-        if self.graph_boost is not None and (
-            not _is_number(self.graph_boost) or not 0.0 <= self.graph_boost <= 1.0
-        ):
-            raise ConfigError(f"graph_boost must be a number in [0, 1] or null, got {self.graph_boost!r}")
+        for name in ("graph_boost", "agent_discount"):
+            value = getattr(self, name)
+            if value is not None and (not _is_number(value) or not 0.0 <= value <= 1.0):
+                raise ConfigError(f"{name} must be a number in [0, 1] or null, got {value!r}")
         if self.importance not in (None, "auto"):
             raise ConfigError(f"importance must be 'auto' or None (unrated), got {self.importance!r}")
         for name in (
@@ -208,9 +218,9 @@ class MemoryConfig:
         """The :class:`memlane.config.profile.RankingProfile` of ranked recalls.
 
         The named profile of ``fusion`` (:data:`memlane.config.profile.PROFILES`) with this
-        configuration's ``decay_per_day`` and ``graph_boost``.
+        configuration's ``decay_per_day``, ``graph_boost`` and ``agent_discount``.
         """
-        return _profile_of(self.fusion, self.decay_per_day, self.graph_boost)
+        return _profile_of(self.fusion, self.decay_per_day, self.graph_boost, self.agent_discount)
 
     @property
     def policy(self) -> ForgettingPolicy:

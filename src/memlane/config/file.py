@@ -29,6 +29,7 @@ every CLI command through ``--config``, the tool schemas, the MCP and HTTP serve
       forget_threshold: 0.05   # forget() removes episodes whose strength fell below this
       track_retrievals: true   # ranked recalls count retrieve_count / last_retrieved_at (compaction)
       graph_boost: null        # 0-1: lift episodes linked to the query's entities (null: profile's, off)
+      agent_discount: null     # 0-1: relevance an assistant-tagged turn loses (null: profile's, 0.3)
       importance: null         # auto: estimate 1-10 for episodes written without a rating
     server:                    # memlane serve (HTTP)
       api_keys:

@@ -6,7 +6,8 @@ date, and probing questions by type with the ids of the evidence messages. The d
 it is read in place (``../shared/datasets/beam/100K/<n>/``), never copied, bundled or fitted to.
 
 The run: one memory (tenant and session) per conversation; every message one ``message`` episode
-(content ``"<role>: <text>"`` without BEAM's ``->-> i,j`` markers, cut to the library's 100,000
+(content ``"<role>: <text>"`` without BEAM's ``->-> i,j`` markers, tagged with its role as memlane's
+turn formation tags a turn, cut to the library's 100,000
 characters: two generated messages run to 53,108 and 348,853 characters of padding; the message id in
 ``metadata["message_id"]``); the messages of a batch are one minute apart from 09:00 UTC of the
 batch's date (a batch without a date is one day after the previous one); then every question with
@@ -296,6 +297,7 @@ def _remember(memory: EpisodicMemory, conv: BeamConversation) -> None:
         EpisodeInput(
             event_type="message",
             content=f"{m.role}: {m.content}"[:MAX_TEXT_CHARS],
+            tags=[m.role],
             created_at=m.created_at,
             metadata={"message_id": m.id},
         )

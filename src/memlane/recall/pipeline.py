@@ -44,12 +44,13 @@ from numpy.typing import NDArray
 from memlane.analysis import query_terms
 from memlane.clock import ensure_utc
 from memlane.config import MemoryConfig
+from memlane.config.profile import Speakers
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall.candidates import MergedCandidates, merge_candidates
 from memlane.recall.entities import GraphStage, graph_stage
 from memlane.recall.ranking import CandidateSignals, RankedCandidate, RankingWeights, RankOptions, rank
-from memlane.recall.relevance import entity_signal, groups_by_gap, named_tag
+from memlane.recall.relevance import agent_signal, entity_signal, groups_by_gap, named_tag
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
 
@@ -175,12 +176,14 @@ class EpisodeSource:
         store: Where the episodes live.
         flt: The scoped filter every candidate must pass.
         group_gap_s: The profile's :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
+        speakers: The profile's :class:`~memlane.config.profile.Speakers` (the agent-turn signal).
         graph: The knowledge-graph stage (:func:`memlane.recall.entities.graph_stage`), or ``None`` (off).
     """
 
     store: Store
     flt: EpisodeFilter
     group_gap_s: float
+    speakers: Speakers
     graph: GraphStage | None = None
 
     def dense(self, vector: NDArray[np.float32], top_n: int) -> VectorCandidates:
@@ -194,7 +197,13 @@ class EpisodeSource:
     def context(self, query: str, candidates: MergedCandidates) -> Context:
         """The candidates' stored neighbours, groups and entity signal (:func:`conversation_context`)."""
         return conversation_context(
-            self.store, self.flt, query, candidates.keys, candidates.created_at_seconds, self.group_gap_s
+            self.store,
+            self.flt,
+            query,
+            candidates.keys,
+            candidates.created_at_seconds,
+            self.group_gap_s,
+            self.speakers,
         )
 
     def linked(
@@ -303,6 +312,7 @@ def rank_candidates(
         adjacent=context.adjacent,
         groups=context.groups,
         entity=context.entity,
+        agent=context.agent,
         graph=graph,
     )
     options = RankOptions(
@@ -342,7 +352,8 @@ def ranked_recall(
     """
     top_n = config.profile.pools.recall(recall.limit)
     graph = graph_stage(store, flt, config.profile, top_n)
-    source = EpisodeSource(store, flt, config.profile.context.group_gap_s, graph)
+    profile = config.profile
+    source = EpisodeSource(store, flt, profile.context.group_gap_s, profile.speakers, graph)
     ranking = rank_candidates(source, config, embed_query, recall, top_n)
     keys = ranking.keys
     episodes = store.fetch(keys)
@@ -366,6 +377,7 @@ class Context:
     adjacent: NDArray[np.int64] | None
     groups: NDArray[np.int64] | None
     entity: NDArray[np.float64] | None
+    agent: NDArray[np.float64] | None = None
 
 
 NO_CONTEXT = Context(None, None, None)
@@ -379,13 +391,15 @@ def conversation_context(
     keys: NDArray[np.int64],
     created_at_seconds: NDArray[np.float64],
     group_gap_s: float,
+    speakers: Speakers,
 ) -> Context:
     """Neighbours (as candidate indices), groups and the entity signal of ``keys``.
 
     One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2): a few index probes
     per candidate. A stored neighbour that is not itself a candidate counts as absent, so nothing
     outside the pool (or failing ``flt``) contributes. ``group_gap_s``: the profile's
-    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
+    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`; ``speakers``: the profile's agent tag and
+    discount (:func:`memlane.recall.relevance.agent_signal`).
     """
     n = len(keys)
     found = store.neighbours(flt, [int(k) for k in keys], radius=2)
@@ -410,7 +424,9 @@ def conversation_context(
                 sessions[i] = found.session_ids[row]
                 tags[i] = found.tags[row]
     groups = groups_by_gap(sessions, keys, created_at_seconds, group_gap_s)
-    return Context(adjacent, groups, entity_signal(tags, named_tag(query, tags)))
+    return Context(
+        adjacent, groups, entity_signal(tags, named_tag(query, tags)), agent_signal(tags, query, speakers)
+    )
 
 
 def record_retrievals(store: Store, keys: list[int], at: datetime) -> None:

@@ -66,6 +66,7 @@ from memlane.config.profile import (  # the weight names are re-exported: their 
 from memlane.errors import ValidationError
 from memlane.models import SIGNALS, AppliedBoost, Contribution, ScoreBreakdown
 from memlane.recall.relevance import (
+    agent_discounted,
     base_relevance,
     boost_factor,
     boosted,
@@ -131,6 +132,8 @@ class CandidateSignals:
         entity: ``[n]`` 0/1 entity signal (:func:`memlane.recall.relevance.entity_signal`), or ``None``.
         graph: ``[n]`` knowledge-graph entity signal in [0, 1]
             (:func:`memlane.recall.entities.graph_signal`), or ``None`` (the stage did not run).
+        agent: ``[n]`` 0/1 agent-turn signal (:func:`memlane.recall.relevance.agent_signal`: the
+            agent's own turn, the query not addressed to the agent), or ``None`` (no discount).
 
     Raises:
         ValidationError: arrays of different lengths.
@@ -146,11 +149,12 @@ class CandidateSignals:
     groups: NDArray[np.int64] | None = None
     entity: NDArray[np.floating] | None = None
     graph: NDArray[np.floating] | None = None
+    agent: NDArray[np.floating] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.created_at_seconds)
         others = (self.importance, self.cosine, self.keyword, self.in_window, self.half_life_days)
-        context = (self.adjacent, self.groups, self.entity, self.graph)
+        context = (self.adjacent, self.groups, self.entity, self.graph, self.agent)
         if any(a is not None and len(a) != n for a in (*others, *context)):
             raise ValidationError("every candidate array must have the same length")
 
@@ -336,12 +340,13 @@ class Relevance:
         dense: Calibrated dense signal, or ``None`` when not used.
         keyword: Saturated keyword signal, or ``None`` when not used.
         base: Fused base relevance ``r0``.
-        relevance: ``r0`` with context and boosts: what orders the candidates.
-        own: ``r0`` with boosts only (what ``min_relevance`` filters on).
+        relevance: ``r0`` with context, boosts and the agent-turn discount: what orders the candidates.
+        own: ``r0`` with boosts and the agent-turn discount only (what ``min_relevance`` filters on).
         entity: 0/1 entity signal.
         in_window: 0/1 time-window signal.
         fusion: The fusion method used, or ``None`` when only one signal was.
         graph: Knowledge-graph entity signal in [0, 1] (zeros when the stage did not run).
+        agent: 0/1 agent-turn signal, or ``None`` (no discount).
     """
 
     dense: FloatArray | None
@@ -353,6 +358,7 @@ class Relevance:
     in_window: FloatArray
     fusion: str | None
     graph: FloatArray | None = None
+    agent: FloatArray | None = None
 
 
 def relevance_of(signals: CandidateSignals, profile: RankingProfile, mode: str) -> Relevance:
@@ -383,8 +389,10 @@ def relevance_of(signals: CandidateSignals, profile: RankingProfile, mode: str) 
     factor = boost_factor(ent, win, profile.boosts, graph)
     context = contextual_relevance(base, adjacent, groups, profile.context)
     fusion = None if dense is None or kw is None else profile.fusion.method
-    own = boosted(base, factor)
-    return Relevance(dense, kw, base, boosted(context, factor), own, ent, win, fusion, graph)
+    agent = None if signals.agent is None else np.asarray(signals.agent, dtype=np.float64)
+    own = agent_discounted(boosted(base, factor), agent, profile.speakers)
+    rel = agent_discounted(boosted(context, factor), agent, profile.speakers)
+    return Relevance(dense, kw, base, rel, own, ent, win, fusion, graph, agent)
 
 
 def seed_relevance(signals: CandidateSignals, profile: RankingProfile, mode: str) -> tuple[Relevance, str]:
@@ -518,6 +526,13 @@ def _boosts(relevance: Relevance, profile: RankingProfile, i: int) -> tuple[Appl
     return tuple(AppliedBoost(name, strength) for name, on, strength in applied if on > 0 and strength > 0)
 
 
+def _agent_discount(relevance: Relevance, profile: RankingProfile, i: int) -> float | None:
+    """The discount of candidate ``i`` as the agent's own turn (``None``: not discounted)."""
+    if relevance.agent is None or relevance.agent[i] <= 0 or profile.speakers.agent_discount <= 0:
+        return None
+    return float(profile.speakers.agent_discount)
+
+
 def _optional(values: FloatArray | None, raw: NDArray[np.floating] | None, i: int) -> float | None:
     if values is None or raw is None or math.isnan(float(raw[i])):
         return None
@@ -558,6 +573,7 @@ def _breakdown(r: _Ranking, i: int, below: int | None) -> ScoreBreakdown:
         fusion=rel.fusion,
         base_relevance=float(rel.base[i]),
         boosts=_boosts(rel, r.profile, i),
+        agent_discount=_agent_discount(rel, r.profile, i),
         contributions=contributions,
         tie_band=scores.tie_band,
         lead=None if below is None else float(scores.total[i] - scores.total[below]),

@@ -40,6 +40,10 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
 6. **Own relevance** ``own = 1 - (1 - r0) * (1 - 0.2 * entity) * (1 - 0.3 * in_window)``: the
    episode's own evidence; ``min_relevance`` filters on it, so an episode surfaced only by its
    neighbour is dropped once a threshold is set.
+7. **Agent turns** ``rel *= 1 - 0.3 * agent`` and ``own *= 1 - 0.3 * agent``: ``agent`` = 1 for the
+   agent's own turn (the episode carries the profile's agent tag, ``"assistant"``) when the query is
+   not addressed to the agent (:func:`addresses_agent`); the discount comes after the context, so an
+   agent turn still lifts its neighbours in full (:class:`memlane.config.profile.Speakers`).
 """
 
 from __future__ import annotations
@@ -50,9 +54,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.analysis import runs, tag_words
-from memlane.config.profile import DEFAULT_PROFILE, Boosts, ContextWeights, DenseCalibration
+from memlane.config.profile import DEFAULT_PROFILE, Boosts, ContextWeights, DenseCalibration, Speakers
 
 __all__ = [
+    "SECOND_PERSON",
+    "addresses_agent",
+    "agent_discounted",
+    "agent_signal",
     "base_relevance",
     "boost_factor",
     "boosted",
@@ -247,3 +255,32 @@ def boost_factor(
 def boosted(relevance: FloatArray, factor: FloatArray) -> FloatArray:
     """``clip(1 - (1 - relevance) * factor, 0, 1)``: relevance lifted by :func:`boost_factor` (steps 5-6)."""
     return np.clip(1.0 - (1.0 - relevance) * factor, 0.0, 1.0)
+
+
+SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "yourselves"})
+"""The words that address the agent: a query holding one asks about what the agent said or did."""
+
+
+def addresses_agent(query: str) -> bool:
+    """Whether ``query`` is in the second person (a case-folded word of :data:`SECOND_PERSON`).
+
+    ``"How did you recommend handling retries?"`` -> ``True``; ``"What does the user prefer?"`` -> ``False``.
+    """
+    return any(run in SECOND_PERSON for _, run in runs(query))
+
+
+def agent_signal(candidate_tags: Sequence[Sequence[str]], query: str, speakers: Speakers) -> FloatArray:
+    """``[n]`` 1.0 for a candidate carrying ``speakers.agent_tag`` unless the query addresses the agent.
+
+    All zeros when :func:`addresses_agent` is true or ``speakers.agent_discount`` is 0 (step 7).
+    """
+    if speakers.agent_discount <= 0.0 or addresses_agent(query):
+        return np.zeros(len(candidate_tags))
+    return entity_signal(candidate_tags, speakers.agent_tag)
+
+
+def agent_discounted(relevance: FloatArray, agent: FloatArray | None, speakers: Speakers) -> FloatArray:
+    """``relevance * (1 - agent_discount * agent)`` (step 7); ``relevance`` itself when ``agent`` is None."""
+    if agent is None:
+        return relevance
+    return np.asarray(relevance * (1.0 - speakers.agent_discount * agent), dtype=np.float64)

@@ -303,6 +303,11 @@ def _lift_lines(b: ScoreBreakdown) -> list[str]:
         lines.append(f"Boosted by {boost.strength:g} ({boost.name}): {names.get(boost.name, boost.name)}.")
     if b.in_window is False:
         lines.append("Not boosted: it happened outside the time the query names.")
+    if b.agent_discount is not None:
+        lines.append(
+            f"Discounted by {b.agent_discount:g}: the agent's own turn, "
+            "and the query is not addressed to the agent."
+        )
     own = b.own_relevance
     if own is not None and abs(b.relevance - own) > 5e-4:
         lines.append(
