@@ -66,6 +66,19 @@ def per_type(questions: list[Question], scores: np.ndarray) -> dict[str, float]:
     return {t: float(np.mean(v)) for t, v in sorted(by.items())}
 
 
+def _dense_of_choices(
+    conversations: dict[str, list[str]], scores: dict[str, dict[str, np.ndarray]], choices: list[str]
+) -> dict[str, np.ndarray]:
+    """Per benchmark, each question's dense R@10 under the ``d`` chosen without its conversation."""
+    out = {n: np.zeros(len(c)) for n, c in conversations.items()}
+    for choice in choices:
+        where, label = choice.split(": ", 1)
+        name, conv = where.split(" ", 1)
+        held = np.asarray(conversations[name], dtype=object) == conv
+        out[name][held] = scores[name][label.replace("defaults", "dense")][held]
+    return out
+
+
 def main(workdir: Path, out: Path, datasets: Path = DATASETS) -> None:
     data = capture(workdir, datasets)
     store = SQLiteStore(workdir / "fusion-study.db")
@@ -85,13 +98,15 @@ def main(workdir: Path, out: Path, datasets: Path = DATASETS) -> None:
     conversations = {n: [q.conversation for q in qs] for n, qs in data.items()}
     cv_labels = [f"defaults d={d:g} rule" for d in DISCOUNTS]
     picked, choices = cross_validate(conversations, scores, cv_labels)
+    picked_dense = _dense_of_choices(conversations, scores, choices)
     doc: dict[str, Any] = {"reproduces_public_recall": exact, "cv_choices": choices, "benchmarks": {}}
     for n, qs in data.items():
         clusters = conversations[n]
         plain = scores[n]["dense d=0 rule"]
         rows = {}
+        same = {**scores[n], "cross-validated choice": picked_dense[n]}
         for label, s in {**scores[n], "cross-validated choice": picked[n]}.items():
-            same_d = scores[n].get(label.replace("defaults", "dense"), plain)
+            same_d = same[label.replace("defaults", "dense")] if label.startswith("defaults") else same[label]
             rows[label] = {
                 "recall_at_10": float(s.mean()),
                 "minus_plain_dense": paired_ci(s, plain, clusters),

@@ -264,6 +264,10 @@ def test_the_convex_fusion_follows_the_candidates_coverage() -> None:
         ("What did YOU say about black?", True),
         ("Is that yours?", True),
         ("you're sure?", True),
+        ("Can you repeat your advice on retries?", True),
+        ("Could you remind me what you recommended?", True),
+        ("Can you list the order in which I brought up the features?", False),
+        ("What steps would you suggest I take?", False),
         ("What code style does the user prefer?", False),
         ("Which layout did I choose for the youth league site?", False),  # "youth" is not "you"
         ("", False),
@@ -278,6 +282,7 @@ def test_the_agent_signal_marks_agent_turns_unless_the_query_addresses_the_agent
     speakers = Speakers()
     assert agent_signal(tags, "what does the user prefer", speakers).tolist() == [0, 1, 0, 1]
     assert agent_signal(tags, "what did you suggest", speakers).tolist() == [0, 0, 0, 0]
+    assert agent_signal(tags, "can you summarise what I asked for", speakers).tolist() == [0, 1, 0, 1]
     assert agent_signal(tags, "what does the user prefer", Speakers(agent_discount=0.0)).tolist() == [0] * 4
     assert agent_signal(tags, "what does the user prefer", Speakers(agent_tag="user")).tolist() == [
         1,

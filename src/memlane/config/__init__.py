@@ -143,8 +143,8 @@ class MemoryConfig:
             keeps the profile's (0: off, see ``benchmarks/results/entity_study.md``).
         agent_discount: The share, in [0, 1], of relevance an agent turn (an episode tagged
             ``"assistant"``, as memlane's turn formation tags the assistant's turns) loses when the query
-            is not addressed to the agent (:class:`memlane.config.profile.Speakers`); ``None`` (default)
-            keeps the profile's (0.3; 0: off, see ``benchmarks/results/speaker_study.md``).
+            does not ask about the agent's words (:class:`memlane.config.profile.Speakers`); ``None``
+            (default) keeps the profile's (0.3; 0: off, see ``benchmarks/results/speaker_study.md``).
         importance: The importance of an episode written without one: ``None`` (default:
             unrated, ranked as 5) or ``"auto"`` (estimated 1-10 from its content by
             :func:`memlane.importance.estimate_importance`; deterministic, no model).

@@ -214,8 +214,9 @@ class Speakers:
     reply about as well as the user's own turn (and, being long, often better), and the replies crowd
     the user's statements out of the top results (on BEAM 1-10, 52 % of plain cosine's top 10 are
     assistant turns, while 78 % of the evidence turns are the user's). The agent's turn is first-hand
-    only when the query is addressed to the agent ("what did you recommend ..."), so the discount
-    applies unless the query is in the second person (:func:`memlane.recall.relevance.addresses_agent`).
+    only when the query asks about the agent's words ("what did you recommend ...", not the request
+    form "can you list ..."), so the discount applies unless it does
+    (:func:`memlane.recall.relevance.addresses_agent`).
 
     Attributes:
         agent_tag: The tag that marks the agent's own turn (``"assistant"``: memlane's turn

@@ -133,7 +133,7 @@ class CandidateSignals:
         graph: ``[n]`` knowledge-graph entity signal in [0, 1]
             (:func:`memlane.recall.entities.graph_signal`), or ``None`` (the stage did not run).
         agent: ``[n]`` 0/1 agent-turn signal (:func:`memlane.recall.relevance.agent_signal`: the
-            agent's own turn, the query not addressed to the agent), or ``None`` (no discount).
+            agent's own turn, the query not about the agent's words), or ``None`` (no discount).
 
     Raises:
         ValidationError: arrays of different lengths.

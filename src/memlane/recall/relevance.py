@@ -42,7 +42,7 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
    neighbour is dropped once a threshold is set.
 7. **Agent turns** ``rel *= 1 - 0.3 * agent`` and ``own *= 1 - 0.3 * agent``: ``agent`` = 1 for the
    agent's own turn (the episode carries the profile's agent tag, ``"assistant"``) when the query is
-   not addressed to the agent (:func:`addresses_agent`); the discount comes after the context, so an
+   not about the agent's words (:func:`addresses_agent`); the discount comes after the context, so an
    agent turn still lifts its neighbours in full (:class:`memlane.config.profile.Speakers`).
 """
 
@@ -57,6 +57,7 @@ from memlane.analysis import runs, tag_words
 from memlane.config.profile import DEFAULT_PROFILE, Boosts, ContextWeights, DenseCalibration, Speakers
 
 __all__ = [
+    "REQUEST_MODALS",
     "SECOND_PERSON",
     "addresses_agent",
     "agent_discounted",
@@ -260,13 +261,25 @@ def boosted(relevance: FloatArray, factor: FloatArray) -> FloatArray:
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "yourselves"})
 """The words that address the agent: a query holding one asks about what the agent said or did."""
 
+REQUEST_MODALS = frozenset({"can", "could", "would", "will"})
+"""A ``you`` right after one of these is a request form ("can you list ...", "what would you suggest"):
+it asks the agent to do something now, not about what the agent said."""
+
 
 def addresses_agent(query: str) -> bool:
-    """Whether ``query`` is in the second person (a case-folded word of :data:`SECOND_PERSON`).
+    """Whether ``query`` asks about the agent's own words: it holds a word of :data:`SECOND_PERSON`
+    (case-folded), other than a ``you`` right after a word of :data:`REQUEST_MODALS`.
 
-    ``"How did you recommend handling retries?"`` -> ``True``; ``"What does the user prefer?"`` -> ``False``.
+    ``"How did you recommend handling retries?"`` and ``"Can you repeat your advice?"`` -> ``True``;
+    ``"Can you list the order in which I brought up the features?"`` and ``"What does the user prefer?"``
+    -> ``False``.
     """
-    return any(run in SECOND_PERSON for _, run in runs(query))
+    previous = ""
+    for _, word in runs(query):
+        if word in SECOND_PERSON and not (word == "you" and previous in REQUEST_MODALS):
+            return True
+        previous = word
+    return False
 
 
 def agent_signal(candidate_tags: Sequence[Sequence[str]], query: str, speakers: Speakers) -> FloatArray:

@@ -306,7 +306,7 @@ def _lift_lines(b: ScoreBreakdown) -> list[str]:
     if b.agent_discount is not None:
         lines.append(
             f"Discounted by {b.agent_discount:g}: the agent's own turn, "
-            "and the query is not addressed to the agent."
+            "and the query does not ask about the agent's words."
         )
     own = b.own_relevance
     if own is not None and abs(b.relevance - own) > 5e-4:
