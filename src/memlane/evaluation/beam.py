@@ -78,6 +78,12 @@ BEAM_CONFIGURATIONS: Mapping[str, EvalConfiguration] = {
     "keyword": EvalConfiguration(
         weights="balanced", retrieval="keyword", description="keyword index only (per-scope BM25)"
     ),
+    "plain dense": EvalConfiguration(
+        weights="balanced",
+        retrieval="dense",
+        agent_discount=0.0,
+        description="embeddings only without the agent-turn discount (plain cosine, as before it)",
+    ),
 }
 """Label -> configuration; the first is the headline row every other one is compared with."""
 

@@ -25,6 +25,7 @@ class EvalConfiguration:
         retrieval: ``"hybrid"``, ``"dense"`` or ``"keyword"`` (:attr:`MemoryConfig.retrieval`).
         fusion: ``"convex"`` (default), ``"noisy_or"`` or ``"rrf"`` (:attr:`MemoryConfig.fusion`).
         temporal: Whether time expressions in questions boost their window.
+        agent_discount: :attr:`MemoryConfig.agent_discount` (``None``: the profile's).
         description: One line for the report's legend.
     """
 
@@ -32,12 +33,17 @@ class EvalConfiguration:
     retrieval: str = "hybrid"
     fusion: str = "convex"
     temporal: bool = True
+    agent_discount: float | None = None
     description: str = ""
 
     def memory_config(self) -> MemoryConfig:
         """The :class:`MemoryConfig` this configuration recalls with."""
         return MemoryConfig(
-            weights=self.weights, retrieval=self.retrieval, fusion=self.fusion, temporal=self.temporal
+            weights=self.weights,
+            retrieval=self.retrieval,
+            fusion=self.fusion,
+            temporal=self.temporal,
+            agent_discount=self.agent_discount,
         )
 
 
