@@ -101,7 +101,11 @@ def test_run_scores_each_question_per_configuration(beam_root: Path, tmp_path: P
     assert ("remember", 3, 3) in seen and seen[-1] == ("recall", 6, 6)
     doc = report.to_dict()
     json.dumps(doc)
-    assert set(doc["paired_differences"]) == {"library defaults - dense", "library defaults - keyword"}
+    assert set(doc["paired_differences"]) == {
+        "library defaults - dense",
+        "library defaults - keyword",
+        "library defaults - plain dense",
+    }
     assert "| library defaults |" in beam_report_to_markdown(report)
 
 
