@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -334,3 +335,27 @@ def test_the_configuration_sets_the_agent_discount() -> None:
     assert MemoryConfig(agent_discount=0.5, graph_boost=0.1).profile.boosts.graph == 0.1
     with pytest.raises(ConfigError):
         MemoryConfig(agent_discount=1.5)
+
+
+def test_every_explanation_renders_the_agent_discount() -> None:
+    from memlane import Episode, RecallHit, wire
+    from memlane.cli.output import decision
+    from memlane.server.inspector.data import explain
+
+    ranked = rank(_user_and_agent([1.0, 0.0]), DEFAULT_PROFILE, RankOptions(now_seconds=0.0, limit=2))
+    agent, user = ranked[1].breakdown, ranked[0].breakdown
+    assert "the agent's own turn, discounted by 0.3" in wire.why(agent)
+    assert "discounted" not in wire.why(user)
+    assert "agent turn discounted" in decision(agent) and "discounted" not in decision(user)
+    episode = Episode(
+        id="e1",
+        tenant_id="t",
+        session_id="s",
+        event_type="conversation_turn",
+        content="Understood: black and type hints from now on.",
+        tags=("assistant",),
+        importance=None,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    (explained,) = explain([RecallHit(episode=episode, breakdown=agent)])
+    assert any(line.startswith("Discounted by 0.3: the agent's own turn") for line in explained.lines)
