@@ -49,7 +49,7 @@ from memlane.models import RecallHit
 from memlane.recall.candidates import MergedCandidates, merge_candidates
 from memlane.recall.entities import GraphStage, graph_stage
 from memlane.recall.ranking import CandidateSignals, RankedCandidate, RankingWeights, RankOptions, rank
-from memlane.recall.relevance import entity_signal, groups_by_gap, named_tag
+from memlane.recall.relevance import entity_signal, groups_by_code, named_tag
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
 
@@ -399,18 +399,25 @@ def conversation_context(
         return np.where(hit, order[at], -1).astype(np.int64)
 
     adjacent = np.full((n, 4), -1, dtype=np.int64)
-    sessions: list[object] = [None] * n
-    tags: list[tuple[str, ...]] = [()] * n
+    session = np.full(n, -1, dtype=np.int64)  # session code of each candidate, -1: not found
+    tag_list = np.full(n, -1, dtype=np.int64)  # tag list code of each candidate, -1: none
     if len(found):
         rows = positions(found.keys)
         present = rows >= 0
-        adjacent[rows[present]] = positions(found.adjacent[present].ravel()).reshape(-1, 4)
-        for row, i in enumerate(rows.tolist()):
-            if i >= 0:
-                sessions[i] = found.session_ids[row]
-                tags[i] = found.tags[row]
-    groups = groups_by_gap(sessions, keys, created_at_seconds, group_gap_s)
-    return Context(adjacent, groups, entity_signal(tags, named_tag(query, tags)))
+        at = rows[present]
+        adjacent[at] = positions(found.adjacent[present].ravel()).reshape(-1, 4)
+        session[at] = found.session_codes[present]
+        tag_list[at] = found.tag_codes[present]
+    groups = groups_by_code(session, keys, created_at_seconds, group_gap_s)
+    held = np.unique(tag_list[tag_list >= 0])  # the distinct tag lists of the candidates
+    lists = [found.tag_lists[c] for c in held.tolist()]
+    tag = named_tag(query, lists, found.words)
+    entity = np.zeros(n)
+    if tag is not None and len(held):
+        carries = np.zeros(int(held[-1]) + 2)  # last slot: candidates without tags (-1)
+        carries[held] = entity_signal(lists, tag)
+        entity = carries[tag_list]
+    return Context(adjacent, groups, entity)
 
 
 def record_retrievals(store: Store, keys: list[int], at: datetime) -> None:

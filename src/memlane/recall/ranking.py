@@ -596,7 +596,8 @@ def rank(signals: CandidateSignals, profile: RankingProfile, options: RankOption
     pool = _eligible(relevance.base, relevance.own, signals, options)
     created = np.asarray(signals.created_at_seconds, dtype=np.float64)
     # lexsort: last key is primary. Sort by -score, then -created, then index.
-    ordered = [int(i) for i in pool[np.lexsort((pool, -created[pool], -scores.total[pool]))]]
+    # Only the hits and the one below the last (its lead and decided_by) leave numpy.
+    ordered = pool[np.lexsort((pool, -created[pool], -scores.total[pool]))][: options.limit + 1].tolist()
     ranking = _Ranking(signals, profile, options, mode, relevance, scores)
     below = [*ordered[1:], None]
     return [

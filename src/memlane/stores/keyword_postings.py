@@ -22,6 +22,7 @@ another tenant's or session's rows never change a score.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import tag_words
 from memlane.bm25 import Bm25Params
 
 __all__ = ["TAIL_FRACTION", "KeywordPostings", "PostingRows", "best_first"]
@@ -139,8 +141,14 @@ class KeywordPostings:
         lengths: float64 ``[rows]`` BM25 document lengths.
         created_s: float64 ``[rows]`` ``created_at`` as Unix seconds (``created_at_us / 1e6``).
         importance: float64 ``[rows]`` importance, NaN if unrated.
-        tags: object ``[rows]`` tags as stored (JSON text).
+        tag_codes: int64 ``[rows]`` each row's tag list (index into :attr:`tag_lists`).
+        tag_lists: The distinct tag lists of the rows, each parsed once when its first row
+            enters the index (a tuple of tags).
         session_names: The ``session_id`` of each (tenant, session) code.
+        name_codes: int64 ``[sessions]`` per (tenant, session) code, the code of its
+            ``session_id`` alone (equal for one session name in two tenants; index into
+            :attr:`names`).
+        names: The distinct ``session_id`` of each name code.
 
     Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches.
     """
@@ -150,12 +158,18 @@ class KeywordPostings:
         self.lengths = _NO_TF
         self.created_s = _NO_TF
         self.importance = _NO_TF
-        self.tags: NDArray[np.object_] = np.zeros(0, dtype=object)
+        self.tag_codes = _NO_ROWS
+        self.tag_lists: list[tuple[str, ...]] = []
+        self._tag_codes: dict[str, int] = {}  # tags as stored (JSON text) -> tag code
+        self._words: dict[str, frozenset[str]] = {}  # tag -> its words (tag_words), filled on demand
         self._tenant = np.zeros(0, dtype=np.int32)
         self._session = np.zeros(0, dtype=np.int32)
         self._tenant_codes: dict[str, int] = {}
         self._session_codes: dict[tuple[str, str], int] = {}
         self.session_names: list[str] = []
+        self.name_codes = _NO_ROWS
+        self.names: list[str] = []
+        self._name_codes: dict[str, int] = {}
         self._main: _Segment | None = None
         self._tail: _Segment | None = None
         self._tail_from = 0  # index position of the first row of the tail segment
@@ -187,7 +201,8 @@ class KeywordPostings:
         created = np.asarray(rows.created_us, dtype=np.int64) / 1e6
         self.created_s = np.concatenate([self.created_s, created])
         self.importance = np.concatenate([self.importance, np.asarray(rows.importance, dtype=np.float64)])
-        self.tags = np.concatenate([self.tags, np.asarray(rows.tags, dtype=object)])
+        tag_codes = np.fromiter((self._tag_code(t) for t in rows.tags), dtype=np.int64, count=len(rows.tags))
+        self.tag_codes = np.concatenate([self.tag_codes, tag_codes])
         self._tenant = np.concatenate([self._tenant, np.asarray(tenant, dtype=np.int32)])
         self._session = np.concatenate([self._session, np.asarray(session, dtype=np.int32)])
         added = _Segment.build(rows.terms, base)
@@ -207,7 +222,26 @@ class KeywordPostings:
         if code is None:
             code = self._session_codes[key] = len(self.session_names)
             self.session_names.append(session)
+            name = self._name_codes.setdefault(session, len(self._name_codes))
+            if name == len(self.names):
+                self.names.append(session)
+            self.name_codes = np.append(self.name_codes, np.int64(name))
         return code
+
+    def _tag_code(self, stored: str) -> int:
+        """The code of a row's tags as stored (JSON text), parsing a list not seen before."""
+        code = self._tag_codes.get(stored)
+        if code is None:
+            code = self._tag_codes[stored] = len(self.tag_lists)
+            self.tag_lists.append(tuple(json.loads(stored)))
+        return code
+
+    def tag_words(self, tag: str) -> frozenset[str]:
+        """:func:`memlane.analysis.tag_words` of ``tag``, computed once per distinct tag."""
+        words = self._words.get(tag)
+        if words is None:
+            words = self._words[tag] = tag_words(tag)
+        return words
 
     def retain(self, seqs: NDArray[np.int64]) -> None:
         """Drop every row whose key is not in ``seqs`` (the keys the source of truth still holds)."""
@@ -217,10 +251,10 @@ class KeywordPostings:
         position = (np.cumsum(keep) - 1).astype(np.int64)
         self._by_session = None
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
-        self.created_s, self.importance, self.tags = (
+        self.created_s, self.importance, self.tag_codes = (
             self.created_s[keep],
             self.importance[keep],
-            self.tags[keep],
+            self.tag_codes[keep],
         )
         self._tenant, self._session = self._tenant[keep], self._session[keep]
         main = None if self._main is None else self._main.retained(keep, position)
