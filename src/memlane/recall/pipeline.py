@@ -388,7 +388,7 @@ def conversation_context(
     :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
     """
     n = len(keys)
-    found = store.neighbours(flt, [int(k) for k in keys], radius=2)
+    found = store.neighbours(flt, keys.tolist(), radius=2)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
 
