@@ -150,7 +150,8 @@ class KeywordPostings:
             :attr:`names`).
         names: The distinct ``session_id`` of each name code.
 
-    Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches.
+    Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches
+    (:meth:`score` sums into scratch arrays it keeps between calls, reset after each).
     """
 
     def __init__(self) -> None:
@@ -174,6 +175,9 @@ class KeywordPostings:
         self._tail: _Segment | None = None
         self._tail_from = 0  # index position of the first row of the tail segment
         self._by_session: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+        self._counts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # rows per code
+        self._total: NDArray[np.float64] = _NO_TF  # score scratch, all zeros between searches
+        self._seen: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # match scratch, all False between
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -194,6 +198,7 @@ class KeywordPostings:
             return
         base = len(self.seqs)
         self._by_session = None
+        self._counts = None
         tenant = [self._tenant_codes.setdefault(t, len(self._tenant_codes)) for t in rows.tenants]
         session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
         self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
@@ -250,6 +255,7 @@ class KeywordPostings:
             return
         position = (np.cumsum(keep) - 1).astype(np.int64)
         self._by_session = None
+        self._counts = None
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
         self.created_s, self.importance, self.tag_codes = (
             self.created_s[keep],
@@ -267,16 +273,29 @@ class KeywordPostings:
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Rows of ``scope`` holding ``term`` (increasing) and its count in each."""
         parts = [s.postings(term) for s in (self._main, self._tail) if s is not None]
-        rows = np.concatenate([p[0] for p in parts]) if parts else _NO_ROWS
-        tf = np.concatenate([p[1] for p in parts]) if parts else _NO_TF
+        if len(parts) == 1:
+            rows, tf = parts[0]
+        else:
+            rows = np.concatenate([p[0] for p in parts]) if parts else _NO_ROWS
+            tf = np.concatenate([p[1] for p in parts]) if parts else _NO_TF
         tenant, session = scope
-        if tenant is None:
+        if tenant is None or self._whole(tenant, session):  # every row is in scope: nothing to drop
             return rows, tf
         if session is None:
             keep = self._tenant[rows] == self._tenant_codes.get(tenant, -1)
         else:
             keep = self._session[rows] == self._session_codes.get((tenant, session), -1)
         return rows[keep], tf[keep]
+
+    def _whole(self, tenant: str, session: str | None) -> bool:
+        """Whether every held row is in the scope (then a posting's scope test always passes)."""
+        if self._counts is None:
+            self._counts = np.bincount(self._tenant), np.bincount(self._session)
+        if session is None:
+            code, counts = self._tenant_codes.get(tenant, -1), self._counts[0]
+        else:
+            code, counts = self._session_codes.get((tenant, session), -1), self._counts[1]
+        return 0 <= code < len(counts) and int(counts[code]) == len(self.seqs)
 
     def neighbours(self, keys: NDArray[np.int64], radius: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Each held key's ``radius`` nearest rows before and after it in its tenant and session.
@@ -344,14 +363,25 @@ class KeywordPostings:
         """
         k1, b = params.k1, params.b
         avg = max(float(avgdl), 1e-9)
-        total = np.zeros(len(self.seqs), dtype=np.float64)
-        for term, d in df.items():
-            idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
-            rows, f = postings[term]
-            norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg)
-            total[rows] += idf * f * (k1 + 1.0) / (f + norm)
-        hit = np.flatnonzero(total)
-        return hit, total[hit]
+        if len(self._total) != len(self.seqs):
+            self._total = np.zeros(len(self.seqs), dtype=np.float64)
+            self._seen = np.zeros(len(self.seqs), dtype=bool)
+        total, seen = self._total, self._seen  # zeros / False: every search resets what it set
+        try:
+            for term, d in df.items():
+                idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
+                rows, f = postings[term]
+                norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg)
+                total[rows] += idf * f * (k1 + 1.0) / (f + norm)
+                seen[rows] = True
+        finally:
+            hit = np.flatnonzero(seen)  # the matched rows (a bool scan is faster than a float one)
+            scores = total[hit]
+            total[hit], seen[hit] = 0.0, False
+        nonzero = scores != 0.0  # as np.flatnonzero(total): a sum that is exactly 0 is no match
+        if not nonzero.all():
+            hit, scores = hit[nonzero], scores[nonzero]
+        return hit, scores
 
 
 def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int) -> NDArray[np.int64]:
