@@ -2,8 +2,9 @@
 
 The plain paths are written out here as the oracle: the conversation context over session-id
 strings and tag tuples (``groups_by_gap``, ``named_tag``, ``entity_signal`` over every candidate),
-the dense/keyword merge through ``np.isin``, and each breakdown read candidate by candidate from
-:class:`~memlane.recall.ranking.Scores` (``decided_by`` of a hit and the one below it).
+the dense/keyword merge through ``np.isin``, a fresh vector filter mask for the kept one, and each
+breakdown read candidate by candidate from :class:`~memlane.recall.ranking.Scores` (``decided_by``
+of a hit and the one below it).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from memlane.recall.ranking import (
 )
 from memlane.recall.relevance import entity_signal, groups_by_code, groups_by_gap, named_tag
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, VectorCandidates
+from memlane.stores.sqlite.vector_index import IndexRows, RowFilter, VectorIndex
 from tests.conftest import T0
 
 TAGS = [(), ("alice",), ("bob",), ("alice", "travel"), ("new york",), ("york",), ("Bob", "work")]
@@ -235,3 +237,35 @@ def test_breakdowns_equal_the_per_hit_reading(preset: str) -> None:
                 assert b.decided_by == "order"
             else:
                 assert b.decided_by == SIGNALS[int(np.argmax(p - scores.values[:, j] * _weights(scores, j)))]
+
+
+def test_the_kept_vector_mask_is_the_fresh_mask() -> None:
+    """A filter's kept mask (hybrid's dense and keyword stages share it) equals a fresh one,
+    follows appends of rows that pass or fail it, is read-only, and is never kept for allowed keys."""
+    rng = np.random.default_rng(4)
+    index = VectorIndex(8)
+
+    def add(start: int, k: int) -> None:
+        x = rng.normal(size=(k, 8)).astype(np.float32)
+        seqs = list(range(start, start + k))
+        tenants = [str(t) for t in rng.choice(["t1", "t2"], k)]
+        created = [int(c) for c in rng.integers(0, 1000, k)]
+        index.append(IndexRows(seqs, tenants, ["s"] * k, ["note"] * k, created, [np.nan] * k, x))
+
+    filters = [
+        RowFilter(tenant_id="t1"),
+        RowFilter(tenant_id="t2", created_after_us=500),
+        RowFilter(),
+        RowFilter(tenant_id="t3"),
+    ]
+    add(1, 50)
+    for step in range(4):
+        for flt in filters * 2:  # the second round reads the kept masks
+            got = index.mask(flt)
+            assert not got.flags.writeable
+            assert got.tolist() == index._mask(flt).tolist()
+        allowed = RowFilter(allowed_seqs=np.array([2, 5, 7], dtype=np.int64))
+        assert np.flatnonzero(index.mask(allowed)).tolist() == [1, 4, 6]
+        add(len(index) + 1, 20 + step)  # new rows: every kept mask is stale
+    index.clear()
+    assert len(index.mask(filters[0])) == 0
