@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
@@ -98,3 +99,23 @@ def test_a_scope_holding_every_row_scores_as_the_plain_path() -> None:
     _add(index, [(10**6, "b", "x", "w1 w2", 2)])  # another tenant: the scope test applies again
     assert index.scope_postings(["w1"], ("b", None))["w1"][0].tolist() == [len(rows)]
     assert len(index.scope_postings(["w1"], ("a", None))["w1"][0]) == sum("w1" in r[3].split() for r in rows)
+
+
+def test_every_row_norm_and_per_term_norms_give_the_same_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two ways :meth:`KeywordPostings.score` gets the length norms agree float for float."""
+    rng = random.Random(4)
+    index = KeywordPostings()
+    rows = _rows(rng, 0, 700)
+    _add(index, rows)
+    for _ in range(30):
+        query = rng.sample(WORDS, rng.randint(1, 6))
+        scope = rng.choice([(None, None), ("a", None), ("b", "y")])
+        found = index.scope_postings(query, scope)
+        df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+        n, avgdl = rng.randint(700, 900), rng.uniform(3.0, 8.0)
+        got = []
+        for every in (True, False, True):
+            monkeypatch.setattr(KeywordPostings, "_worth_every_norm", lambda *_, e=every: e)
+            positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
+            got.append((positions.tolist(), scores.tolist()))
+        assert got[0] == got[1] == got[2]

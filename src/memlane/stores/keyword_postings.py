@@ -177,6 +177,7 @@ class KeywordPostings:
         self._by_session: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
         self._counts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # rows per code
         self._total: NDArray[np.float64] = _NO_TF  # score scratch, all zeros between searches
+        self._norms: tuple[tuple[float, float, float], NDArray[np.float64]] | None = None  # (k1, b, avg)
         self._seen: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # match scratch, all False between
 
     def __len__(self) -> int:
@@ -199,6 +200,7 @@ class KeywordPostings:
         base = len(self.seqs)
         self._by_session = None
         self._counts = None
+        self._norms = None
         tenant = [self._tenant_codes.setdefault(t, len(self._tenant_codes)) for t in rows.tenants]
         session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
         self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
@@ -256,6 +258,7 @@ class KeywordPostings:
         position = (np.cumsum(keep) - 1).astype(np.int64)
         self._by_session = None
         self._counts = None
+        self._norms = None
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
         self.created_s, self.importance, self.tag_codes = (
             self.created_s[keep],
@@ -368,10 +371,11 @@ class KeywordPostings:
             self._seen = np.zeros(len(self.seqs), dtype=bool)
         total, seen = self._total, self._seen  # zeros / False: every search resets what it set
         try:
+            every = self._row_norms(k1, b, avg) if self._worth_every_norm(postings, df) else None
             for term, d in df.items():
                 idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
                 rows, f = postings[term]
-                norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg)
+                norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg) if every is None else every[rows]
                 total[rows] += idf * f * (k1 + 1.0) / (f + norm)
                 seen[rows] = True
         finally:
@@ -382,6 +386,22 @@ class KeywordPostings:
         if not nonzero.all():
             hit, scores = hit[nonzero], scores[nonzero]
         return hit, scores
+
+    def _worth_every_norm(
+        self, postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]], df: dict[str, int]
+    ) -> bool:
+        """Whether the query's postings outnumber half the rows (then every row's norm is cheaper)."""
+        return sum(len(postings[t][0]) for t in df) * 2 > len(self.seqs)
+
+    def _row_norms(self, k1: float, b: float, avg: float) -> NDArray[np.float64]:
+        """``k1 * ((1 - b) + b * length / avg)`` of every row, kept until the rows or the arguments change.
+
+        The same expression, element by element, as :meth:`score` computes for a term's rows.
+        """
+        key = (k1, b, avg)
+        if self._norms is None or self._norms[0] != key:
+            self._norms = key, k1 * ((1.0 - b) + b * self.lengths / avg)
+        return self._norms[1]
 
 
 def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int) -> NDArray[np.int64]:
