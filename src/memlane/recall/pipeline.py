@@ -382,10 +382,13 @@ def conversation_context(
 ) -> Context:
     """Neighbours (as candidate indices), groups and the entity signal of ``keys``.
 
-    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2): a few index probes
-    per candidate. A stored neighbour that is not itself a candidate counts as absent, so nothing
-    outside the pool (or failing ``flt``) contributes. ``group_gap_s``: the profile's
-    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`.
+    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2). A stored neighbour
+    that is not itself a candidate counts as absent, so nothing outside the pool (or failing
+    ``flt``) contributes. ``group_gap_s``: the profile's
+    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`. Sessions and tag lists arrive as
+    codes (:class:`~memlane.stores.base.Neighbours`): the groups are :func:`groups_by_code` of the
+    session codes, and the named tag (:func:`named_tag`) and the entity signal are computed once
+    per distinct tag list of the candidates, then gathered: no Python loop over the candidates.
     """
     n = len(keys)
     found = store.neighbours(flt, keys.tolist(), radius=2)
