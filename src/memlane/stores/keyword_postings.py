@@ -75,6 +75,11 @@ class _Segment:
     rows: NDArray[np.int64]  # [P] index position of the posting's row, increasing per term
     tf: NDArray[np.float64]  # [P] the term's count in that row
 
+    def __post_init__(self) -> None:
+        """Make the arrays read-only: :meth:`postings` hands out views of them."""
+        for array in (self.start, self.rows, self.tf):
+            array.flags.writeable = False
+
     @classmethod
     def build(cls, texts: Sequence[str], base: int) -> _Segment:
         """The postings of ``texts``, the rows at index positions ``base, base + 1, ...``."""
@@ -145,10 +150,8 @@ class KeywordPostings:
         tag_lists: The distinct tag lists of the rows, each parsed once when its first row
             enters the index (a tuple of tags).
         session_names: The ``session_id`` of each (tenant, session) code.
-        name_codes: int64 ``[sessions]`` per (tenant, session) code, the code of its
-            ``session_id`` alone (equal for one session name in two tenants; index into
-            :attr:`names`).
-        names: The distinct ``session_id`` of each name code.
+        names: The distinct ``session_id`` of each name code (:attr:`name_codes`; one session
+            name in two tenants has one name code).
 
     Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches
     (:meth:`score` sums into scratch arrays it keeps between calls, reset after each).
@@ -168,9 +171,10 @@ class KeywordPostings:
         self._tenant_codes: dict[str, int] = {}
         self._session_codes: dict[tuple[str, str], int] = {}
         self.session_names: list[str] = []
-        self.name_codes = _NO_ROWS
         self.names: list[str] = []
-        self._name_codes: dict[str, int] = {}
+        self._name_codes: dict[str, int] = {}  # session_id -> name code
+        self._name_of: list[int] = []  # (tenant, session) code -> name code
+        self._name_array = _NO_ROWS  # _name_of as an array, rebuilt when sessions were added
         self._main: _Segment | None = None
         self._tail: _Segment | None = None
         self._tail_from = 0  # index position of the first row of the tail segment
@@ -232,8 +236,15 @@ class KeywordPostings:
             name = self._name_codes.setdefault(session, len(self._name_codes))
             if name == len(self.names):
                 self.names.append(session)
-            self.name_codes = np.append(self.name_codes, np.int64(name))
+            self._name_of.append(name)
         return code
+
+    @property
+    def name_codes(self) -> NDArray[np.int64]:
+        """int64 ``[sessions]`` per (tenant, session) code, the code of its ``session_id`` alone."""
+        if len(self._name_array) != len(self._name_of):
+            self._name_array = np.asarray(self._name_of, dtype=np.int64)
+        return self._name_array
 
     def _tag_code(self, stored: str) -> int:
         """The code of a row's tags as stored (JSON text), parsing a list not seen before."""
