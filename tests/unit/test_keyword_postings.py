@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
@@ -70,3 +71,51 @@ def test_neighbours_are_the_nearest_rows_of_the_same_session() -> None:
         at = same.index(key)
         want = [same[at + d] if 0 <= at + d < len(same) else -1 for d in (-2, -1, 1, 2)]
         assert near == want
+
+
+def test_a_scope_holding_every_row_scores_as_the_plain_path() -> None:
+    """The whole-scope fast path (no per-posting scope test) gives the plain path's rows and floats,
+    search after search (the score scratch is reset), and stops applying once another scope has rows."""
+    rng = random.Random(3)
+    index = KeywordPostings()
+    rows = [(seq, "a", "x", text, n) for seq, _, _, text, n in _rows(rng, 0, 900)]
+    _add(index, rows[:600])
+    _add(index, rows[600:])  # a tail segment: two parts per term
+    for _ in range(20):
+        query = rng.sample(WORDS, 5)
+        n, avgdl = len(rows), sum(r[4] for r in rows) / len(rows)
+        expected = None
+        for scope in [("a", None), ("a", "x"), (None, None)]:
+            found = index.scope_postings(query, scope)
+            df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+            positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
+            got = (index.seqs[positions].tolist(), scores.tolist())
+            plain = score_matches([(r[0], r[3], r[4], 0, None) for r in rows], df, n, avgdl, 10**9)
+            assert sorted(zip(*got, strict=True), key=lambda x: (-x[1], x[0])) == [
+                (k, s) for k, s, _, _ in plain
+            ]
+            assert expected in (None, got)
+            expected = got
+    _add(index, [(10**6, "b", "x", "w1 w2", 2)])  # another tenant: the scope test applies again
+    assert index.scope_postings(["w1"], ("b", None))["w1"][0].tolist() == [len(rows)]
+    assert len(index.scope_postings(["w1"], ("a", None))["w1"][0]) == sum("w1" in r[3].split() for r in rows)
+
+
+def test_every_row_norm_and_per_term_norms_give_the_same_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two ways :meth:`KeywordPostings.score` gets the length norms agree float for float."""
+    rng = random.Random(4)
+    index = KeywordPostings()
+    rows = _rows(rng, 0, 700)
+    _add(index, rows)
+    for _ in range(30):
+        query = rng.sample(WORDS, rng.randint(1, 6))
+        scope = rng.choice([(None, None), ("a", None), ("b", "y")])
+        found = index.scope_postings(query, scope)
+        df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+        n, avgdl = rng.randint(700, 900), rng.uniform(3.0, 8.0)
+        got = []
+        for every in (True, False, True):
+            monkeypatch.setattr(KeywordPostings, "_worth_every_norm", lambda *_, e=every: e)
+            positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
+            got.append((positions.tolist(), scores.tolist()))
+        assert got[0] == got[1] == got[2]

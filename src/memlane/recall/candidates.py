@@ -74,17 +74,18 @@ def merge_candidates(dense: VectorCandidates | None, keyword: KeywordCandidates 
             importance=keyword.importance,
         )
     dense_keys = np.asarray(dense.keys, dtype=np.int64)
-    in_dense = np.isin(keyword.keys, dense_keys)
+    n_dense = len(dense_keys)
+    # Each keyword key's place among the dense keys (one sort, one binary search: no isin).
+    order = np.argsort(dense_keys, kind="stable")
+    at = np.searchsorted(dense_keys, keyword.keys, sorter=order).clip(0, max(n_dense - 1, 0))
+    in_dense = dense_keys[order[at]] == keyword.keys if n_dense else np.zeros(len(keyword.keys), dtype=bool)
     extra = ~in_dense
     keys = np.concatenate([dense_keys, keyword.keys[extra]])
-    n_dense = len(dense_keys)
     cosine = np.full(len(keys), np.nan)
     cosine[:n_dense] = dense.cosine
     scores = np.full(len(keys), np.nan)
     if in_dense.any():
-        order = np.argsort(dense_keys, kind="stable")
-        positions = order[np.searchsorted(dense_keys, keyword.keys[in_dense], sorter=order)]
-        scores[positions] = keyword.score[in_dense]
+        scores[order[at[in_dense]]] = keyword.score[in_dense]
     scores[n_dense:] = keyword.score[extra]
     return MergedCandidates(
         keys=keys,

@@ -50,7 +50,7 @@ from memlane.models import RecallHit
 from memlane.recall.candidates import MergedCandidates, merge_candidates
 from memlane.recall.entities import GraphStage, graph_stage
 from memlane.recall.ranking import CandidateSignals, RankedCandidate, RankingWeights, RankOptions, rank
-from memlane.recall.relevance import agent_signal, entity_signal, groups_by_gap, named_tag
+from memlane.recall.relevance import agent_signal, entity_signal, groups_by_code, named_tag
 from memlane.recall.temporal import parse_time_window
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
 
@@ -395,14 +395,18 @@ def conversation_context(
 ) -> Context:
     """Neighbours (as candidate indices), groups and the entity signal of ``keys``.
 
-    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2): a few index probes
-    per candidate. A stored neighbour that is not itself a candidate counts as absent, so nothing
-    outside the pool (or failing ``flt``) contributes. ``group_gap_s``: the profile's
-    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`; ``speakers``: the profile's agent tag and
-    discount (:func:`memlane.recall.relevance.agent_signal`).
+    One store call (:meth:`~memlane.stores.base.Store.neighbours`, radius 2). A stored neighbour
+    that is not itself a candidate counts as absent, so nothing outside the pool (or failing
+    ``flt``) contributes. ``group_gap_s``: the profile's
+    :attr:`~memlane.config.profile.ContextWeights.group_gap_s`; ``speakers``: the profile's agent tag
+    and discount (:func:`memlane.recall.relevance.agent_signal`). Sessions and tag lists arrive as
+    codes (:class:`~memlane.stores.base.Neighbours`): the groups are :func:`groups_by_code` of the
+    session codes, and the named tag (:func:`named_tag`), the entity signal and the agent signal are
+    computed once per distinct tag list of the candidates, then gathered: no Python loop over the
+    candidates.
     """
     n = len(keys)
-    found = store.neighbours(flt, [int(k) for k in keys], radius=2)
+    found = store.neighbours(flt, keys.tolist(), radius=2)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
 
@@ -413,20 +417,30 @@ def conversation_context(
         return np.where(hit, order[at], -1).astype(np.int64)
 
     adjacent = np.full((n, 4), -1, dtype=np.int64)
-    sessions: list[object] = [None] * n
-    tags: list[tuple[str, ...]] = [()] * n
+    session = np.full(n, -1, dtype=np.int64)  # session code of each candidate, -1: not found
+    tag_list = np.full(n, -1, dtype=np.int64)  # tag list code of each candidate, -1: none
     if len(found):
         rows = positions(found.keys)
         present = rows >= 0
-        adjacent[rows[present]] = positions(found.adjacent[present].ravel()).reshape(-1, 4)
-        for row, i in enumerate(rows.tolist()):
-            if i >= 0:
-                sessions[i] = found.session_ids[row]
-                tags[i] = found.tags[row]
-    groups = groups_by_gap(sessions, keys, created_at_seconds, group_gap_s)
-    return Context(
-        adjacent, groups, entity_signal(tags, named_tag(query, tags)), agent_signal(tags, query, speakers)
-    )
+        at = rows[present]
+        adjacent[at] = positions(found.adjacent[present].ravel()).reshape(-1, 4)
+        session[at] = found.session_codes[present]
+        tag_list[at] = found.tag_codes[present]
+    groups = groups_by_code(session, keys, created_at_seconds, group_gap_s)
+    held = np.unique(tag_list[tag_list >= 0])  # the distinct tag lists of the candidates
+    lists = [found.tag_lists[c] for c in held.tolist()]
+
+    def gathered(per_list: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Each candidate's value of its tag list (``per_list`` parallel to ``held``; 0 without tags)."""
+        if not len(held):
+            return np.zeros(n)
+        carries = np.zeros(int(held[-1]) + 2)  # last slot: candidates without tags (-1)
+        carries[held] = per_list
+        return carries[tag_list]
+
+    tag = named_tag(query, lists, found.words)
+    entity = np.zeros(n) if tag is None else gathered(entity_signal(lists, tag))
+    return Context(adjacent, groups, entity, gathered(agent_signal(lists, query, speakers)))
 
 
 def record_retrievals(store: Store, keys: list[int], at: datetime) -> None:

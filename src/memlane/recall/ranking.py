@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -446,16 +447,25 @@ class Scores:
     tie_band: float | None
     gate: FloatArray | None = None
 
+    def weights_at(self, idx: NDArray[np.intp]) -> FloatArray:
+        """``[3, k]`` the weight of each signal in the scores of candidates ``idx`` (int ``[k]``)."""
+        w = np.asarray(self.weights, dtype=np.float64)[:, None]
+        if self.gate is None:
+            return np.repeat(w, len(idx), axis=1)
+        g = self.gate[idx]
+        return np.asarray(w * np.vstack([np.ones(len(idx)), g, g]), dtype=np.float64)
+
+    def points_at(self, idx: NDArray[np.intp]) -> FloatArray:
+        """``[3, k]`` the points each signal adds to the scores of candidates ``idx`` (int ``[k]``)."""
+        return np.asarray(self.values[:, idx] * self.weights_at(idx), dtype=np.float64)
+
     def weights_of(self, i: int) -> FloatArray:
         """``(3,)`` the weight of each signal in candidate ``i``'s score."""
-        w = np.asarray(self.weights, dtype=np.float64)
-        if self.gate is not None:
-            w = w * np.array([1.0, self.gate[i], self.gate[i]])
-        return w
+        return self.weights_at(np.array([i]))[:, 0]
 
     def points(self, i: int) -> FloatArray:
         """``(3,)`` the points each signal adds to candidate ``i``'s score."""
-        return np.asarray(self.values[:, i] * self.weights_of(i), dtype=np.float64)
+        return self.points_at(np.array([i]))[:, 0]
 
 
 def scores_of(
@@ -509,10 +519,16 @@ def decided_by(scores: Scores, first: int, second: int | None) -> str:
     """
     if second is None:
         return "relevance"
-    if scores.total[first] == scores.total[second]:
-        return "order"
-    gaps = scores.points(first) - scores.points(second)
-    return SIGNALS[int(np.argmax(gaps))]
+    return _decided(scores, np.array([first, second]))[0]
+
+
+def _decided(scores: Scores, ordered: NDArray[np.intp]) -> list[str]:
+    """:func:`decided_by` of each of ``ordered[:-1]`` against the candidate after it (int ``[k + 1]``)."""
+    points = scores.points_at(ordered)
+    total = scores.total[ordered]
+    best = np.argmax(points[:, :-1] - points[:, 1:], axis=0).tolist()
+    tied = (total[:-1] == total[1:]).tolist()
+    return ["order" if tie else SIGNALS[k] for tie, k in zip(tied, best, strict=True)]
 
 
 def _boosts(relevance: Relevance, profile: RankingProfile, i: int) -> tuple[AppliedBoost, ...]:
@@ -551,33 +567,55 @@ class _Ranking:
     scores: Scores
 
 
-def _breakdown(r: _Ranking, i: int, below: int | None) -> ScoreBreakdown:
+def _breakdowns(r: _Ranking, ordered: list[int], count: int) -> list[ScoreBreakdown]:
+    """The breakdowns of the first ``count`` of ``ordered`` (best first; one more, if given, is the
+    candidate below the last): every array read once for all of them."""
     rel, scores, signals = r.relevance, r.scores, r.signals
-    points, weights = scores.points(i), scores.weights_of(i)
-    contributions = tuple(
-        Contribution(name, float(scores.values[k, i]), float(weights[k]), float(points[k]))
-        for k, name in enumerate(SIGNALS)
+    idx = np.asarray(ordered, dtype=np.intp)
+    hits = idx[:count]
+    values, weights, points = scores.values[:, hits], scores.weights_at(hits), scores.points_at(hits)
+    decided = _decided(scores, idx) if len(idx) > 1 else []
+    decided += ["relevance"] * (len(hits) - len(decided))  # nothing ranks below the last
+    total = scores.total[idx].tolist()
+    lead: list[float | None] = [a - b for a, b in pairwise(total)]
+    lead += [None] * (len(idx) == len(hits))
+    columns = zip(
+        hits.tolist(),
+        values.T.tolist(),
+        weights.T.tolist(),
+        points.T.tolist(),
+        decided,
+        total,
+        lead,
+        strict=False,
     )
-    return ScoreBreakdown(
-        relevance=float(rel.relevance[i]),
-        recency=float(scores.values[1, i]),
-        importance=float(scores.values[2, i]),
-        score=float(scores.total[i]),
-        dense=_optional(rel.dense, signals.cosine, i),
-        keyword=_optional(rel.keyword, signals.keyword, i),
-        retrieval=r.mode,
-        fallback=r.options.fallback,
-        in_window=None if signals.in_window is None else bool(signals.in_window[i]),
-        own_relevance=float(rel.own[i]),
-        decided_by=decided_by(scores, i, below),
-        fusion=rel.fusion,
-        base_relevance=float(rel.base[i]),
-        boosts=_boosts(rel, r.profile, i),
-        agent_discount=_agent_discount(rel, r.profile, i),
-        contributions=contributions,
-        tie_band=scores.tie_band,
-        lead=None if below is None else float(scores.total[i] - scores.total[below]),
-    )
+    out = []
+    for i, value, weight, point, by, score, ahead in columns:
+        out.append(
+            ScoreBreakdown(
+                relevance=float(rel.relevance[i]),
+                recency=value[1],
+                importance=value[2],
+                score=score,
+                dense=_optional(rel.dense, signals.cosine, i),
+                keyword=_optional(rel.keyword, signals.keyword, i),
+                retrieval=r.mode,
+                fallback=r.options.fallback,
+                in_window=None if signals.in_window is None else bool(signals.in_window[i]),
+                own_relevance=float(rel.own[i]),
+                decided_by=by,
+                fusion=rel.fusion,
+                base_relevance=float(rel.base[i]),
+                boosts=_boosts(rel, r.profile, i),
+                agent_discount=_agent_discount(rel, r.profile, i),
+                contributions=tuple(
+                    Contribution(name, value[k], weight[k], point[k]) for k, name in enumerate(SIGNALS)
+                ),
+                tie_band=scores.tie_band,
+                lead=ahead,
+            )
+        )
+    return out
 
 
 def rank(signals: CandidateSignals, profile: RankingProfile, options: RankOptions) -> list[RankedCandidate]:
@@ -612,10 +650,8 @@ def rank(signals: CandidateSignals, profile: RankingProfile, options: RankOption
     pool = _eligible(relevance.base, relevance.own, signals, options)
     created = np.asarray(signals.created_at_seconds, dtype=np.float64)
     # lexsort: last key is primary. Sort by -score, then -created, then index.
-    ordered = [int(i) for i in pool[np.lexsort((pool, -created[pool], -scores.total[pool]))]]
+    # Only the hits and the one below the last (its lead and decided_by) leave numpy.
+    ordered = pool[np.lexsort((pool, -created[pool], -scores.total[pool]))][: options.limit + 1].tolist()
     ranking = _Ranking(signals, profile, options, mode, relevance, scores)
-    below = [*ordered[1:], None]
-    return [
-        RankedCandidate(index=i, breakdown=_breakdown(ranking, i, after))
-        for i, after in zip(ordered[: options.limit], below, strict=False)
-    ]
+    breakdowns = _breakdowns(ranking, ordered, options.limit)
+    return [RankedCandidate(index=i, breakdown=b) for i, b in zip(ordered, breakdowns, strict=False)]

@@ -48,7 +48,7 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,6 +69,7 @@ __all__ = [
     "coverage_dense_weight",
     "dense_relevance",
     "entity_signal",
+    "groups_by_code",
     "groups_by_gap",
     "keyword_coverage",
     "keyword_relevance",
@@ -145,18 +146,39 @@ def groups_by_gap(
         max_gap_s: A pause longer than this between consecutive candidates of a session starts a group.
 
     Returns:
-        int64 ``[n]`` group numbers (equal = same group).
+        int64 ``[n]`` group numbers (equal = same group): :func:`groups_by_code` of the sessions'
+        codes (equal ``str`` = equal code).
     """
     n = len(order)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    # Candidates sorted by (str(session), insertion key), stably; a group starts at a change of
-    # session, at a session of None, or after a pause over max_gap_s.
-    names, codes = np.unique(np.array([str(k) for k in session_keys], dtype=object), return_inverse=True)
-    del names
+    codes = np.unique(np.array([str(k) for k in session_keys], dtype=object), return_inverse=True)[1]
     known = np.fromiter((k is not None for k in session_keys), dtype=bool, count=n)
+    return groups_by_code(np.where(known, codes.reshape(n), -1), order, created_at_s, max_gap_s)
+
+
+def groups_by_code(codes: IntArray, order: IntArray, created_at_s: FloatArray, max_gap_s: float) -> IntArray:
+    """:func:`groups_by_gap` over session codes: ``codes[i]`` >= 0 names candidate ``i``'s session.
+
+    Args:
+        codes: int ``[n]`` equal codes = same session; -1: no session (a group of its own).
+        order: ``[n]`` insertion-order keys (row keys grow with insertion).
+        created_at_s: ``[n]`` created_at in seconds.
+        max_gap_s: A pause longer than this between consecutive candidates of a session starts a group.
+
+    Returns:
+        int64 ``[n]`` group numbers (equal = same group). Which candidates share a group does not
+        depend on the codes' values, only on their equality; the numbers themselves do.
+    """
+    n = len(order)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Candidates sorted by (session code, insertion key), stably; a group starts at a change of
+    # session, at a candidate without one, or after a pause over max_gap_s.
+    codes = np.asarray(codes, dtype=np.int64)
     idx = np.lexsort((np.asarray(order, dtype=np.int64), codes))
-    codes, known = codes[idx], known[idx]
+    codes = codes[idx]
+    known = codes >= 0
     created = np.asarray(created_at_s, dtype=np.float64)[idx]
     same = (codes[1:] == codes[:-1]) & known[1:] & known[:-1]
     starts = ~same | (np.abs(created[1:] - created[:-1]) > max_gap_s)
@@ -165,10 +187,16 @@ def groups_by_gap(
     return groups
 
 
-def named_tag(query: str, candidate_tags: Iterable[Sequence[str]]) -> str | None:
+def named_tag(
+    query: str,
+    candidate_tags: Iterable[Sequence[str]],
+    words_of: Callable[[str], frozenset[str]] = tag_words,
+) -> str | None:
     """The one tag of the candidates whose every word occurs in the query, or ``None`` (none or several).
 
-    Words are case-folded letter/digit runs, unstemmed (:func:`memlane.analysis.tag_words`).
+    Words are case-folded letter/digit runs, unstemmed (:func:`memlane.analysis.tag_words`;
+    ``words_of`` may be a cache of it). Only the set of tags matters: the candidates' distinct
+    tag lists give the same answer as all of them.
     """
     words = {run for _, run in runs(query)}
     named: set[str] = set()
@@ -178,7 +206,7 @@ def named_tag(query: str, candidate_tags: Iterable[Sequence[str]]) -> str | None
             if tag in seen:
                 continue
             seen.add(tag)
-            parts = tag_words(tag)
+            parts = words_of(tag)
             if parts and parts <= words:
                 named.add(tag)
     return next(iter(named)) if len(named) == 1 else None

@@ -8,7 +8,7 @@ written once as a test suite (``tests/contract``) that every backend must pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import tag_words
 from memlane.errors import ValidationError
 from memlane.models import Episode
 
@@ -344,21 +345,32 @@ class KeywordCandidates:
 class Neighbours:
     """Candidates with their session and their nearest episodes by insertion order in that session.
 
-    Parallel rows of length ``n`` (one per requested key that passes the filter).
+    Parallel rows of length ``n`` (one per requested key that passes the filter). Sessions and
+    tags are coded: a row's session is ``session_names[session_codes[i]]`` and its tags
+    ``tag_lists[tag_codes[i]]`` (:attr:`session_ids` and :attr:`tags` spell them out), so a
+    recall compares and gathers integers instead of strings and parses each distinct tag list
+    once.
 
     Attributes:
         keys: int64 ``[n]`` the requested row keys.
-        session_ids: ``[n]`` each row's ``session_id`` (its tenant is the filter's or the row's).
-        tags: ``[n]`` each row's tags.
+        session_codes: int64 ``[n]`` each row's session: equal codes = equal ``session_id``
+            (its tenant is the filter's or the row's).
+        session_names: ``session_id`` of each session code.
+        tag_codes: int64 ``[n]`` each row's tag list (index into ``tag_lists``).
+        tag_lists: The distinct tag lists (each a tuple of tags).
         adjacent: int64 ``[n, 2 * radius]`` row keys of the episodes ``radius .. 1`` before and
             ``1 .. radius`` after each row, by insertion order, within the same tenant and
             session and passing the same filter; -1 where there is none.
+        words: A tag's words (:func:`memlane.analysis.tag_words`, or the store's cache of it).
     """
 
     keys: NDArray[np.int64]
-    session_ids: list[str]
-    tags: list[tuple[str, ...]]
+    session_codes: NDArray[np.int64]
+    session_names: Sequence[str]
+    tag_codes: NDArray[np.int64]
+    tag_lists: Sequence[tuple[str, ...]]
     adjacent: NDArray[np.int64]
+    words: Callable[[str], frozenset[str]] = tag_words
 
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence[Any]], radius: int) -> Neighbours:
@@ -368,12 +380,28 @@ class Neighbours:
         adjacent = np.array(
             [[-1 if key is None else key for key in row[3 : 3 + width]] for row in rows], dtype=np.int64
         ).reshape(n, width)
+        sessions: dict[str, int] = {}
+        tag_lists: dict[tuple[str, ...], int] = {}
+        session_codes = [sessions.setdefault(str(r[1]), len(sessions)) for r in rows]
+        tag_codes = [tag_lists.setdefault(tuple(r[2]), len(tag_lists)) for r in rows]
         return cls(
             keys=np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=n),
-            session_ids=[str(r[1]) for r in rows],
-            tags=[tuple(r[2]) for r in rows],
+            session_codes=np.asarray(session_codes, dtype=np.int64).reshape(n),
+            session_names=list(sessions),
+            tag_codes=np.asarray(tag_codes, dtype=np.int64).reshape(n),
+            tag_lists=list(tag_lists),
             adjacent=adjacent,
         )
+
+    @property
+    def session_ids(self) -> list[str]:
+        """``[n]`` each row's ``session_id``."""
+        return [self.session_names[c] for c in self.session_codes.tolist()]
+
+    @property
+    def tags(self) -> list[tuple[str, ...]]:
+        """``[n]`` each row's tags."""
+        return [self.tag_lists[c] for c in self.tag_codes.tolist()]
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -22,6 +22,7 @@ another tenant's or session's rows never change a score.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from memlane.analysis import tag_words
 from memlane.bm25 import Bm25Params
 
 __all__ = ["TAIL_FRACTION", "KeywordPostings", "PostingRows", "best_first"]
@@ -72,6 +74,11 @@ class _Segment:
     start: NDArray[np.int64]  # [V + 1] term id -> its first posting
     rows: NDArray[np.int64]  # [P] index position of the posting's row, increasing per term
     tf: NDArray[np.float64]  # [P] the term's count in that row
+
+    def __post_init__(self) -> None:
+        """Make the arrays read-only: :meth:`postings` hands out views of them."""
+        for array in (self.start, self.rows, self.tf):
+            array.flags.writeable = False
 
     @classmethod
     def build(cls, texts: Sequence[str], base: int) -> _Segment:
@@ -139,10 +146,15 @@ class KeywordPostings:
         lengths: float64 ``[rows]`` BM25 document lengths.
         created_s: float64 ``[rows]`` ``created_at`` as Unix seconds (``created_at_us / 1e6``).
         importance: float64 ``[rows]`` importance, NaN if unrated.
-        tags: object ``[rows]`` tags as stored (JSON text).
+        tag_codes: int64 ``[rows]`` each row's tag list (index into :attr:`tag_lists`).
+        tag_lists: The distinct tag lists of the rows, each parsed once when its first row
+            enters the index (a tuple of tags).
         session_names: The ``session_id`` of each (tenant, session) code.
+        names: The distinct ``session_id`` of each name code (:attr:`name_codes`; one session
+            name in two tenants has one name code).
 
-    Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches.
+    Not thread-safe: its owner serialises :meth:`append`, :meth:`retain` and the searches
+    (:meth:`score` sums into scratch arrays it keeps between calls, reset after each).
     """
 
     def __init__(self) -> None:
@@ -150,16 +162,27 @@ class KeywordPostings:
         self.lengths = _NO_TF
         self.created_s = _NO_TF
         self.importance = _NO_TF
-        self.tags: NDArray[np.object_] = np.zeros(0, dtype=object)
+        self.tag_codes = _NO_ROWS
+        self.tag_lists: list[tuple[str, ...]] = []
+        self._tag_codes: dict[str, int] = {}  # tags as stored (JSON text) -> tag code
+        self._words: dict[str, frozenset[str]] = {}  # tag -> its words (tag_words), filled on demand
         self._tenant = np.zeros(0, dtype=np.int32)
         self._session = np.zeros(0, dtype=np.int32)
         self._tenant_codes: dict[str, int] = {}
         self._session_codes: dict[tuple[str, str], int] = {}
         self.session_names: list[str] = []
+        self.names: list[str] = []
+        self._name_codes: dict[str, int] = {}  # session_id -> name code
+        self._name_of: list[int] = []  # (tenant, session) code -> name code
+        self._name_array = _NO_ROWS  # _name_of as an array, rebuilt when sessions were added
         self._main: _Segment | None = None
         self._tail: _Segment | None = None
         self._tail_from = 0  # index position of the first row of the tail segment
         self._by_session: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+        self._counts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # rows per code
+        self._total: NDArray[np.float64] = _NO_TF  # score scratch, all zeros between searches
+        self._norms: tuple[tuple[float, float, float], NDArray[np.float64]] | None = None  # (k1, b, avg)
+        self._seen: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # match scratch, all False between
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -180,6 +203,8 @@ class KeywordPostings:
             return
         base = len(self.seqs)
         self._by_session = None
+        self._counts = None
+        self._norms = None
         tenant = [self._tenant_codes.setdefault(t, len(self._tenant_codes)) for t in rows.tenants]
         session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
         self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
@@ -187,7 +212,8 @@ class KeywordPostings:
         created = np.asarray(rows.created_us, dtype=np.int64) / 1e6
         self.created_s = np.concatenate([self.created_s, created])
         self.importance = np.concatenate([self.importance, np.asarray(rows.importance, dtype=np.float64)])
-        self.tags = np.concatenate([self.tags, np.asarray(rows.tags, dtype=object)])
+        tag_codes = np.fromiter((self._tag_code(t) for t in rows.tags), dtype=np.int64, count=len(rows.tags))
+        self.tag_codes = np.concatenate([self.tag_codes, tag_codes])
         self._tenant = np.concatenate([self._tenant, np.asarray(tenant, dtype=np.int32)])
         self._session = np.concatenate([self._session, np.asarray(session, dtype=np.int32)])
         added = _Segment.build(rows.terms, base)
@@ -207,7 +233,33 @@ class KeywordPostings:
         if code is None:
             code = self._session_codes[key] = len(self.session_names)
             self.session_names.append(session)
+            name = self._name_codes.setdefault(session, len(self._name_codes))
+            if name == len(self.names):
+                self.names.append(session)
+            self._name_of.append(name)
         return code
+
+    @property
+    def name_codes(self) -> NDArray[np.int64]:
+        """int64 ``[sessions]`` per (tenant, session) code, the code of its ``session_id`` alone."""
+        if len(self._name_array) != len(self._name_of):
+            self._name_array = np.asarray(self._name_of, dtype=np.int64)
+        return self._name_array
+
+    def _tag_code(self, stored: str) -> int:
+        """The code of a row's tags as stored (JSON text), parsing a list not seen before."""
+        code = self._tag_codes.get(stored)
+        if code is None:
+            code = self._tag_codes[stored] = len(self.tag_lists)
+            self.tag_lists.append(tuple(json.loads(stored)))
+        return code
+
+    def tag_words(self, tag: str) -> frozenset[str]:
+        """:func:`memlane.analysis.tag_words` of ``tag``, computed once per distinct tag."""
+        words = self._words.get(tag)
+        if words is None:
+            words = self._words[tag] = tag_words(tag)
+        return words
 
     def retain(self, seqs: NDArray[np.int64]) -> None:
         """Drop every row whose key is not in ``seqs`` (the keys the source of truth still holds)."""
@@ -216,11 +268,13 @@ class KeywordPostings:
             return
         position = (np.cumsum(keep) - 1).astype(np.int64)
         self._by_session = None
+        self._counts = None
+        self._norms = None
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
-        self.created_s, self.importance, self.tags = (
+        self.created_s, self.importance, self.tag_codes = (
             self.created_s[keep],
             self.importance[keep],
-            self.tags[keep],
+            self.tag_codes[keep],
         )
         self._tenant, self._session = self._tenant[keep], self._session[keep]
         main = None if self._main is None else self._main.retained(keep, position)
@@ -233,16 +287,29 @@ class KeywordPostings:
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Rows of ``scope`` holding ``term`` (increasing) and its count in each."""
         parts = [s.postings(term) for s in (self._main, self._tail) if s is not None]
-        rows = np.concatenate([p[0] for p in parts]) if parts else _NO_ROWS
-        tf = np.concatenate([p[1] for p in parts]) if parts else _NO_TF
+        if len(parts) == 1:
+            rows, tf = parts[0]
+        else:
+            rows = np.concatenate([p[0] for p in parts]) if parts else _NO_ROWS
+            tf = np.concatenate([p[1] for p in parts]) if parts else _NO_TF
         tenant, session = scope
-        if tenant is None:
+        if tenant is None or self._whole(tenant, session):  # every row is in scope: nothing to drop
             return rows, tf
         if session is None:
             keep = self._tenant[rows] == self._tenant_codes.get(tenant, -1)
         else:
             keep = self._session[rows] == self._session_codes.get((tenant, session), -1)
         return rows[keep], tf[keep]
+
+    def _whole(self, tenant: str, session: str | None) -> bool:
+        """Whether every held row is in the scope (then a posting's scope test always passes)."""
+        if self._counts is None:
+            self._counts = np.bincount(self._tenant), np.bincount(self._session)
+        if session is None:
+            code, counts = self._tenant_codes.get(tenant, -1), self._counts[0]
+        else:
+            code, counts = self._session_codes.get((tenant, session), -1), self._counts[1]
+        return 0 <= code < len(counts) and int(counts[code]) == len(self.seqs)
 
     def neighbours(self, keys: NDArray[np.int64], radius: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Each held key's ``radius`` nearest rows before and after it in its tenant and session.
@@ -310,14 +377,42 @@ class KeywordPostings:
         """
         k1, b = params.k1, params.b
         avg = max(float(avgdl), 1e-9)
-        total = np.zeros(len(self.seqs), dtype=np.float64)
-        for term, d in df.items():
-            idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
-            rows, f = postings[term]
-            norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg)
-            total[rows] += idf * f * (k1 + 1.0) / (f + norm)
-        hit = np.flatnonzero(total)
-        return hit, total[hit]
+        if len(self._total) != len(self.seqs):
+            self._total = np.zeros(len(self.seqs), dtype=np.float64)
+            self._seen = np.zeros(len(self.seqs), dtype=bool)
+        total, seen = self._total, self._seen  # zeros / False: every search resets what it set
+        try:
+            every = self._row_norms(k1, b, avg) if self._worth_every_norm(postings, df) else None
+            for term, d in df.items():
+                idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
+                rows, f = postings[term]
+                norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg) if every is None else every[rows]
+                total[rows] += idf * f * (k1 + 1.0) / (f + norm)
+                seen[rows] = True
+        finally:
+            hit = np.flatnonzero(seen)  # the matched rows (a bool scan is faster than a float one)
+            scores = total[hit]
+            total[hit], seen[hit] = 0.0, False
+        nonzero = scores != 0.0  # as np.flatnonzero(total): a sum that is exactly 0 is no match
+        if not nonzero.all():
+            hit, scores = hit[nonzero], scores[nonzero]
+        return hit, scores
+
+    def _worth_every_norm(
+        self, postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]], df: dict[str, int]
+    ) -> bool:
+        """Whether the query's postings outnumber half the rows (then every row's norm is cheaper)."""
+        return sum(len(postings[t][0]) for t in df) * 2 > len(self.seqs)
+
+    def _row_norms(self, k1: float, b: float, avg: float) -> NDArray[np.float64]:
+        """``k1 * ((1 - b) + b * length / avg)`` of every row, kept until the rows or the arguments change.
+
+        The same expression, element by element, as :meth:`score` computes for a term's rows.
+        """
+        key = (k1, b, avg)
+        if self._norms is None or self._norms[0] != key:
+            self._norms = key, k1 * ((1.0 - b) + b * self.lengths / avg)
+        return self._norms[1]
 
 
 def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int) -> NDArray[np.int64]:

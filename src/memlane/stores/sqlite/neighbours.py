@@ -128,18 +128,19 @@ def stored_neighbours(conn: sqlite3.Connection, keys: Sequence[int], radius: int
 def indexed_neighbours(postings: KeywordPostings, keys: Sequence[int], radius: int) -> Neighbours:
     """:func:`stored_neighbours`'s answer from the keyword index (no SQL, no probe per candidate).
 
-    The refreshed index holds every stored row with its tenant, session and tags: the
-    neighbours come from :meth:`KeywordPostings.neighbours`.
+    The refreshed index holds every stored row with its tenant, session and tags (each distinct
+    tag list parsed once, when its first row entered the index): the neighbours come from
+    :meth:`KeywordPostings.neighbours`, the session and tag codes are gathers, and the tags'
+    words come from the index's cache (:meth:`KeywordPostings.tag_words`).
     """
     wanted = np.unique(np.asarray(keys, dtype=np.int64))
     rows, adjacent = postings.neighbours(wanted, radius)
-    parsed: dict[str, tuple[str, ...]] = {}  # few distinct tag lists: parse each once
-    for text in set(postings.tags[rows].tolist()):
-        parsed[text] = tuple(json.loads(text))
-    names = postings.session_names
     return Neighbours(
         keys=postings.seqs[rows],
-        session_ids=[names[c] for c in postings.session_of[rows].tolist()],
-        tags=[parsed[t] for t in postings.tags[rows].tolist()],
+        session_codes=postings.name_codes[postings.session_of[rows]],
+        session_names=postings.names,
+        tag_codes=postings.tag_codes[rows],
+        tag_lists=postings.tag_lists,
         adjacent=adjacent,
+        words=postings.tag_words,
     )

@@ -205,6 +205,7 @@ class VectorIndex:
         self._capacity = 0
         self._grow(1024)
         self.max_seq = 0
+        self._last_mask: tuple[RowFilter, int, NDArray[np.bool_]] | None = None
 
     @property
     def _names(self) -> tuple[str, ...]:
@@ -242,6 +243,7 @@ class VectorIndex:
         self._n = 0
         self.max_seq = 0
         self._blocks, self._starts = [], []
+        self._last_mask = None
         self._grow(1024)
 
     def append(self, rows: IndexRows) -> None:
@@ -448,7 +450,22 @@ class VectorIndex:
         return index
 
     def mask(self, rows: RowFilter) -> NDArray[np.bool_]:
-        """Boolean ``[n]``: the rows passing ``rows``."""
+        """Boolean ``[n]`` (read-only): the rows passing ``rows``.
+
+        The last mask of a filter without ``allowed_seqs`` is kept until the rows change (an
+        append or :meth:`clear`; every other change rebuilds the index): a hybrid recall's dense
+        and keyword stages ask for the same filter, and the second gets the first's mask.
+        """
+        last = self._last_mask
+        if rows.allowed_seqs is None and last is not None and last[1] == self._n and last[0] == rows:
+            return last[2]
+        mask = self._mask(rows)
+        mask.flags.writeable = False
+        if rows.allowed_seqs is None:
+            self._last_mask = (rows, self._n, mask)
+        return mask
+
+    def _mask(self, rows: RowFilter) -> NDArray[np.bool_]:
         n = self._n
         mask = self._scope_mask(rows)
         as_known = rows.valid_at_us is not None and rows.current_at_us is not None

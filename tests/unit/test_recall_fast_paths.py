@@ -1,0 +1,283 @@
+"""Each array fast path of the recall pipeline equals the plain path it replaced, hit for hit.
+
+The plain paths are written out here as the oracle: the conversation context over session-id
+strings and tag tuples (``groups_by_gap``, ``named_tag``, ``entity_signal`` over every candidate),
+the dense/keyword merge through ``np.isin``, a fresh vector filter mask for the kept one, and each
+breakdown read candidate by candidate from :class:`~memlane.recall.ranking.Scores` (``decided_by``
+of a hit and the one below it).
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane import EpisodeInput, EpisodicMemory, FrozenClock, SQLiteStore
+from memlane.config.profile import DEFAULT_PROFILE, PRESETS, Speakers
+from memlane.embeddings.fake import HashingEmbedder
+from memlane.models import SIGNALS, Contribution
+from memlane.recall.candidates import merge_candidates
+from memlane.recall.pipeline import conversation_context
+from memlane.recall.ranking import (
+    CandidateSignals,
+    RankOptions,
+    Scores,
+    importance_signal,
+    rank,
+    recency_of,
+    relevance_of,
+    scores_of,
+    seed_relevance,
+)
+from memlane.recall.relevance import agent_signal, entity_signal, groups_by_code, groups_by_gap, named_tag
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, VectorCandidates
+from memlane.stores.sqlite.vector_index import IndexRows, RowFilter, VectorIndex
+from tests.conftest import T0
+
+TAGS = [
+    (),
+    ("alice",),
+    ("bob",),
+    ("alice", "travel"),
+    ("new york",),
+    ("york",),
+    ("Bob", "work"),
+    ("assistant",),
+]
+QUERIES = [
+    "what did alice say",
+    "bob at work",
+    "trip to new york",
+    "york",
+    "alice and bob",
+    "nothing named",
+    "what did you tell alice",
+]
+SPEAKERS = Speakers()
+
+
+def _partition(groups: np.ndarray) -> list[list[int]]:
+    """Which candidates share a group (the numbers themselves do not matter)."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups.tolist()):
+        members.setdefault(g, []).append(i)
+    return sorted(members.values())
+
+
+def _plain_context(store: SQLiteStore, query: str, keys: np.ndarray, created: np.ndarray, gap: float):
+    """The context as computed before the coded path: per candidate a session string and a tag tuple."""
+    n = len(keys)
+    found = store.neighbours(EpisodeFilter(), [int(k) for k in keys], radius=2)
+    where = {int(k): i for i, k in enumerate(keys.tolist())}
+    adjacent = np.full((n, 4), -1, dtype=np.int64)
+    sessions: list[object] = [None] * n
+    tags: list[tuple[str, ...]] = [()] * n
+    for row, key in enumerate(found.keys.tolist()):
+        i = where.get(key)
+        if i is None:
+            continue
+        adjacent[i] = [where.get(k, -1) if k >= 0 else -1 for k in found.adjacent[row].tolist()]
+        sessions[i] = found.session_ids[row]
+        tags[i] = found.tags[row]
+    groups = groups_by_gap(sessions, keys, created, gap)
+    return adjacent, groups, entity_signal(tags, named_tag(query, tags)), agent_signal(tags, query, SPEAKERS)
+
+
+@pytest.mark.parametrize("keyword_index", [True, False])
+def test_conversation_context_equals_the_string_path(tmp_path: Path, keyword_index: bool) -> None:
+    rng = random.Random(5)
+    store = SQLiteStore(tmp_path / "m.db", keyword_index=keyword_index)
+    try:
+        for tenant in ("t1", "t2"):  # one session name in two tenants: one session string
+            for session in ("s1", "s2", "s3"):
+                memory = EpisodicMemory(
+                    store, HashingEmbedder(), clock=FrozenClock(T0), tenant_id=tenant, session_id=session
+                )
+                memory.remember_episodes(
+                    EpisodeInput(
+                        "message",
+                        f"turn {k} about {rng.choice(['alice', 'bob', 'york', 'rain'])}",
+                        tags=rng.choice(TAGS),
+                        created_at=T0 - timedelta(minutes=rng.choice([1, 5, 90, 600]) * k),
+                    )
+                    for k in range(60)
+                )
+        with sqlite3.connect(tmp_path / "m.db") as conn:
+            all_keys = np.array([r[0] for r in conn.execute("SELECT seq FROM episodes")], dtype=np.int64)
+        assert len(all_keys) == 360
+        for trial in range(40):
+            picked = np.array(rng.sample(all_keys.tolist(), rng.randint(1, 200)), dtype=np.int64)
+            keys = np.append(picked, [10**9]) if trial % 5 == 0 else picked  # an unknown key
+            created = np.array([rng.choice([0.0, 60.0, 5000.0]) * k for k in range(len(keys))])
+            query = QUERIES[trial % len(QUERIES)]
+            for gap in (120.0, 1e9):
+                fast = conversation_context(store, EpisodeFilter(), query, keys, created, gap, SPEAKERS)
+                adjacent, groups, entity, agent = _plain_context(store, query, keys, created, gap)
+                assert fast.adjacent is not None and fast.groups is not None and fast.entity is not None
+                assert fast.agent is not None and fast.agent.tolist() == agent.tolist()
+                assert fast.adjacent.tolist() == adjacent.tolist()
+                assert _partition(fast.groups) == _partition(groups)
+                assert fast.entity.tolist() == entity.tolist()
+    finally:
+        store.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "None", None, "c"]), min_size=0, max_size=40),
+    st.randoms(use_true_random=False),
+)
+def test_groups_by_code_partitions_as_groups_by_gap(sessions: list[str | None], rnd: random.Random) -> None:
+    n = len(sessions)
+    order = np.array(rnd.sample(range(1000), n), dtype=np.int64)
+    created = np.array([rnd.choice([0.0, 10.0, 500.0, 5000.0]) for _ in range(n)])
+    names = sorted({s for s in sessions if s is not None})
+    codes = np.array([-1 if s is None else names.index(s) for s in sessions], dtype=np.int64)
+    assert _partition(groups_by_code(codes, order, created, 300.0)) == _partition(
+        groups_by_gap(sessions, order, created, 300.0)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), unique=True, max_size=30),
+    st.lists(st.integers(0, 60), unique=True, max_size=30),
+)
+def test_merge_equals_the_isin_merge(dense_keys: list[int], keyword_keys: list[int]) -> None:
+    rng = np.random.default_rng(len(dense_keys) * 100 + len(keyword_keys))
+    dense = VectorCandidates(
+        keys=np.array(dense_keys, dtype=np.int64),
+        cosine=rng.random(len(dense_keys)).astype(np.float32),
+        created_at_seconds=rng.random(len(dense_keys)),
+        importance=rng.random(len(dense_keys)),
+    )
+    keyword = KeywordCandidates(
+        keys=np.array(keyword_keys, dtype=np.int64),
+        score=rng.random(len(keyword_keys)),
+        created_at_seconds=rng.random(len(keyword_keys)),
+        importance=rng.random(len(keyword_keys)),
+    )
+    merged = merge_candidates(dense, keyword)
+    in_dense = np.isin(keyword.keys, dense.keys)
+    keys = np.concatenate([dense.keys, keyword.keys[~in_dense]])
+    scores = np.full(len(keys), np.nan)
+    for key, score in zip(keyword.keys.tolist(), keyword.score.tolist(), strict=True):
+        scores[keys.tolist().index(key)] = score
+    assert merged.keys.tolist() == keys.tolist()
+    assert merged.keyword is not None and np.array_equal(merged.keyword, scores, equal_nan=True)
+    assert merged.cosine is not None and np.array_equal(
+        merged.cosine[: len(dense_keys)], dense.cosine.astype(np.float64)
+    )
+    assert np.isnan(merged.cosine[len(dense_keys) :]).all()
+    want_created = np.concatenate([dense.created_at_seconds, keyword.created_at_seconds[~in_dense]])
+    assert merged.created_at_seconds.tolist() == want_created.tolist()
+
+
+def _signals(rng: np.random.Generator, n: int) -> CandidateSignals:
+    """Coarse values, so that scores and relevance tie often ("order" and equal leads)."""
+    return CandidateSignals(
+        created_at_seconds=T0.timestamp() - rng.choice([0.0, 86400.0, 864000.0], n),
+        importance=rng.choice([np.nan, 2.0, 9.0], n),
+        cosine=rng.choice([np.nan, 0.2, 0.5, 0.8], n),
+        keyword=rng.choice([np.nan, 1.0, 3.0], n),
+        in_window=rng.random(n) < 0.2,
+        entity=(rng.random(n) < 0.1).astype(np.float64),
+    )
+
+
+def _weights(scores: Scores, i: int) -> np.ndarray:
+    """Candidate ``i``'s weight of each signal, as the ranking's docstring defines it."""
+    w = np.asarray(scores.weights, dtype=np.float64)
+    if scores.gate is not None:
+        w = w * np.array([1.0, scores.gate[i], scores.gate[i]])
+    return w
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_breakdowns_equal_the_per_hit_reading(preset: str) -> None:
+    rng = np.random.default_rng(9)
+    weights = PRESETS[preset]
+    for trial in range(30):
+        n = int(rng.integers(1, 40))
+        signals = _signals(rng, n)
+        limit = int(rng.integers(1, 12))
+        options = RankOptions(now_seconds=T0.timestamp(), limit=limit, weights=weights)
+        hits = rank(signals, DEFAULT_PROFILE, options)
+        below = rank(
+            signals,
+            DEFAULT_PROFILE,
+            RankOptions(now_seconds=T0.timestamp(), limit=limit + 1, weights=weights),
+        )
+        order = [h.index for h in below]
+        assert [h.index for h in hits] == order[:limit]
+        mode = "hybrid"
+        if weights.formula == "seed":
+            relevance, mode = seed_relevance(signals, DEFAULT_PROFILE, mode)
+        else:
+            relevance = relevance_of(signals, DEFAULT_PROFILE, mode)
+        scores = scores_of(
+            relevance.relevance,
+            recency_of(signals, DEFAULT_PROFILE, options.now_seconds),
+            importance_signal(signals.importance),
+            weights,
+            DEFAULT_PROFILE.tie_band,
+        )
+
+        for rank_at, hit in enumerate(hits):
+            i, b = hit.index, hit.breakdown
+            j = order[rank_at + 1] if rank_at + 1 < len(order) else None
+            w = _weights(scores, i)
+            p = scores.values[:, i] * w
+            assert b.contributions == tuple(
+                Contribution(name, float(scores.values[k, i]), float(w[k]), float(p[k]))
+                for k, name in enumerate(SIGNALS)
+            ), (trial, rank_at)
+            assert b.score == float(scores.total[i])
+            assert (b.recency, b.importance) == (float(scores.values[1, i]), float(scores.values[2, i]))
+            if j is None:
+                assert (b.decided_by, b.lead) == ("relevance", None)
+                continue
+            assert b.lead == float(scores.total[i] - scores.total[j])
+            if scores.total[i] == scores.total[j]:
+                assert b.decided_by == "order"
+            else:
+                assert b.decided_by == SIGNALS[int(np.argmax(p - scores.values[:, j] * _weights(scores, j)))]
+
+
+def test_the_kept_vector_mask_is_the_fresh_mask() -> None:
+    """A filter's kept mask (hybrid's dense and keyword stages share it) equals a fresh one,
+    follows appends of rows that pass or fail it, is read-only, and is never kept for allowed keys."""
+    rng = np.random.default_rng(4)
+    index = VectorIndex(8)
+
+    def add(start: int, k: int) -> None:
+        x = rng.normal(size=(k, 8)).astype(np.float32)
+        seqs = list(range(start, start + k))
+        tenants = [str(t) for t in rng.choice(["t1", "t2"], k)]
+        created = [int(c) for c in rng.integers(0, 1000, k)]
+        index.append(IndexRows(seqs, tenants, ["s"] * k, ["note"] * k, created, [np.nan] * k, x))
+
+    filters = [
+        RowFilter(tenant_id="t1"),
+        RowFilter(tenant_id="t2", created_after_us=500),
+        RowFilter(),
+        RowFilter(tenant_id="t3"),
+    ]
+    add(1, 50)
+    for step in range(4):
+        for flt in filters * 2:  # the second round reads the kept masks
+            got = index.mask(flt)
+            assert not got.flags.writeable
+            assert got.tolist() == index._mask(flt).tolist()
+        allowed = RowFilter(allowed_seqs=np.array([2, 5, 7], dtype=np.int64))
+        assert np.flatnonzero(index.mask(allowed)).tolist() == [1, 4, 6]
+        add(len(index) + 1, 20 + step)  # new rows: every kept mask is stale
+    index.clear()
+    assert len(index.mask(filters[0])) == 0
