@@ -17,7 +17,7 @@ from memlane.cli.app import MemlaneGroup
 
 
 def test_summaries_are_generated_from_the_commands_help() -> None:
-    assert registry.SUMMARIES == registry.generated_summaries(), (
+    assert registry.generated_summaries() == registry.SUMMARIES, (
         "memlane.cli.registry.SUMMARIES is stale: run 'python -m memlane.cli.registry'"
     )
 
