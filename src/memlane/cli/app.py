@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from memlane import __version__
-from memlane.cli import registry
+from memlane.cli.registry import HOMES, SUMMARIES, load_command
 from memlane.errors import MemlaneError
 from memlane.models import Scope
 
@@ -356,20 +356,20 @@ class MemlaneGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command name, sorted (none is imported)."""
-        return sorted(set(self.commands) | set(registry.HOMES))
+        return sorted(set(self.commands) | set(HOMES))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, imported on first use; ``None`` for an unknown name."""
         command = self.commands.get(cmd_name)
-        if command is None and cmd_name in registry.HOMES:
-            command = registry.load_command(cmd_name)
+        if command is None and cmd_name in HOMES:
+            command = load_command(cmd_name)
             self.add_command(command, cmd_name)
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The "Commands" section, from the summaries (commands already imported: their help)."""
         rows = [
-            (name, self.commands.get(name) or click.Command(name, help=registry.SUMMARIES.get(name)))
+            (name, self.commands.get(name) or click.Command(name, help=SUMMARIES.get(name)))
             for name in self.list_commands(ctx)
         ]
         rows = [(name, command) for name, command in rows if not command.hidden]

@@ -34,6 +34,10 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
   them can be read by that URI (``resources/read``: the session's wire form, every message;
   the template ``memlane://sessions/{session_id}`` is listed by ``resources/templates/list``).
   An unknown id, another agent's or user's session, or an expired one is "not found".
+* Over stdio, ``memlane mcp`` answers a plain first ``initialize`` request before this module
+  (and the SDK) is even imported (:mod:`memlane.server.mcp_handshake`, given to
+  :func:`run_stdio` as ``early``): the SDK still receives that request, and its own,
+  identical answer is dropped.
 * The streamable HTTP transport (:func:`streamable_http_app`) is stateless: memlane's tools keep
   no per-session state, so there is no session table to fill. It has no authentication: bind it
   to 127.0.0.1 (the default; the SDK then also enables DNS-rebinding protection) or put it
@@ -450,7 +454,8 @@ class _WithoutAnsweredReply:
 
     async def send(self, item: SessionMessage) -> None:
         message = item.message
-        if self._answered is not None and getattr(message, "id", None) == self._answered[0]:
+        is_reply = not hasattr(message, "method")  # a response or error, not a server request
+        if self._answered is not None and is_reply and getattr(message, "id", None) == self._answered[0]:
             early, self._answered = self._answered[1], None
             own = message.model_dump_json(by_alias=True, exclude_unset=True)
             if json.loads(own) != json.loads(early):
