@@ -270,7 +270,7 @@ def test_messages_name_the_cli_flag_not_the_python_parameter(invoke: Invoke, tmp
 
 def test_cli_wording_rewrites_only_parameters_of_the_running_command() -> None:
     ctx = click.Context(cli)
-    sessions = cli.commands["sessions"]
+    sessions = cli.get_command(ctx, "sessions")
     assert isinstance(sessions, click.Group)
     child = click.Context(sessions.commands["import"], parent=ctx)
     assert cli_wording("pass append=True to add turns", child) == "pass --append to add turns"
@@ -280,7 +280,7 @@ def test_cli_wording_rewrites_only_parameters_of_the_running_command() -> None:
     assert cli_wording("placement must be 'system'", child) == "placement must be 'system'"
     # user data quoted inside a message is never touched
     message = "no episode 'limit must go' in this memory's scope"
-    assert cli_wording(message, click.Context(cli.commands["recall"], parent=ctx)) == message
+    assert cli_wording(message, click.Context(cli.get_command(ctx, "recall"), parent=ctx)) == message
 
 
 def test_recall_help_describes_the_default_fusion(runner: CliRunner) -> None:

@@ -19,6 +19,9 @@ Modules, one concern each:
 
 For tests, the hidden global option ``--embedder hashing`` swaps the bundled model for the
 deterministic :class:`memlane.embeddings.fake.HashingEmbedder`.
+
+The commands are registered by name in :mod:`~memlane.cli.registry` and imported when run
+(``memlane --help`` imports none of them).
 """
 
 from __future__ import annotations
@@ -27,33 +30,8 @@ import os
 import sys
 
 from memlane.cli.app import cli
-from memlane.cli.demo import demo
-from memlane.cli.episodes import prune, recall, remember, stats
-from memlane.cli.eval import eval_group
-from memlane.cli.form import form
-from memlane.cli.graph import facts_group, graph_group
-from memlane.cli.inspect import inspect_command
-from memlane.cli.lifecycle import compact, forget, history
-from memlane.cli.optimize import optimize
-from memlane.cli.reembed import reembed_command
-from memlane.cli.serve import api_key, mcp, serve
-from memlane.cli.sessions import context, sessions_group
-from memlane.cli.transfer import export, ingest
 
 __all__ = ["cli", "main"]
-
-for _command in (remember, recall, ingest, export, stats, prune, demo, eval_group, serve, mcp, api_key, form):
-    cli.add_command(_command)
-cli.add_command(reembed_command)
-cli.add_command(sessions_group)
-cli.add_command(context)
-cli.add_command(history)
-cli.add_command(forget)
-cli.add_command(compact)
-cli.add_command(inspect_command)
-cli.add_command(optimize)
-cli.add_command(facts_group)
-cli.add_command(graph_group)
 
 
 def main() -> None:

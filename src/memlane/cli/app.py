@@ -26,21 +26,19 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.markup import escape
 
 from memlane import __version__
-from memlane.assembly import build_embedder, build_store
-from memlane.cli.output import VisibleConsole
-from memlane.config import MemoryConfig, config_path_from_env
-from memlane.config.file import MemlaneConfig, StoreSettings, is_postgres_url, load_config
+from memlane.cli.registry import HOMES, SUMMARIES, load_command
 from memlane.errors import MemlaneError
 from memlane.models import Scope
 
-if TYPE_CHECKING:  # the engine is imported when a command opens the memory: ``--help`` needs none of it
+if TYPE_CHECKING:  # imported where used: ``memlane --help`` needs no pydantic, rich or engine
+    from rich.console import Console
+
     from memlane import EpisodicMemory
     from memlane.clock import Clock
+    from memlane.config import MemoryConfig
+    from memlane.config.file import MemlaneConfig
     from memlane.embeddings import Embedder
 
 __all__ = ["CliError", "CliState", "MemlaneGroup", "cli", "cli_wording", "pass_state"]
@@ -74,6 +72,10 @@ class CliError(click.ClickException):
         if self.json_output:
             click.echo(json.dumps({"error": self.message, "type": self.kind}), err=True)
             return
+        from rich.markup import escape
+
+        from memlane.cli.output import VisibleConsole
+
         console = VisibleConsole(file=file, stderr=file is None, highlight=False, soft_wrap=True)
         console.print(f"[bold red]error:[/] [red]{escape(self.message)}[/]")
 
@@ -102,14 +104,16 @@ class CliState:
     scope: Scope = Scope.SESSION
     json_output: bool = False
     embedder_name: str | None = None
-    settings: MemlaneConfig = field(default_factory=MemlaneConfig)
-    out: Console = field(default_factory=lambda: VisibleConsole(highlight=False))
-    err: Console = field(default_factory=lambda: VisibleConsole(stderr=True, highlight=False))
+    settings: MemlaneConfig = field(default_factory=lambda: _default_settings())
+    out: Console = field(default_factory=lambda: _console())
+    err: Console = field(default_factory=lambda: _console(stderr=True))
     _memory: EpisodicMemory | None = field(default=None, repr=False)
 
     def make_embedder(self) -> Embedder:
         """Build the embedder named by ``embedder_name`` (construction is cheap; models load lazily)."""
         if self.embedder_name is None:
+            from memlane.assembly import build_embedder
+
             return build_embedder(self.settings.episodic)
         if self.embedder_name == "hashing":
             from memlane.embeddings.fake import HashingEmbedder
@@ -166,6 +170,8 @@ class CliState:
         from memlane import EpisodicMemory
 
         if self._memory is None and self.settings.store.type != "sqlite":
+            from memlane.assembly import build_store
+
             store = build_store(self.settings.store)
             try:
                 self._memory = EpisodicMemory(
@@ -179,6 +185,8 @@ class CliState:
                 store.close()
                 raise
         if self._memory is None:
+            from memlane.config.file import is_postgres_url
+
             if must_exist and not is_postgres_url(self.db) and not Path(self.db).expanduser().exists():
                 raise CliError(
                     f"no database at {self.db} (create one with 'memlane remember' or 'memlane ingest', "
@@ -195,12 +203,25 @@ class CliState:
             self._memory = None
 
 
+def _console(*, stderr: bool = False) -> Console:
+    from memlane.cli.output import VisibleConsole
+
+    return VisibleConsole(stderr=stderr, highlight=False)
+
+
+def _default_settings() -> MemlaneConfig:
+    """No config file's settings (:mod:`memlane.config.file` is imported when a command runs)."""
+    from memlane.config.file import MemlaneConfig
+
+    return MemlaneConfig()
+
+
 pass_state = click.make_pass_decorator(CliState)
 """Decorator passing the invocation's :class:`CliState` as a command's first argument."""
 
-
-class _CliLogHandler(RichHandler):
-    """The handler the CLI installs on the ``memlane`` logger (replaced on every invocation)."""
+_CLI_HANDLER = "memlane_cli"
+"""Attribute marking the handler the CLI installs on the ``memlane`` logger (replaced on every
+invocation)."""
 
 
 def configure_logging(verbose: bool, console: Console) -> None:
@@ -208,11 +229,14 @@ def configure_logging(verbose: bool, console: Console) -> None:
 
     Only the ``memlane`` logger is touched (the library itself configures no handlers).
     """
+    from rich.logging import RichHandler
+
     package_logger = logging.getLogger("memlane")
     for handler in list(package_logger.handlers):
-        if isinstance(handler, _CliLogHandler):
+        if getattr(handler, _CLI_HANDLER, False):
             package_logger.removeHandler(handler)
-    handler = _CliLogHandler(console=console, show_path=False, rich_tracebacks=False)
+    handler = RichHandler(console=console, show_path=False, rich_tracebacks=False)
+    setattr(handler, _CLI_HANDLER, True)
     package_logger.addHandler(handler)
     package_logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
 
@@ -317,12 +341,42 @@ class MemlaneGroup(click.Group):
 
     Every command added to it (and every subcommand of an added group) gets a ``--json``
     flag, so ``--json`` works before or after the subcommand's name.
+
+    Commands are lazy: the group lists the names of :data:`memlane.cli.registry.HOMES` (plus
+    any added with :meth:`add_command`) and imports a command's module only when that command
+    is run or asked for its help. ``memlane --help`` lists them from
+    :data:`memlane.cli.registry.SUMMARIES` (generated from the commands' own help), so it
+    imports none of them.
     """
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         """Register ``cmd`` under ``name``, with its own ``--json`` flag."""
         _add_json_option(cmd)
         super().add_command(cmd, name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted (none is imported)."""
+        return sorted(set(self.commands) | set(HOMES))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, imported on first use; ``None`` for an unknown name."""
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in HOMES:
+            command = load_command(cmd_name)
+            self.add_command(command, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The "Commands" section, from the summaries (commands already imported: their help)."""
+        rows = [
+            (name, self.commands.get(name) or click.Command(name, help=SUMMARIES.get(name)))
+            for name in self.list_commands(ctx)
+        ]
+        rows = [(name, command) for name, command in rows if not command.hidden]
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in rows])
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; map :class:`MemlaneError` and ``OSError`` (I/O) to :class:`CliError`.
@@ -429,10 +483,13 @@ def cli(  # noqa: PLR0913  (a click command: one parameter per option)
     Exit codes: 0 ok; 1 partial (ingest rejected some lines); 2 usage or input error,
     nothing done.
     """
-    err = VisibleConsole(stderr=True, highlight=False)
+    from memlane.config import config_path_from_env
+    from memlane.config.file import StoreSettings, load_config
+
+    err = _console(stderr=True)
     configure_logging(verbose, err)
     config_path = config_path or config_path_from_env()
-    settings = MemlaneConfig() if config_path is None else load_config(config_path)
+    settings = _default_settings() if config_path is None else load_config(config_path)
     if db is not None:
         settings = replace(settings, store=StoreSettings(type="sqlite", path=db))
     episodic = settings.episodic_or_default

@@ -8,10 +8,12 @@ embedding model and the ``server:`` section, and ``--tenant/--session/--scope`` 
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import logging
 import secrets
 import socket
+import sys
 from typing import Any
 
 import click
@@ -146,6 +148,12 @@ def mcp(
     transport has no authentication: keep it on 127.0.0.1. Requires
     the 'mcp' extra.
     """
+    early = None
+    if transport == "stdio" and importlib.util.find_spec("mcp") is not None:
+        # Answer ``initialize`` while the SDK (1-2 s) and the memory load (issue #24 item 7).
+        from memlane.server.mcp_handshake import EarlyHandshake
+
+        early = EarlyHandshake(sys.stdin.buffer, sys.stdout.buffer).start()
     _require("mcp", "mcp")
     from memlane.server.mcp import create_mcp_server, run_stdio, streamable_http_app
 
@@ -155,7 +163,7 @@ def mcp(
         "MCP server for tenant %r, session %r (%s scope)", state.tenant, state.session, state.scope.value
     )
     if transport == "stdio":
-        run_stdio(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
+        run_stdio(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id, early=early)
         return
     server = create_mcp_server(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
     _require("server", "uvicorn")

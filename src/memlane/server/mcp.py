@@ -34,6 +34,10 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
   them can be read by that URI (``resources/read``: the session's wire form, every message;
   the template ``memlane://sessions/{session_id}`` is listed by ``resources/templates/list``).
   An unknown id, another agent's or user's session, or an expired one is "not found".
+* Over stdio, ``memlane mcp`` answers a plain first ``initialize`` request before this module
+  (and the SDK) is even imported (:mod:`memlane.server.mcp_handshake`, given to
+  :func:`run_stdio` as ``early``): the SDK still receives that request, and its own,
+  identical answer is dropped.
 * The streamable HTTP transport (:func:`streamable_http_app`) is stateless: memlane's tools keep
   no per-session state, so there is no session table to fill. It has no authentication: bind it
   to 127.0.0.1 (the default; the SDK then also enables DNS-rebinding protection) or put it
@@ -73,6 +77,13 @@ from memlane import EpisodicMemory, __version__
 from memlane.config.file import DEFAULT_MAX_LIMIT
 from memlane.errors import ValidationError
 from memlane.operations.tool_specs import ENTITY_TIMELINE, FIND_PATHS, NEIGHBOURS, QUERY_FACTS, REMEMBER_FACT
+from memlane.server.mcp_handshake import (
+    MAX_REQUEST_ID_CHARS,
+    SERVER_INSTRUCTIONS,
+    SERVER_TITLE,
+    EarlyHandshake,
+    valid_request_id,
+)
 from memlane.tools import (
     CONTRADICTIONS,
     EPISODE_HISTORY,
@@ -98,15 +109,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-SERVER_INSTRUCTIONS = (
-    "Long-term episodic memory. Before answering a message that may depend on earlier "
-    "conversations, call get_context with the user's message. Call recall_episodes to look up "
-    "saved preferences, decisions or outcomes, and search_sessions for what was said in past "
-    "conversations. Call remember_episode when something worth knowing later happens (a "
-    "preference, a decision, a lesson, an outcome); when a saved fact changed (the user moved), "
-    "call supersede_episode with the old episode's id instead. Memories persist across sessions."
-)
 
 SESSION_URI = "memlane://sessions/{session_id}"
 """The URI template of a stored conversation offered as an MCP resource (the id percent-encoded;
@@ -326,7 +328,7 @@ def _server(tools: MemoryTools, name: str) -> MCPServer[Any]:
     try:
         server = _MemoryServer(
             name,
-            title="memlane episodic memory",
+            title=SERVER_TITLE,
             instructions=SERVER_INSTRUCTIONS,
             version=__version__,
             tools=[_tool(tools, d) for d in tools.definitions],
@@ -355,10 +357,6 @@ def _surrogate_problem(message: object) -> tuple[str, ValidationError] | None:
     return None
 
 
-MAX_REQUEST_ID_CHARS = 200
-"""Longest request id (a string, or an integer's digits) memlane answers by; longer is -32600."""
-
-
 def _rpc_error(code: int, message: str) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
 
@@ -381,13 +379,7 @@ def _shape_error(line: str) -> tuple[Any, JSONRPCError | None]:
         return None, _rpc_error(-32600, "Invalid Request: batch arrays are not supported")
     if not isinstance(message, dict):
         return None, _rpc_error(-32600, "Invalid Request: a message is a JSON object")
-    request_id = message.get("id")
-    if "id" in message and (
-        isinstance(request_id, bool)
-        or not isinstance(request_id, str | int)
-        or len(str(request_id)) > MAX_REQUEST_ID_CHARS
-        or (isinstance(request_id, int) and not -(2**63) <= request_id < 2**63)
-    ):
+    if "id" in message and not valid_request_id(message["id"]):
         return None, _rpc_error(-32600, "Invalid Request: id must be a string or a 64-bit integer")
     return message, None
 
@@ -428,10 +420,20 @@ def _guard_reply(line: str, tools: MemoryTools) -> tuple[bool, JSONRPCResponse |
     )
 
 
-async def _guarded_lines(tools: MemoryTools, replies: list[Any]) -> AsyncIterator[str]:
-    """Lines of stdin for the SDK; lines it could not decode are answered via ``replies[0]``."""
+async def _stdin_lines(first: bytes | None) -> AsyncIterator[str]:
+    """``first`` (the line the early handshake read, if any), then the rest of stdin."""
+    if first:
+        yield first.decode("utf-8", errors="replace")
+    if first == b"":
+        return  # the input had already ended
     stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
     async for line in stdin:
+        yield line
+
+
+async def _guarded_lines(tools: MemoryTools, replies: list[Any], first: bytes | None) -> AsyncIterator[str]:
+    """Lines of stdin for the SDK; lines it could not decode are answered via ``replies[0]``."""
+    async for line in _stdin_lines(first):
         handled, reply = _guard_reply(line, tools)
         if not handled:
             yield line
@@ -439,14 +441,57 @@ async def _guarded_lines(tools: MemoryTools, replies: list[Any]) -> AsyncIterato
             await replies[0].send(SessionMessage(reply))
 
 
-async def _serve_stdio(tools: MemoryTools, name: str) -> None:
+class _WithoutAnsweredReply:
+    """The SDK's write stream, minus its reply to the ``initialize`` request answered early.
+
+    The SDK's reply is compared with the early one; a difference is logged (it cannot be
+    retracted; ``tests/server/test_mcp_handshake.py`` keeps the two equal).
+    """
+
+    def __init__(self, inner: Any, answered: tuple[object, str]) -> None:
+        self._inner = inner
+        self._answered: tuple[object, str] | None = answered
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        is_reply = not hasattr(message, "method")  # a response or error, not a server request
+        if self._answered is not None and is_reply and getattr(message, "id", None) == self._answered[0]:
+            early, self._answered = self._answered[1], None
+            own = message.model_dump_json(by_alias=True, exclude_unset=True)
+            if json.loads(own) != json.loads(early):
+                logger.warning("the early initialize answer differed from the SDK's: %s", own)
+            return
+        await self._inner.send(item)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def clone(self) -> Any:
+        return self._inner.clone()
+
+    async def __aenter__(self) -> _WithoutAnsweredReply:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def _serve_stdio(tools: MemoryTools, name: str, early: EarlyHandshake | None) -> None:
     server = _server(tools, name)
+    first, answered = (None, None) if early is None else await anyio.to_thread.run_sync(early.wait)
     replies: list[Any] = []
-    lines = cast(Any, _guarded_lines(tools, replies))
+    lines = cast(Any, _guarded_lines(tools, replies, first))
     async with stdio_server(stdin=lines) as (read_stream, write_stream):
         replies.append(write_stream)
+        writes = write_stream if answered is None else _WithoutAnsweredReply(write_stream, answered)
         lowlevel = server._lowlevel_server  # the SDK runs custom streams only on its low-level server
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        await lowlevel.run(read_stream, cast(Any, writes), lowlevel.create_initialization_options())
 
 
 def streamable_http_app(server: MCPServer[Any], *, path: str = "/mcp", host: str = "127.0.0.1") -> Any:
@@ -472,6 +517,7 @@ def run_stdio(
     name: str = "memlane",
     agent_id: str = "default",
     user_id: str = "default",
+    early: EarlyHandshake | None = None,
 ) -> None:
     """Serve the memory tools over stdio until the client disconnects (what ``memlane mcp`` runs).
 
@@ -484,6 +530,10 @@ def run_stdio(
         name: Server name reported to clients.
         agent_id: Whose conversations the session tools read (see :func:`create_mcp_server`).
         user_id: Whose conversations the session tools read.
+        early: A started :class:`~memlane.server.mcp_handshake.EarlyHandshake` over this
+            process's stdin/stdout (``memlane mcp`` starts it before importing this module):
+            its first line is fed to the SDK, and the SDK's answer to a request it already
+            answered is dropped.
     """
     tools = MemoryTools(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
-    anyio.run(_serve_stdio, tools, name)
+    anyio.run(_serve_stdio, tools, name, early)
