@@ -624,9 +624,31 @@ def test_term_document_frequencies_are_filled_by_migration_14(pg_url: str, pg_sc
         conn.execute(
             sql.SQL("DROP TABLE {}.memlane_term_df, {}.memlane_term_df_pending").format(schema, schema)
         )
-        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version = 14").format(schema))
+        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version >= 14").format(schema))
     store = PostgresStore(pg_url, schema=pg_schema)
-    assert store.schema_version == len(MIGRATIONS) == 14
+    assert store.schema_version == len(MIGRATIONS) >= 14
     kept, recount = _term_df(pg_url, pg_schema)
     assert kept == recount and ("t", "default", "alpha", 12) in kept
     store.close()
+
+
+def test_vectors_of_rows_past_two_kilobytes_stay_in_the_heap(pg_url: str, pg_schema: str) -> None:
+    # Migration 15: a 384-dim vector (1.5 kB) with a turn of ~900 characters made a row past the
+    # 2 kB TOAST threshold, and pgvector's EXTERNAL storage moved the vector to the TOAST table
+    # (an exact scan then fetched it through the TOAST index). Now the row stays whole.
+    memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder(384), tenant_id="t")
+    words = " ".join(f"word{i}" for i in range(120))
+    memory.remember_episodes([EpisodeInput("note", f"{words} {k}") for k in range(20)])
+    memory.close()
+    toast = sql.SQL(
+        "SELECT pg_catalog.pg_relation_size(reltoastrelid), "
+        "(SELECT min(pg_catalog.pg_column_size(e)) FROM {}.memlane_episodes AS e) "
+        "FROM pg_catalog.pg_class WHERE oid = %s::regclass"
+    ).format(sql.Identifier(pg_schema))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        toast_bytes, row_bytes = conn.execute(toast, (f'"{pg_schema}".memlane_episodes',)).fetchone() or (
+            0,
+            0,
+        )
+    assert row_bytes > 2100  # past the threshold: these rows used to be toasted
+    assert toast_bytes == 0
