@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_BM25", "Bm25Params", "ScoredRow", "score_matches"]
+__all__ = ["DEFAULT_BM25", "Bm25Params", "ScoredRow", "idf", "score_matches"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,11 @@ DEFAULT_BM25 = Bm25Params()
 
 ScoredRow = tuple[int, float, Any, Any]
 """``(key, bm25, created_at_seconds, importance_or_None)`` of one scored row."""
+
+
+def idf(df: int, n_rows: int) -> float:
+    """The Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` of a term in ``df`` of ``n_rows`` rows (> 0)."""
+    return math.log1p((n_rows - df + 0.5) / (df + 0.5))
 
 
 def score_matches(
@@ -99,14 +104,14 @@ def _score(
     turn (:mod:`memlane.stores.keyword_postings`) computes the same number.
     """
     k1, b = params.k1, params.b
-    idf = {t: math.log1p((n_rows - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    weights = {t: idf(d, n_rows) for t, d in df.items()}
     avg = max(float(avgdl), 1e-9)
     scored: list[ScoredRow] = []
     for (key, _, token_count, created, importance), tokens, hit in parsed:
-        present = [t for t in idf if t in hit]
+        present = [t for t in weights if t in hit]
         if not present:
             continue
         norm = k1 * (1.0 - b + b * float(token_count) / avg)
-        score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t in present for f in (tokens.count(t),))
+        score = sum(weights[t] * f * (k1 + 1.0) / (f + norm) for t in present for f in (tokens.count(t),))
         scored.append((int(key), score, created, importance))
     return scored

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from memlane import (
     FrozenClock,
     MemoryConfig,
     SchemaVersionError,
+    SQLiteStore,
     StoreClosedError,
     StoreError,
     ValidationError,
@@ -624,9 +626,63 @@ def test_term_document_frequencies_are_filled_by_migration_14(pg_url: str, pg_sc
         conn.execute(
             sql.SQL("DROP TABLE {}.memlane_term_df, {}.memlane_term_df_pending").format(schema, schema)
         )
-        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version = 14").format(schema))
+        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version >= 14").format(schema))
     store = PostgresStore(pg_url, schema=pg_schema)
-    assert store.schema_version == len(MIGRATIONS) == 14
+    assert store.schema_version == len(MIGRATIONS) >= 14
     kept, recount = _term_df(pg_url, pg_schema)
     assert kept == recount and ("t", "default", "alpha", 12) in kept
     store.close()
+
+
+def test_vectors_of_rows_past_two_kilobytes_stay_in_the_heap(pg_url: str, pg_schema: str) -> None:
+    # Migration 15: a 384-dim vector (1.5 kB) with a turn of ~900 characters made a row past the
+    # 2 kB TOAST threshold, and pgvector's EXTERNAL storage moved the vector to the TOAST table
+    # (an exact scan then fetched it through the TOAST index). Now the row stays whole.
+    memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder(384), tenant_id="t")
+    words = " ".join(f"word{i}" for i in range(120))
+    memory.remember_episodes([EpisodeInput("note", f"{words} {k}") for k in range(20)])
+    memory.close()
+    toast = sql.SQL(
+        "SELECT pg_catalog.pg_relation_size(reltoastrelid), "
+        "(SELECT min(pg_catalog.pg_column_size(e)) FROM {}.memlane_episodes AS e) "
+        "FROM pg_catalog.pg_class WHERE oid = %s::regclass"
+    ).format(sql.Identifier(pg_schema))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        toast_bytes, row_bytes = conn.execute(toast, (f'"{pg_schema}".memlane_episodes',)).fetchone() or (
+            0,
+            0,
+        )
+    assert row_bytes > 2100  # past the threshold: these rows used to be toasted
+    assert toast_bytes == 0
+
+
+@pytest.mark.parametrize("top_n", [1, 7, 40])
+def test_keyword_top_k_in_the_server_keeps_every_hit_of_scoring_all_matches(
+    pg_url: str, pg_schema: str, tmp_path: Path, top_n: int
+) -> None:
+    # The server scores every match and sends only those within SCORE_MARGIN of its top_n-th best
+    # (memlane.stores.postgres.fts); Python rescores them. Many matches, repeated words (tf > 1),
+    # lengths that vary and exact ties: the same rows and scores as the SQLite store's exact top-k.
+    rng = np.random.default_rng(7)
+    words = [f"w{k}x" for k in range(16)]  # each in ~15 % of the rows (none dropped as common)
+    texts = [
+        " ".join([*rng.choice(words, size=int(rng.integers(1, 5))).tolist(), f"unique{i}"])
+        for i in range(600)
+    ]
+    stores = [PostgresStore(pg_url, schema=pg_schema), SQLiteStore(tmp_path / "m.db")]
+    found = []
+    for store in stores:
+        memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t", session_id="s")
+        memory.remember_episodes([EpisodeInput("note", text) for text in texts])
+        flt = EpisodeFilter(tenant_id="t", session_id="s")
+        per_query = []
+        for query in (["w0x"], ["w1x", "w2x"], ["w3x", "w4x", "w5x"], ["w0x", "unique3"]):
+            hits = store.keyword_candidates(flt, query, top_n)
+            episodes = store.fetch([int(k) for k in hits.keys])
+            per_query.append(
+                [(episodes[int(k)].content, s) for k, s in zip(hits.keys, hits.score, strict=True)]
+            )
+        found.append(per_query)
+        memory.close()
+    assert all(len(hits) == top_n for hits in found[0][:3])  # more rows match than are returned
+    assert found[0] == found[1]

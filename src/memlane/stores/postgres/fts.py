@@ -11,7 +11,15 @@ Query safety: the query terms are one bound ``text[]`` parameter, compared as ar
 
 Scoring: the index only finds the rows that contain a query term; their BM25 is computed with
 the statistics of the recall's scope (:mod:`memlane.stores.common_terms`) by
-:func:`memlane.bm25.score_matches`.
+:func:`memlane.bm25.score_matches`. Top-k in the server (:func:`keyword_statement`): PostgreSQL
+scores every matching row with the same formula in ``float8`` and returns only the rows within
+:data:`SCORE_MARGIN` of its ``top_n``-th best score, which :func:`~memlane.bm25.score_matches` then
+scores exactly. Both compute each term's contribution with the same operations, so they differ
+by a few ulps (scores are below 10^3, the error below 10^-12); a row of the exact top ``top_n``
+scores at least the exact ``top_n``-th best, hence at least the server's ``top_n``-th best minus
+twice that error, so it is among the rows returned: the hits are those of scoring every match in
+Python (at 10,000 rows a query matching 4,500 of them sent 4,500 rows to be parsed in Python; now
+about ``top_n``).
 """
 
 from __future__ import annotations
@@ -23,11 +31,12 @@ import psycopg
 from psycopg import sql
 
 import memlane.stores.postgres.filters as filters
-from memlane.bm25 import score_matches
+from memlane.bm25 import DEFAULT_BM25, Bm25Params, idf, score_matches
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 
 __all__ = [
+    "SCORE_MARGIN",
     "TERMS_ARRAY",
     "keyword_count_statement",
     "keyword_search",
@@ -47,6 +56,12 @@ def scope_stats_statement(
 
     The scope: the tenant and session (session scope), the tenant (tenant scope), or every row
     (global scope). Parameters: ``tenant_id`` then ``session_id`` where they are not ``None``.
+
+    It also turns sequential scans off for the rest of the transaction (``set_config(...,
+    true)``: the third column), so :func:`keyword_statement` reads the matching rows through the
+    GIN index however many match: the planner counts ``string_to_array`` as one operator, but
+    splitting every row of a scope cost more (10,000 rows: 31 ms) than a bitmap scan of the 45 %
+    that matched (6 ms; the index's overlap needs no recheck).
     """
     clause: sql.Composable = sql.SQL("")
     if tenant_id is not None:
@@ -55,7 +70,8 @@ def scope_stats_statement(
             clause = clause + sql.SQL(" AND session_id OPERATOR(pg_catalog.=) %s")
     return sql.SQL(
         "SELECT coalesce(sum(rows), 0)::int8, "
-        "coalesce(sum(tokens)::float8 / nullif(sum(rows), 0), 0)::float8 FROM {s}{where}"
+        "coalesce(sum(tokens)::float8 / nullif(sum(rows), 0), 0)::float8, "
+        "pg_catalog.set_config('enable_seqscan', 'off', true) FROM {s}{where}"
     ).format(s=stats, where=clause)
 
 
@@ -87,15 +103,73 @@ def keyword_count_statement(table: sql.Composable, where: sql.Composable) -> sql
     )
 
 
-def keyword_statement(table: sql.Composable, where: sql.Composable) -> sql.Composed:
-    """Every row of the filter containing any query term, for scoring (all are scored: exact BM25).
+SCORE_MARGIN = 1e-6
+"""How far below the server's ``top_n``-th best BM25 a row may score and still be returned
+(absolute; far above the few ulps by which the server's and Python's sums differ)."""
 
-    ``where`` must end with ``TERMS_ARRAY && %s::text[]``. Parameters: the WHERE clause's values
-    (the terms array last). Returns ``seq, terms, token_count, created_at_seconds, importance``.
+
+def keyword_statement(table: sql.Composable, where: sql.Composable, n_terms: int) -> sql.Composed:
+    """The rows of the filter containing any query term whose BM25 may be among the ``top_n`` best.
+
+    ``where`` must end with ``TERMS_ARRAY && %s::text[]``. Parameters (:func:`keyword_params`):
+    per query term its IDF, then ``k1 + 1, k1, b, b, avgdl``, then the ``n_terms`` terms, then the
+    WHERE clause's values (the terms array last), then ``top_n - 1`` and :data:`SCORE_MARGIN`.
+    Returns ``seq, terms, token_count, created_at_seconds, importance`` of every row scoring at
+    least the ``top_n``-th best score minus the margin (every matching row when fewer match).
     """
+    tf = [
+        sql.SQL("pg_catalog.cardinality(pg_catalog.array_positions(x.a, %s::text)) AS f{k}").format(
+            k=sql.Literal(k)
+        )
+        for k in range(n_terms)
+    ]
+    parts = [
+        sql.SQL("%s::float8 * f.f{k} * n.k1p / (f.f{k} + n.norm)").format(k=sql.Literal(k))
+        for k in range(n_terms)
+    ]
     return sql.SQL(
-        "SELECT seq, terms, token_count, extract(epoch FROM created_at)::float8, importance FROM {t}{where}"
-    ).format(t=table, where=where)
+        "WITH s AS MATERIALIZED (SELECT seq, terms, token_count, created_at, importance, {score} AS score "
+        "FROM {t} CROSS JOIN LATERAL (SELECT %s::float8 AS k1p, "
+        "%s::float8 * (1.0 - %s::float8 + %s::float8 * token_count::float8 / %s::float8) AS norm) AS n "
+        "CROSS JOIN LATERAL (SELECT {a} AS a OFFSET 0) AS x CROSS JOIN LATERAL (SELECT {tf} OFFSET 0) AS f"
+        "{where}), "
+        "k AS (SELECT score FROM s ORDER BY score DESC LIMIT 1 OFFSET %s) "
+        "SELECT seq, terms, token_count, extract(epoch FROM created_at)::float8, importance FROM s "
+        "WHERE score OPERATOR(pg_catalog.>=) (coalesce((SELECT score FROM k), '-Infinity'::float8) "
+        "OPERATOR(pg_catalog.-) %s::float8)"
+    ).format(
+        score=sql.SQL(" + ").join(parts),
+        t=table,
+        a=sql.SQL(TERMS_ARRAY),
+        tf=sql.SQL(", ").join(tf),
+        where=where,
+    )
+
+
+def keyword_params(
+    df: dict[str, int],
+    n_rows: int,
+    avgdl: float,
+    where_params: Sequence[Any],
+    top_n: int,
+    params: Bm25Params = DEFAULT_BM25,
+) -> list[Any]:
+    """The parameters of :func:`keyword_statement` for the kept terms ``df`` (query order)."""
+    terms = list(df)
+    avg = max(float(avgdl), 1e-9)
+    return [
+        *(idf(d, n_rows) for d in df.values()),
+        params.k1 + 1.0,
+        params.k1,
+        params.b,
+        params.b,
+        avg,
+        *terms,
+        *where_params,
+        terms,
+        max(1, int(top_n)) - 1,
+        SCORE_MARGIN,
+    ]
 
 
 def keyword_search(
@@ -128,7 +202,7 @@ def keyword_search(
     """
     tenant_id, session_id = statistics_scope(flt)
     scope_args = [v for v in (tenant_id, session_id) if v is not None]
-    n_rows, avgdl = cur.execute(  # type: ignore[misc]
+    n_rows, avgdl, _ = cur.execute(  # type: ignore[misc]
         scope_stats_statement(stats[0], tenant_id, session_id), scope_args
     ).fetchone()
     if not n_rows:
@@ -138,7 +212,10 @@ def keyword_search(
     df = common.scope_df(terms, int(n_rows), lambda term, cap: min(stored.get(term, 0), cap))
     if not df:
         return KeywordCandidates.empty()
-    kept = list(df)
     any_where, any_params = filters.where(flt, TERMS_ARRAY + " OPERATOR(pg_catalog.&&) %s::text[]")
-    rows = cur.execute(keyword_statement(table, any_where), [*any_params, kept], prepare=False).fetchall()
+    rows = cur.execute(
+        keyword_statement(table, any_where, len(df)),
+        keyword_params(df, int(n_rows), float(avgdl), any_params, top_n),
+        prepare=False,
+    ).fetchall()
     return KeywordCandidates.from_rows(score_matches(rows, df, int(n_rows), float(avgdl), max(1, int(top_n))))

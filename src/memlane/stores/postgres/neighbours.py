@@ -35,8 +35,8 @@ def neighbours_statement(table: sql.Composable, radius: int) -> sql.Composed:
         "AND x.session_id OPERATOR(pg_catalog.=) {g}.session_id"
     )
     window_cols = sql.SQL(", ").join(
-        [sql.SQL("lag(e.seq, {k}) OVER p AS b{k}").format(k=sql.Literal(k)) for k in range(radius, 0, -1)]
-        + [sql.SQL("lead(e.seq, {k}) OVER p AS a{k}").format(k=sql.Literal(k)) for k in range(1, radius + 1)]
+        [sql.SQL("lag(x.seq, {k}) OVER p AS b{k}").format(k=sql.Literal(k)) for k in range(radius, 0, -1)]
+        + [sql.SQL("lead(x.seq, {k}) OVER p AS a{k}").format(k=sql.Literal(k)) for k in range(1, radius + 1)]
     )
     window_refs = sql.SQL(", ").join(
         [sql.SQL("w.b{k}").format(k=sql.Literal(k)) for k in range(radius, 0, -1)]
@@ -64,14 +64,14 @@ def neighbours_statement(table: sql.Composable, radius: int) -> sql.Composed:
         "WHERE seq OPERATOR(pg_catalog.=) ANY(%(keys)s::int8[])), "
         "g AS (SELECT tenant_id, session_id, min(seq) AS lo, max(seq) AS hi, count(*) AS n "
         "FROM c GROUP BY tenant_id, session_id), "
-        "w AS (SELECT e.seq, {window_cols} FROM g CROSS JOIN LATERAL "
-        "(SELECT x.seq, x.tenant_id, x.session_id FROM {t} AS x WHERE {same_g} "
+        "w AS (SELECT e.* FROM g CROSS JOIN LATERAL "
+        "(SELECT x.seq, {window_cols} FROM {t} AS x WHERE {same_g} "
         "AND x.seq OPERATOR(pg_catalog.>=) coalesce((SELECT x.seq FROM {t} AS x WHERE {same_g} "
         "AND x.seq OPERATOR(pg_catalog.<) g.lo ORDER BY x.seq DESC LIMIT 1 OFFSET {r1}), 0) "
         "AND x.seq OPERATOR(pg_catalog.<=) coalesce((SELECT x.seq FROM {t} AS x WHERE {same_g} "
-        "AND x.seq OPERATOR(pg_catalog.>) g.hi ORDER BY x.seq LIMIT 1 OFFSET {r1}), {max})) AS e "
-        "WHERE {span} "
-        "WINDOW p AS (PARTITION BY e.tenant_id, e.session_id ORDER BY e.seq)) "
+        "AND x.seq OPERATOR(pg_catalog.>) g.hi ORDER BY x.seq LIMIT 1 OFFSET {r1}), {max}) "
+        "WINDOW p AS (ORDER BY x.seq)) AS e "
+        "WHERE {span}) "
         "SELECT c.seq, c.session_id, c.tags, {window_refs} FROM c "
         "JOIN w ON w.seq OPERATOR(pg_catalog.=) c.seq "
         "UNION ALL "
