@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 from _results import write_results
-from fusion_study import BASE, DATASETS, Question, capture, cross_validate, paired_ci, recall10
+from fusion_study import BASE, DATASETS, Question, _cell, capture, cross_validate, paired_ci, recall10
 
 from memlane.config.profile import RankingProfile, Speakers
 from memlane.recall.ranking import rank
@@ -116,10 +116,6 @@ def main(workdir: Path, out: Path, datasets: Path = DATASETS) -> None:
         doc["benchmarks"][n] = {"questions": len(qs), "rows": rows}
     write_results(out, doc, markdown(doc))
     print(markdown(doc))
-
-
-def _cell(c: dict[str, float]) -> str:
-    return f"{c['mean']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
 
 
 def markdown(doc: dict[str, Any]) -> str:

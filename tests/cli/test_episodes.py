@@ -102,6 +102,7 @@ def test_recall_json_shape(invoke: Invoke, remember: Remember) -> None:
         "fallback",
         "in_window",
         "own_relevance",
+        "agent_discount",
         "decided_by",
         "fusion",
         "base_relevance",

@@ -342,6 +342,8 @@ def test_formula_follows_the_configuration() -> None:
     assert "relevance = dense" in text(retrieval="dense") and "keyword =" not in text(retrieval="dense")
     assert "relevance = keyword" in text(retrieval="keyword")
     assert "relevance*" not in text(temporal=False)
+    assert "relevance- = 0.7*relevance if tagged 'assistant'" in text()
+    assert "relevance-" not in text(agent_discount=0.0)
     assert "half_life" in text(forgetting=True)
     assert "recency = 0.99^age_days" in text(decay_per_day=0.99)
     assert all(len(f"  {name:<10} = {definition}") <= WIDTH for name, definition in ranking_terms())

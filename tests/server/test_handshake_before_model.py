@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +22,7 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from memlane.config.file import hash_api_key
+from tests.server.served import served_url
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps")
 
@@ -63,15 +62,7 @@ def test_serve_answers_health_before_the_model_loads(tmp_path: Path) -> None:
     )
     try:
         assert process.stderr is not None
-        url = None
-        deadline = time.monotonic() + 120
-        while url is None and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            if not line:
-                break
-            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
-            url = match.group(1) if match else None
-        assert url is not None, "the server did not report its address"
+        url = served_url(process, 120)
         with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=120) as client:
             assert client.get("/health").status_code == 200
             assert not _model_loaded(process.pid)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from memlane.errors import (
 from memlane.server.errors import status_for
 from memlane.server.http import create_app
 from tests.server.conftest import serve_in_thread
+from tests.server.served import served_url
 
 ACME_KEY = "mlk_acme-0123456789abcdef-secret"
 GLOBEX_KEY = "globex-plaintext-key-0123456789"
@@ -334,16 +333,7 @@ def test_memlane_serve_command(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        assert process.stderr is not None
-        while url is None and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            if not line:
-                break
-            match = re.search(r"running on (http://127\.0\.0\.1:\d+)", line)
-            url = match.group(1) if match else None
-        assert url is not None, "the server did not report its address"
+        url = served_url(process, 60)
         with httpx.Client(base_url=url, headers={"X-API-Key": ACME_KEY}, timeout=30) as client:
             assert (
                 client.post("/v1/episodes", json={"event_type": "n", "content": "served"}).status_code == 201

@@ -98,6 +98,15 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
                 "query's entities (and 1-hop neighbours) the episode is linked to",
             )
         )
+    speakers = profile.speakers
+    if speakers.agent_discount > 0:
+        terms.append(
+            (
+                "relevance-",
+                f"{1 - speakers.agent_discount:g}*relevance if tagged {speakers.agent_tag!r}, "
+                "the query not about 'you'",
+            )
+        )
     if config.forgetting:
         terms.append(("recency", "0.5^(age_days / half_life)   (forgetting policy)"))
     else:
