@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import time
+from typing import Any
 
 
 def served_url(process: subprocess.Popen[str], timeout_s: float) -> str:
@@ -23,3 +25,13 @@ def served_url(process: subprocess.Popen[str], timeout_s: float) -> str:
         if match:
             return match.group(1)
     raise AssertionError("the server did not report its address")
+
+
+def stop_served(process: subprocess.Popen[Any], timeout_s: float = 30) -> None:
+    """Stop a served process as Ctrl-C does (SIGINT), killing it if it has not exited in ``timeout_s``."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:  # pragma: no cover - only if shutdown hangs
+        process.kill()
+        process.wait()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from memlane.config.file import hash_api_key
-from tests.server.served import served_url
+from tests.server.served import served_url, stop_served
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps")
 
@@ -35,15 +34,6 @@ def _model_loaded(pid: int) -> bool:
 
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-
-
-def _stop(process: subprocess.Popen[Any]) -> None:
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:  # pragma: no cover - only if shutdown hangs
-        process.kill()
-        process.wait()
 
 
 def test_serve_answers_health_before_the_model_loads(tmp_path: Path) -> None:
@@ -69,7 +59,7 @@ def test_serve_answers_health_before_the_model_loads(tmp_path: Path) -> None:
             assert client.post("/v1/episodes", json={"event_type": "n", "content": "x"}).status_code == 201
             assert _model_loaded(process.pid)
     finally:
-        _stop(process)
+        stop_served(process)
 
 
 def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
@@ -106,4 +96,4 @@ def test_mcp_answers_the_handshake_before_the_model_loads(tmp_path: Path) -> Non
         assert _model_loaded(process.pid)
     finally:
         process.stdin.close()
-        _stop(process)
+        stop_served(process)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,7 +34,7 @@ from memlane.errors import (
 from memlane.server.errors import status_for
 from memlane.server.http import create_app
 from tests.server.conftest import serve_in_thread
-from tests.server.served import served_url
+from tests.server.served import served_url, stop_served
 
 ACME_KEY = "mlk_acme-0123456789abcdef-secret"
 GLOBEX_KEY = "globex-plaintext-key-0123456789"
@@ -343,12 +342,7 @@ def test_memlane_serve_command(tmp_path: Path) -> None:
             )  # max_limit from the config
             assert client.get("/v1/episodes").json()["episodes"][0]["tenant_id"] == "acme"
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:  # pragma: no cover - only if shutdown hangs
-            process.kill()
-            process.wait()
+        stop_served(process, 20)
     assert (tmp_path / "served.db").exists()
 
 
