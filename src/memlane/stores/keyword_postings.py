@@ -23,7 +23,6 @@ another tenant's or session's rows never change a score.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.analysis import tag_words
-from memlane.bm25 import Bm25Params
+from memlane.bm25 import Bm25Params, idf
 
 __all__ = ["TAIL_FRACTION", "KeywordPostings", "PostingRows", "best_first"]
 
@@ -384,10 +383,10 @@ class KeywordPostings:
         try:
             every = self._row_norms(k1, b, avg) if self._worth_every_norm(postings, df) else None
             for term, d in df.items():
-                idf = math.log1p((n_rows - d + 0.5) / (d + 0.5))
+                weight = idf(d, n_rows)
                 rows, f = postings[term]
                 norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg) if every is None else every[rows]
-                total[rows] += idf * f * (k1 + 1.0) / (f + norm)
+                total[rows] += weight * f * (k1 + 1.0) / (f + norm)
                 seen[rows] = True
         finally:
             hit = np.flatnonzero(seen)  # the matched rows (a bool scan is faster than a float one)
