@@ -12,9 +12,5 @@ args=("$@")
 set --  # _venv.sh passes its arguments to pip: the demo's options are not for pip
 source "$HERE/_venv.sh"
 echo "memlane quick start: running 'memlane demo' (loads the bundled embedding model)..." >&2
-status=0
-"$ROOT/.venv/bin/memlane" demo ${args[@]+"${args[@]}"} || status=$?
-if [ "$status" -eq 0 ]; then
-  echo "memlane is installed in .venv: run 'source .venv/bin/activate' to put the memlane command on your PATH." >&2
-fi
-exit "$status"
+# The demo itself says how to put the memlane command on PATH when it is not there.
+exec "$ROOT/.venv/bin/memlane" demo ${args[@]+"${args[@]}"}
