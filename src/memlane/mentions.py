@@ -19,11 +19,11 @@ What it cannot do: resolve pronouns ("she"), tell two people with one name apart
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_ENTITY_CHARS", "Mention", "entity_key", "extract_mentions"]
+__all__ = ["MAX_ENTITY_CHARS", "Mention", "entity_key", "extract_mentions", "extract_mentions_batch"]
 
 MAX_ENTITY_CHARS = 200
 """Longest entity name (the identifier bound)."""
@@ -250,29 +250,83 @@ def extract_mentions(
         Distinct mentions by :func:`entity_key`, in the order: tags, speakers, e-mails, ids,
         quoted names, capitalised names.
     """
+    return _extract(content, tags, metadata, limit, {})
+
+
+def extract_mentions_batch(
+    items: Iterable[tuple[str, Iterable[str], Mapping[str, Any] | None]], *, limit: int = 32
+) -> list[list[Mention]]:
+    """:func:`extract_mentions` of each ``(content, tags, metadata)``, the same lists, in order.
+
+    A batch (the episodes of one ``remember_episodes`` call) shares one memo of the mentions it
+    has built (name and type -> :class:`Mention`, its :func:`entity_key` computed once), so the
+    tags and names repeated across a batch are keyed once; mentions are immutable, so sharing them
+    changes nothing.
+
+    Args:
+        items: ``(content, tags, metadata)`` per episode, as :func:`extract_mentions` takes them.
+        limit: As for :func:`extract_mentions`.
+
+    Returns:
+        One list of mentions per item.
+    """
+    memo: dict[tuple[str, str], Mention] = {}
+    return [_extract(content, tags, metadata, limit, memo) for content, tags, metadata in items]
+
+
+def _extract(
+    content: str,
+    tags: Iterable[str],
+    metadata: Mapping[str, Any] | None,
+    limit: int,
+    memo: dict[tuple[str, str], Mention],
+) -> list[Mention]:
+    """:func:`extract_mentions` with a memo of built mentions (``(name, type)`` -> mention).
+
+    A pattern runs only on a text holding the character it needs (``:`` for a speaker, ``@`` for an
+    e-mail, ``_`` or ``-`` for an id, a quote for a quoted name, an ASCII capital for a name):
+    without it the pattern finds nothing and a substitution by it returns the text unchanged, so
+    skipping it gives the same mentions (``tests/unit/test_mentions_batch.py`` checks each rule).
+    """
     found: dict[str, Mention] = {}
 
     def add(name: str, kind: str) -> None:
-        key = entity_key(name)
+        mention = memo.get((name, kind))
+        if mention is None:
+            mention = memo[(name, kind)] = Mention(name.strip(), kind, entity_key(name))
+        key = mention.key
         if key and key not in found and len(found) < limit:
-            found[key] = Mention(name.strip(), kind, key)
+            found[key] = mention
 
     for tag in tags:
         add(tag, "tag")
     speaker = (metadata or {}).get("speaker")
     if isinstance(speaker, str):
         add(speaker, "speaker")
-    head = _SPEAKER.match(content)
+    _scan(content, add)
+    return list(found.values())
+
+
+def _scan(content: str, add: Callable[[str, str], None]) -> None:
+    """``add(name, type)`` each mention of ``content`` in :func:`extract_mentions`'s order after the
+    metadata speaker: a speaker head, e-mails, ids, quoted names, capitalised names (see :func:`_extract`)."""
+    head = _SPEAKER.match(content) if ":" in content else None
     if head:
         add(head.group(1), "speaker")
         content = content[head.end() :]
-    for match in _EMAIL.finditer(content):
-        add(match.group(0), "email")
-    emails = _EMAIL.sub(" ", content)
-    for match in _ID_LIKE.finditer(emails):
-        add(match.group(0), "id")
-    for match in _QUOTED.finditer(emails):
-        add(match.group(1), "quoted")
-    for name in _names(_QUOTED.sub(" ", emails)):
-        add(name, "name")
-    return list(found.values())
+    emails = content
+    if "@" in content:
+        for match in _EMAIL.finditer(content):
+            add(match.group(0), "email")
+        emails = _EMAIL.sub(" ", content)
+    if "_" in emails or "-" in emails:
+        for match in _ID_LIKE.finditer(emails):
+            add(match.group(0), "id")
+    rest = emails
+    if '"' in emails or "\u201c" in emails or "\u201d" in emails:
+        for match in _QUOTED.finditer(emails):
+            add(match.group(1), "quoted")
+        rest = _QUOTED.sub(" ", emails)
+    if rest.lower() != rest:  # an ASCII capital (which _CAPITALISED needs) lower-cases to another character
+        for name in _names(rest):
+            add(name, "name")

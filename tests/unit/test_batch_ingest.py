@@ -54,6 +54,20 @@ def test_index_terms_batch_matches_index_terms_on_any_text(texts: list[str]) -> 
     assert index_terms_batch(texts) == [_expected(t) for t in texts]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet="aZ09 x Q", max_size=60) | st.text(alphabet="aZ9 \t\n.-_'", max_size=60), max_size=8
+    )
+)
+def test_index_terms_batch_matches_index_terms_on_words_and_spaces(texts: list[str]) -> None:
+    # Mostly texts of only letters, digits and spaces: the split path of index_terms_batch.
+    assert index_terms_batch(texts) == [_expected(t) for t in texts]
+    assert index_terms_batch(["Running  the ADOPTED 42", "  ", "a b", "x\ty"]) == [
+        _expected(t) for t in ["Running  the ADOPTED 42", "  ", "a b", "x\ty"]
+    ]
+
+
 def test_new_episode_ids_are_uuid7_unique_and_ordered() -> None:
     ids = new_episode_ids(2000)
     assert len(set(ids)) == 2000

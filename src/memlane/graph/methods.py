@@ -23,7 +23,7 @@ from memlane.errors import StoreError, ValidationError
 from memlane.graph.contradiction import plan
 from memlane.graph.predicates import DEFAULT_REGISTRY, FACT_METHODS, PredicateRegistry
 from memlane.graph.walks import DEFAULT_NEIGHBOUR_DEPTH, DEFAULT_PATH_DEPTH, DEFAULT_PATH_LIMIT, MAX_PATHS
-from memlane.mentions import Mention, entity_key, extract_mentions
+from memlane.mentions import Mention, entity_key, extract_mentions_batch
 from memlane.models import Episode, Scope
 from memlane.stores.graph_base import (
     Entity,
@@ -540,9 +540,9 @@ def link_episodes(ctx: MemoryContext, episodes: Sequence[Episode]) -> int:
     if not isinstance(store, SupportsGraph) or not episodes:
         return 0
     graph = store.graph_store
-    found: list[tuple[Episode, list[Mention]]] = [
-        (e, extract_mentions(e.content, e.tags, e.metadata)) for e in episodes
-    ]
+    found: list[tuple[Episode, list[Mention]]] = list(
+        zip(episodes, extract_mentions_batch((e.content, e.tags, e.metadata) for e in episodes), strict=True)
+    )
     names = {m.key: (m.name, m.key, m.entity_type) for _, ms in found for m in ms}
     if not names:
         return 0

@@ -759,11 +759,12 @@ class GraphStoreBase:
         if not links:
             return
         with self._write("link_episodes") as run:
+            time_in = self.codec.time_in  # one conversion per link: local names (ingest hot path)
             run.many(
                 "INSERT INTO {links} (tenant_id, entity_id, episode_id, session_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, entity_id, episode_id) DO NOTHING",
                 [
-                    (k.tenant_id, k.entity_id, k.episode_id, k.session_id, self._t(k.created_at))
+                    (k.tenant_id, k.entity_id, k.episode_id, k.session_id, time_in(k.created_at))
                     for k in links
                 ],
             )

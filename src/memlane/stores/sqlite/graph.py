@@ -51,7 +51,7 @@ class _Run:
         return [tuple(r) for r in self._conn.execute(_render(template), list(params)).fetchall()]
 
     def many(self, template: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._conn.executemany(_render(template), [list(r) for r in rows])
+        self._conn.executemany(_render(template), rows)  # sqlite3 binds any sequence: no copies
 
     def rowcount(self, template: str, params: Sequence[Any]) -> int:
         return self._conn.execute(_render(template), list(params)).rowcount
