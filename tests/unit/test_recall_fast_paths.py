@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,12 +23,13 @@ from hypothesis import strategies as st
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, SQLiteStore
 from memlane.config.profile import DEFAULT_PROFILE, PRESETS, Speakers
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.models import SIGNALS, Contribution
+from memlane.models import SIGNALS, AppliedBoost, Contribution
 from memlane.recall.candidates import merge_candidates
 from memlane.recall.pipeline import conversation_context
 from memlane.recall.ranking import (
     CandidateSignals,
     RankOptions,
+    Relevance,
     Scores,
     importance_signal,
     rank,
@@ -37,7 +39,7 @@ from memlane.recall.ranking import (
     seed_relevance,
 )
 from memlane.recall.relevance import agent_signal, entity_signal, groups_by_code, groups_by_gap, named_tag
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, VectorCandidates, unique_keys
 from memlane.stores.sqlite.vector_index import IndexRows, RowFilter, VectorIndex
 from tests.conftest import T0
 
@@ -189,6 +191,10 @@ def _signals(rng: np.random.Generator, n: int) -> CandidateSignals:
         keyword=rng.choice([np.nan, 1.0, 3.0], n),
         in_window=rng.random(n) < 0.2,
         entity=(rng.random(n) < 0.1).astype(np.float64),
+        graph=np.where(rng.random(n) < 0.3, rng.choice([0.0, 0.4, 1.0], n), 0.0)
+        if rng.random() < 0.5
+        else None,
+        agent=(rng.random(n) < 0.3).astype(np.float64) if rng.random() < 0.5 else None,
     )
 
 
@@ -200,6 +206,31 @@ def _weights(scores: Scores, i: int) -> np.ndarray:
     return w
 
 
+GRAPH_PROFILE = replace(DEFAULT_PROFILE, boosts=replace(DEFAULT_PROFILE.boosts, graph=0.3))
+"""The default profile with the graph boost on, so that every boost can show in a breakdown."""
+
+
+def _present(values: np.ndarray | None, raw: np.ndarray | None, i: int) -> float | None:
+    """Candidate ``i``'s calibrated signal, ``None`` without one or where its raw signal is NaN."""
+    if values is None or raw is None or np.isnan(raw[i]):
+        return None
+    return float(values[i])
+
+
+def _applied(relevance: Relevance, i: int) -> tuple[AppliedBoost, ...]:
+    """Candidate ``i``'s boosts as the ranking's docstring defines them (graph strength ``b * g_i``)."""
+    boosts = GRAPH_PROFILE.boosts
+    graph = 0.0 if relevance.graph is None else float(np.clip(relevance.graph[i], 0.0, 1.0))
+    out = []
+    if relevance.entity[i] > 0 and boosts.entity > 0:
+        out.append(AppliedBoost("entity", boosts.entity))
+    if relevance.in_window[i] > 0 and boosts.time_window > 0:
+        out.append(AppliedBoost("time_window", boosts.time_window))
+    if graph > 0 and boosts.graph * graph > 0:
+        out.append(AppliedBoost("graph", boosts.graph * graph))
+    return tuple(out)
+
+
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_breakdowns_equal_the_per_hit_reading(preset: str) -> None:
     rng = np.random.default_rng(9)
@@ -209,25 +240,25 @@ def test_breakdowns_equal_the_per_hit_reading(preset: str) -> None:
         signals = _signals(rng, n)
         limit = int(rng.integers(1, 12))
         options = RankOptions(now_seconds=T0.timestamp(), limit=limit, weights=weights)
-        hits = rank(signals, DEFAULT_PROFILE, options)
+        hits = rank(signals, GRAPH_PROFILE, options)
         below = rank(
             signals,
-            DEFAULT_PROFILE,
+            GRAPH_PROFILE,
             RankOptions(now_seconds=T0.timestamp(), limit=limit + 1, weights=weights),
         )
         order = [h.index for h in below]
         assert [h.index for h in hits] == order[:limit]
         mode = "hybrid"
         if weights.formula == "seed":
-            relevance, mode = seed_relevance(signals, DEFAULT_PROFILE, mode)
+            relevance, mode = seed_relevance(signals, GRAPH_PROFILE, mode)
         else:
-            relevance = relevance_of(signals, DEFAULT_PROFILE, mode)
+            relevance = relevance_of(signals, GRAPH_PROFILE, mode)
         scores = scores_of(
             relevance.relevance,
-            recency_of(signals, DEFAULT_PROFILE, options.now_seconds),
+            recency_of(signals, GRAPH_PROFILE, options.now_seconds),
             importance_signal(signals.importance),
             weights,
-            DEFAULT_PROFILE.tie_band,
+            GRAPH_PROFILE.tie_band,
         )
 
         for rank_at, hit in enumerate(hits):
@@ -240,6 +271,18 @@ def test_breakdowns_equal_the_per_hit_reading(preset: str) -> None:
                 for k, name in enumerate(SIGNALS)
             ), (trial, rank_at)
             assert b.score == float(scores.total[i])
+            assert (b.relevance, b.own_relevance, b.base_relevance) == (
+                float(relevance.relevance[i]),
+                float(relevance.own[i]),
+                float(relevance.base[i]),
+            )
+            assert b.dense == _present(relevance.dense, signals.cosine, i)
+            assert b.keyword == _present(relevance.keyword, signals.keyword, i)
+            assert b.in_window == (None if signals.in_window is None else bool(signals.in_window[i]))
+            assert b.boosts == _applied(relevance, i), (trial, rank_at)
+            agent_on = relevance.agent is not None and relevance.agent[i] > 0
+            assert b.agent_discount == (GRAPH_PROFILE.speakers.agent_discount if agent_on else None)
+            assert (b.retrieval, b.fusion, b.tie_band) == (mode, relevance.fusion, scores.tie_band)
             assert (b.recency, b.importance) == (float(scores.values[1, i]), float(scores.values[2, i]))
             if j is None:
                 assert (b.decided_by, b.lead) == ("relevance", None)
@@ -281,3 +324,15 @@ def test_the_kept_vector_mask_is_the_fresh_mask() -> None:
         add(len(index) + 1, 20 + step)  # new rows: every kept mask is stale
     index.clear()
     assert len(index.mask(filters[0])) == 0
+
+
+def test_unique_keys_is_numpy_unique() -> None:
+    """The sort-based distinct keys equal ``np.unique``: values, order and dtype (empty, one, repeats)."""
+    rng = np.random.default_rng(12)
+    for n in (0, 1, 2, 3, 17, 925, 4000):
+        for high in (3, 200, 1 << 40):
+            keys = rng.integers(-5, high, size=n)
+            got, want = unique_keys(keys), np.unique(keys.astype(np.int64))
+            assert got.dtype == np.int64
+            assert got.tolist() == want.tolist(), (n, high)
+    assert unique_keys(np.array([[3, 1], [3, 2]])).tolist() == [1, 2, 3]

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane import ValidationError
+from memlane.analysis import runs, tag_words
 from memlane.config.profile import (
     DEFAULT_PROFILE,
     PROFILES,
@@ -142,6 +143,28 @@ def test_named_tag_is_the_one_tag_whose_words_the_query_names() -> None:
     assert named_tag("New York trip", [("new york",), ("york",)]) is None  # both fully named
     assert named_tag("york trip", [("new york",), ("york",)]) == "york"
     assert named_tag("anything", []) is None
+
+
+_TAG = st.sampled_from(
+    ["alice", "bob", "new york", "york", "Travel", "travel-plans", "", "x y z", "assistant"]
+)
+
+
+@given(
+    st.lists(st.lists(_TAG, max_size=3).map(tuple), max_size=12),
+    st.lists(
+        st.sampled_from(["alice", "York", "new", "travel", "plans", "x", "y", "z", "bob", "?"]), max_size=6
+    ),
+)
+def test_named_tag_is_the_one_tag_of_any_candidate_whose_every_word_the_query_holds(
+    tags: list[tuple[str, ...]], query_words: list[str]
+) -> None:
+    """The definition, tag by tag over every candidate's list (repeats included)."""
+    query = " ".join(query_words)
+    words = {run for _, run in runs(query)}
+    named = {tag for carried in tags for tag in carried if tag_words(tag) and tag_words(tag) <= words}
+    assert named_tag(query, tags) == (next(iter(named)) if len(named) == 1 else None)
+    assert named_tag(query, iter(tags)) == named_tag(query, tags)  # any iterable of lists
 
 
 def test_entity_signal_marks_the_carriers_of_the_tag() -> None:

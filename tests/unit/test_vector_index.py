@@ -57,3 +57,26 @@ def test_quantized_index_round_trips_through_the_sidecar(tmp_path: Path) -> None
     np.testing.assert_allclose(loaded.cosine(q), index.cosine(q), rtol=1e-6)
     assert np.abs(loaded.cosine(q) - x @ q).max() < 0.05  # approximate: the caller re-ranks
     assert read_index(path, {"k": 2}) is None
+
+
+def test_the_cosines_of_chosen_rows_are_those_of_the_whole_scan(tmp_path: Path) -> None:
+    """``cosine(q, rows)`` (the filtered and ANN path: a gather, then the product) gives bit for bit
+    the floats of ``cosine(q)[rows]``, over a memory-mapped first block and appended blocks, float32
+    and int8 (the exact and approximate indexes)."""
+    rng = np.random.default_rng(5)
+    for quantized in (False, True):
+        index = VectorIndex(DIMS, quantized=quantized)
+        index.append(_rows(1, 700, rng)[0])
+        path = tmp_path / f"{quantized}.vectors"
+        write_index(path, index, {"k": 1})
+        loaded = read_index(path, {"k": 1})  # the saved vectors are its first block, memory-mapped
+        assert loaded is not None and isinstance(loaded.vector_parts()[0], np.memmap)
+        loaded.append(_rows(701, CHUNK_ROWS + 300, rng)[0])
+        assert len(loaded.vector_parts()) >= 2
+        for _ in range(5):
+            q = rng.normal(size=DIMS).astype(np.float32)
+            q /= np.linalg.norm(q)
+            every = loaded.cosine(q)
+            for k in (1, 37, 600, len(loaded) // 2):
+                picked = np.sort(rng.choice(len(loaded), k, replace=False))
+                assert loaded.cosine(q, picked).tolist() == every[picked].tolist(), (quantized, k)

@@ -52,7 +52,7 @@ from memlane.recall.entities import GraphStage, graph_stage
 from memlane.recall.ranking import CandidateSignals, RankedCandidate, RankingWeights, RankOptions, rank
 from memlane.recall.relevance import agent_signal, entity_signal, groups_by_code, named_tag
 from memlane.recall.temporal import parse_time_window
-from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Store, VectorCandidates, unique_keys
 
 __all__ = [
     "NO_CONTEXT",
@@ -427,7 +427,7 @@ def conversation_context(
         session[at] = found.session_codes[present]
         tag_list[at] = found.tag_codes[present]
     groups = groups_by_code(session, keys, created_at_seconds, group_gap_s)
-    held = np.unique(tag_list[tag_list >= 0])  # the distinct tag lists of the candidates
+    held = unique_keys(tag_list[tag_list >= 0])  # the distinct tag lists of the candidates
     lists = [found.tag_lists[c] for c in held.tolist()]
 
     def gathered(per_list: NDArray[np.float64]) -> NDArray[np.float64]:

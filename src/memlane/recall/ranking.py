@@ -531,28 +531,37 @@ def _decided(scores: Scores, ordered: NDArray[np.intp]) -> list[str]:
     return ["order" if tie else SIGNALS[k] for tie, k in zip(tied, best, strict=True)]
 
 
-def _boosts(relevance: Relevance, profile: RankingProfile, i: int) -> tuple[AppliedBoost, ...]:
-    """The boosts that lifted candidate ``i``; the graph boost's strength is ``graph * g_i``."""
-    graph = 0.0 if relevance.graph is None else float(np.clip(relevance.graph[i], 0.0, 1.0))
+def _column(values: NDArray[np.floating] | None, idx: NDArray[np.intp]) -> list[float] | None:
+    """``values[idx]`` as Python floats (``None`` when there are no values)."""
+    return None if values is None else np.asarray(values, dtype=np.float64)[idx].tolist()
+
+
+def _boosts(
+    profile: RankingProfile, entity: float, in_window: float, graph: float
+) -> tuple[AppliedBoost, ...]:
+    """The boosts that lifted a candidate with these signals; the graph boost's strength is ``graph * g``
+    (``graph`` already clipped to [0, 1])."""
     applied = (
-        ("entity", relevance.entity[i], profile.boosts.entity),
-        ("time_window", relevance.in_window[i], profile.boosts.time_window),
+        ("entity", entity, profile.boosts.entity),
+        ("time_window", in_window, profile.boosts.time_window),
         ("graph", graph, profile.boosts.graph * graph),
     )
     return tuple(AppliedBoost(name, strength) for name, on, strength in applied if on > 0 and strength > 0)
 
 
-def _agent_discount(relevance: Relevance, profile: RankingProfile, i: int) -> float | None:
-    """The discount of candidate ``i`` as the agent's own turn (``None``: not discounted)."""
-    if relevance.agent is None or relevance.agent[i] <= 0 or profile.speakers.agent_discount <= 0:
+def _agent_discount(profile: RankingProfile, agent: float | None) -> float | None:
+    """The discount of a candidate with agent signal ``agent`` as the agent's own turn (``None``: not
+    discounted)."""
+    if agent is None or agent <= 0 or profile.speakers.agent_discount <= 0:
         return None
     return float(profile.speakers.agent_discount)
 
 
-def _optional(values: FloatArray | None, raw: NDArray[np.floating] | None, i: int) -> float | None:
-    if values is None or raw is None or math.isnan(float(raw[i])):
+def _optional(values: list[float] | None, raw: list[float] | None, k: int) -> float | None:
+    """``values[k]``, or ``None`` without values or where the raw signal is NaN (absent)."""
+    if values is None or raw is None or math.isnan(raw[k]):
         return None
-    return float(values[i])
+    return values[k]
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,8 +578,8 @@ class _Ranking:
 
 def _breakdowns(r: _Ranking, ordered: list[int], count: int) -> list[ScoreBreakdown]:
     """The breakdowns of the first ``count`` of ``ordered`` (best first; one more, if given, is the
-    candidate below the last): every array read once for all of them."""
-    rel, scores, signals = r.relevance, r.scores, r.signals
+    candidate below the last): every array read once for all of them, as Python values."""
+    rel, scores, signals, profile = r.relevance, r.scores, r.signals, r.profile
     idx = np.asarray(ordered, dtype=np.intp)
     hits = idx[:count]
     values, weights, points = scores.values[:, hits], scores.weights_at(hits), scores.points_at(hits)
@@ -579,37 +588,39 @@ def _breakdowns(r: _Ranking, ordered: list[int], count: int) -> list[ScoreBreakd
     total = scores.total[idx].tolist()
     lead: list[float | None] = [a - b for a, b in pairwise(total)]
     lead += [None] * (len(idx) == len(hits))
+    relevance, own, base = _column(rel.relevance, hits), _column(rel.own, hits), _column(rel.base, hits)
+    dense, cosine = _column(rel.dense, hits), _column(signals.cosine, hits)
+    keyword, bm25 = _column(rel.keyword, hits), _column(signals.keyword, hits)
+    entity, window = _column(rel.entity, hits), _column(rel.in_window, hits)
+    graph = [0.0] * len(hits) if rel.graph is None else np.clip(rel.graph[hits], 0.0, 1.0).tolist()
+    agent = _column(rel.agent, hits)
+    in_window = None if signals.in_window is None else np.asarray(signals.in_window)[hits].tolist()
+    assert relevance is not None and own is not None and base is not None
+    assert entity is not None and window is not None
     columns = zip(
-        hits.tolist(),
-        values.T.tolist(),
-        weights.T.tolist(),
-        points.T.tolist(),
-        decided,
-        total,
-        lead,
-        strict=False,
+        values.T.tolist(), weights.T.tolist(), points.T.tolist(), decided, total, lead, strict=False
     )
     out = []
-    for i, value, weight, point, by, score, ahead in columns:
+    for k, (value, weight, point, by, score, ahead) in enumerate(columns):
         out.append(
             ScoreBreakdown(
-                relevance=float(rel.relevance[i]),
+                relevance=relevance[k],
                 recency=value[1],
                 importance=value[2],
                 score=score,
-                dense=_optional(rel.dense, signals.cosine, i),
-                keyword=_optional(rel.keyword, signals.keyword, i),
+                dense=_optional(dense, cosine, k),
+                keyword=_optional(keyword, bm25, k),
                 retrieval=r.mode,
                 fallback=r.options.fallback,
-                in_window=None if signals.in_window is None else bool(signals.in_window[i]),
-                own_relevance=float(rel.own[i]),
+                in_window=None if in_window is None else bool(in_window[k]),
+                own_relevance=own[k],
                 decided_by=by,
                 fusion=rel.fusion,
-                base_relevance=float(rel.base[i]),
-                boosts=_boosts(rel, r.profile, i),
-                agent_discount=_agent_discount(rel, r.profile, i),
+                base_relevance=base[k],
+                boosts=_boosts(profile, entity[k], window[k], graph[k]),
+                agent_discount=_agent_discount(profile, None if agent is None else agent[k]),
                 contributions=tuple(
-                    Contribution(name, value[k], weight[k], point[k]) for k, name in enumerate(SIGNALS)
+                    Contribution(name, value[j], weight[j], point[j]) for j, name in enumerate(SIGNALS)
                 ),
                 tie_band=scores.tie_band,
                 lead=ahead,

@@ -199,17 +199,9 @@ def named_tag(
     tag lists give the same answer as all of them.
     """
     words = {run for _, run in runs(query)}
-    named: set[str] = set()
-    seen: set[str] = set()
-    for tags in candidate_tags:
-        for tag in tags:
-            if tag in seen:
-                continue
-            seen.add(tag)
-            parts = words_of(tag)
-            if parts and parts <= words:
-                named.add(tag)
-    return next(iter(named)) if len(named) == 1 else None
+    distinct: set[str] = set().union(*candidate_tags)  # each tag once, however many lists carry it
+    named = [tag for tag in distinct if (parts := words_of(tag)) and parts <= words]
+    return named[0] if len(named) == 1 else None
 
 
 def entity_signal(candidate_tags: Sequence[Sequence[str]], tag: str | None) -> FloatArray:

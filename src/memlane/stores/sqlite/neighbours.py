@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from memlane.stores.base import Neighbours
+from memlane.stores.base import Neighbours, unique_keys
 from memlane.stores.keyword_postings import KeywordPostings
 
 __all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "indexed_neighbours", "stored_neighbours"]
@@ -133,7 +133,7 @@ def indexed_neighbours(postings: KeywordPostings, keys: Sequence[int], radius: i
     :meth:`KeywordPostings.neighbours`, the session and tag codes are gathers, and the tags'
     words come from the index's cache (:meth:`KeywordPostings.tag_words`).
     """
-    wanted = np.unique(np.asarray(keys, dtype=np.int64))
+    wanted = unique_keys(np.asarray(keys, dtype=np.int64))
     rows, adjacent = postings.neighbours(wanted, radius)
     return Neighbours(
         keys=postings.seqs[rows],
