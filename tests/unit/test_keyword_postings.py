@@ -127,7 +127,7 @@ _CORPUS = st.lists(
     st.tuples(
         st.sampled_from("ab"),
         st.sampled_from("xy"),
-        # a few common words (many equal scores: ties; a scratch cleared whole) and rarer ones (cleared by row)
+        # a few common words (equal scores: ties; scratch cleared whole) and rarer ones (cleared by row)
         st.lists(st.sampled_from(WORDS[:8]) | st.sampled_from(WORDS[8:48]), max_size=6),
         st.integers(0, 3),  # token_count beyond the terms
         st.booleans(),  # deleted later
