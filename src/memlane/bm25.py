@@ -17,9 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_BM25", "Bm25Params", "ScoredRow", "idf", "score_matches"]
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["DEFAULT_BM25", "Bm25Params", "ScoredRow", "contribution", "idf", "length_norm", "score_matches"]
+
+Values = TypeVar("Values", float, NDArray[np.float64])
+"""One number or an array of them: the formulas below run on either, operation by operation alike."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,23 @@ ScoredRow = tuple[int, float, Any, Any]
 def idf(df: int, n_rows: int) -> float:
     """The Lucene IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))`` of a term in ``df`` of ``n_rows`` rows (> 0)."""
     return math.log1p((n_rows - df + 0.5) / (df + 0.5))
+
+
+def length_norm(length: Values, k1: float, b: float, avgdl: float) -> Values:
+    """BM25's length normalisation ``k1 * ((1 - b) + b * length / avgdl)`` (``avgdl`` > 0, already clamped).
+
+    Elementwise on an array: the same float for a row as on its length alone.
+    """
+    return k1 * ((1.0 - b) + b * length / avgdl)
+
+
+def contribution(weight: float, f: Values, norm: Values, k1: float) -> Values:
+    """One term's BM25 in a row: ``weight * f * (k1 + 1) / (f + norm)`` (evaluated left to right).
+
+    ``weight`` is the term's :func:`idf`, ``f`` its count in the row (>= 1), ``norm`` the
+    row's :func:`length_norm`. Elementwise on arrays, the same float as on scalars.
+    """
+    return weight * f * (k1 + 1.0) / (f + norm)
 
 
 def score_matches(
@@ -111,7 +134,7 @@ def _score(
         present = [t for t in weights if t in hit]
         if not present:
             continue
-        norm = k1 * (1.0 - b + b * float(token_count) / avg)
-        score = sum(weights[t] * f * (k1 + 1.0) / (f + norm) for t in present for f in (tokens.count(t),))
+        norm = length_norm(float(token_count), k1, b, avg)
+        score = sum(contribution(weights[t], float(tokens.count(t)), norm, k1) for t in present)
         scored.append((int(key), score, created, importance))
     return scored

@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
@@ -119,3 +121,62 @@ def test_every_row_norm_and_per_term_norms_give_the_same_floats(monkeypatch: pyt
             positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
             got.append((positions.tolist(), scores.tolist()))
         assert got[0] == got[1] == got[2]
+
+
+_CORPUS = st.lists(
+    st.tuples(
+        st.sampled_from("ab"),
+        st.sampled_from("xy"),
+        # a few common words (equal scores: ties; scratch cleared whole) and rarer ones (cleared by row)
+        st.lists(st.sampled_from(WORDS[:8]) | st.sampled_from(WORDS[8:48]), max_size=6),
+        st.integers(0, 3),  # token_count beyond the terms
+        st.booleans(),  # deleted later
+    ),
+    min_size=40,  # enough rows for a rare word's matches to be under 1/16 of them
+    max_size=200,
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    corpus=_CORPUS,
+    cut=st.integers(0, 200),
+    query=st.lists(st.sampled_from(WORDS[:48]), min_size=1, max_size=5, unique=True),
+    scope=st.sampled_from([(None, None), ("a", None), ("b", "y")]),
+    top=st.integers(1, 40),
+)
+def test_top_rows_equal_the_plain_path_over_random_corpora(
+    corpus: list[tuple[str, str, list[str], int, bool]],
+    cut: int,
+    query: list[str],
+    scope: tuple[str | None, str | None],
+    top: int,
+) -> None:
+    """Over random corpora (two appends: main and tail segments), deletions, scopes and queries, the
+    best ``top`` rows of the postings (keys, floats, tie order) are :func:`score_matches`'."""
+    rows = [(i * 2 + 1, t, s, " ".join(w), len(w) + extra) for i, (t, s, w, extra, _) in enumerate(corpus)]
+    index = KeywordPostings()
+    for part in (rows[:cut], rows[cut:]):
+        if part:
+            _add(index, part)
+    kept = [r for r, c in zip(rows, corpus, strict=True) if not c[4]]
+    index.retain(np.array([r[0] for r in kept], dtype=np.int64))
+    inside = [r for r in kept if scope[0] in (None, r[1]) and scope[1] in (None, r[2])]
+    if not inside:
+        return
+    n, avgdl = len(inside), sum(r[4] for r in inside) / len(inside)
+    found = index.scope_postings(query, scope)
+    df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+    if not df:
+        return
+    expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], df, n, avgdl, top)
+    positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
+    keys = index.seqs[positions]
+    got = [(int(keys[i]), float(scores[i])) for i in best_first(keys, scores, top)]
+    assert got == [(k, s) for k, s, _, _ in expected]
+    last = dict(list(df.items())[-1:])  # the scratch was cleared: a narrower query sees none of the above
+    positions, scores = index.score(found, last, n, avgdl, DEFAULT_BM25)
+    expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], last, n, avgdl, len(inside))
+    assert [(int(k), float(s)) for k, s in zip(index.seqs[positions], scores, strict=True)] == sorted(
+        (k, s) for k, s, _, _ in expected
+    )

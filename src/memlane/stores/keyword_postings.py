@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memlane.analysis import tag_words
-from memlane.bm25 import Bm25Params, idf
+from memlane.bm25 import Bm25Params, contribution, idf, length_norm
 
 __all__ = ["TAIL_FRACTION", "KeywordPostings", "PostingRows", "best_first"]
 
@@ -135,6 +135,9 @@ class _Segment:
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float64)
+
+_CLEAR_WHOLE = 16
+""":meth:`KeywordPostings.score` clears its whole scratch once over ``1 / 16`` of the rows matched."""
 
 
 class KeywordPostings:
@@ -385,13 +388,17 @@ class KeywordPostings:
             for term, d in df.items():
                 weight = idf(d, n_rows)
                 rows, f = postings[term]
-                norm = k1 * ((1.0 - b) + b * self.lengths[rows] / avg) if every is None else every[rows]
-                total[rows] += weight * f * (k1 + 1.0) / (f + norm)
+                norm = length_norm(self.lengths[rows], k1, b, avg) if every is None else every[rows]
+                total[rows] += contribution(weight, f, norm, k1)
                 seen[rows] = True
         finally:
             hit = np.flatnonzero(seen)  # the matched rows (a bool scan is faster than a float one)
             scores = total[hit]
-            total[hit], seen[hit] = 0.0, False
+            if len(hit) * _CLEAR_WHOLE > len(total):  # many matches: one memset beats two scatters
+                total.fill(0.0)
+                seen.fill(False)
+            else:
+                total[hit], seen[hit] = 0.0, False
         nonzero = scores != 0.0  # as np.flatnonzero(total): a sum that is exactly 0 is no match
         if not nonzero.all():
             hit, scores = hit[nonzero], scores[nonzero]
@@ -410,7 +417,7 @@ class KeywordPostings:
         """
         key = (k1, b, avg)
         if self._norms is None or self._norms[0] != key:
-            self._norms = key, k1 * ((1.0 - b) + b * self.lengths / avg)
+            self._norms = key, length_norm(self.lengths, k1, b, avg)
         return self._norms[1]
 
 
