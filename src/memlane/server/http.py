@@ -74,6 +74,7 @@ from memlane.server.deps import (
     with_body,
 )
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers, public_error
+from memlane.server.front import health_body
 from memlane.server.inspector.routes import install_inspector
 from memlane.server.inspector.throttle import KeyFailures
 from memlane.server.routes_graph import graph_router
@@ -220,8 +221,8 @@ health_router = APIRouter(tags=["health"])
 
 @health_router.get("/health", response_model=Health, summary="Liveness check (no API key needed)")
 def health() -> Health:
-    """``{"status": "ok"}`` while the server runs."""
-    return Health(status="ok", version=__version__)
+    """``{"status": "ok", "version"}`` while the server runs (:func:`memlane.server.front.health_body`)."""
+    return Health.model_validate(health_body())
 
 
 # -- the app ----------------------------------------------------------------------------
