@@ -9,6 +9,9 @@ during the load must be served once it ends.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -262,3 +265,23 @@ def test_a_failed_load_is_reported_and_waiting_requests_get_a_503() -> None:
     finally:
         opened.set()
     assert [str(f) for f in failures] == ["no store"] and front.failure is failures[0]
+
+
+def test_memlane_serve_reports_a_failed_load_and_exits(tmp_path: Path) -> None:
+    """No API keys: the app refuses to build after the socket is already listening; the command
+    still stops with the app's message and a failing exit status."""
+    (tmp_path / "memlane.yaml").write_text(
+        "memory:\n  path: x.db\nepisodic_memory:\n  embedding_provider: hashing\nserver:\n  port: 0\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "memlane", "--config", "memlane.yaml", "serve", "--log-level", "warning"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "server.api_keys: no API keys configured" in done.stderr

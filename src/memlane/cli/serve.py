@@ -79,7 +79,8 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
     Endpoints under /v1 (remember, recall, list, export, get and delete by id) need an
     API key (Authorization: Bearer KEY, or X-API-Key: KEY) listed in the config's
     server.api_keys, which maps each key to its tenant; the tenant always comes from
-    the key. GET /health needs none; the OpenAPI document is /openapi.json. Requires the 'server'
+    the key. GET /health needs none, and is answered as soon as the port listens, while the app
+    and the store still load. The OpenAPI document is /openapi.json. Requires the 'server'
     extra and a --config file with server.api_keys (make keys with 'memlane api-key').
     """
     _require("server", "fastapi", "uvicorn")
@@ -100,7 +101,8 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
     if not _is_loopback(bind):
         logger.warning("serving on %s: use TLS (a reverse proxy) when keys travel over a network", bind)
     port = settings.port if port is None else port
-    _run_front(load, health_answer, {"host": bind, "port": port, "log_level": log_level})
+    sock = _bind(bind, port)  # listening before anything heavy is imported
+    _run_front(load, health_answer, {"host": bind, "port": port, "log_level": log_level}, sockets=[sock])
 
 
 def _run_front(

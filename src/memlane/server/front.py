@@ -199,7 +199,7 @@ class LoadingFront:
             body (``b""`` when there is none); requests with a larger or undeclared
             (chunked) body are not judged: they wait for the app.
         on_failure: Called in the event loop with the exception if ``load`` or the app's
-            lifespan startup fails.
+            lifespan startup fails (default: the exception is logged).
     """
 
     def __init__(
@@ -286,10 +286,11 @@ class LoadingFront:
             lifespan = _Lifespan(app, state)
             await lifespan.startup()
             self._app, self._lifespan = app, lifespan
-        except Exception as exc:  # reported to on_failure; requests get a 503
-            logger.exception("the server failed to start")
+        except Exception as exc:  # reported to on_failure (else logged); requests get a 503
             self.failure = exc
-            if self._on_failure is not None:
+            if self._on_failure is None:
+                logger.exception("the server failed to start")
+            else:
                 self._on_failure(exc)
         finally:
             self._ready.set()

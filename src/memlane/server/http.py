@@ -35,6 +35,8 @@ FastAPI's pages load Swagger UI/ReDoc scripts from a CDN, which must not run on 
 origin (its cookie) and show a blank page offline; open ``/openapi.json`` in any OpenAPI viewer.
 Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in the
 server's thread pool; the memory is opened when the app starts and closed when it stops.
+``memlane serve`` answers ``GET /health`` while this app is still being built
+(:class:`memlane.server.front.LoadingFront`); every other request waits for it.
 """
 
 import itertools

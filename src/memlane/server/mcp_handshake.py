@@ -11,6 +11,11 @@ connection is initialised as usual — and its own answer to that request id is 
 (:mod:`memlane.server.mcp`). Any other first line (another method, a notification, unusual
 parameters, a malformed line) gets no early answer: it goes to the SDK as before.
 
+Over streamable HTTP the same answers are given by :mod:`memlane.server.front` while the app
+loads: :func:`initialize_reply`, and :func:`discover_reply` for the ``server/discover`` probe the
+SDK's client sends first in its default ``auto`` mode (the per-request protocol era,
+:data:`MODERN_PROTOCOL_VERSIONS`).
+
 This module imports nothing but the standard library; :mod:`memlane.server.mcp` takes its
 constants from here (one definition).
 """
