@@ -95,15 +95,17 @@ EARLY_MCP_REQUESTS: list[tuple[dict[str, Any], dict[str, str]]] = [
 ]
 
 
-def _answer(response: httpx.Response) -> tuple[int, str, Any]:
-    """Status, content type and the JSON-RPC message (the one SSE event's data, or the JSON body)."""
+def _answer(response: httpx.Response) -> tuple[int, dict[str, str], Any]:
+    """Status, headers (but the date and server) and the JSON-RPC message (the one SSE event's
+    data, or the JSON body)."""
     kind = response.headers["content-type"]
+    headers = {k: v for k, v in response.headers.items() if k not in ("date", "server")}
     text = response.text
     if kind.startswith("text/event-stream"):
         data = [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
         assert len(data) == 1, text
         text = data[0]
-    return response.status_code, kind, json.loads(text)
+    return response.status_code, headers, json.loads(text)
 
 
 def _mcp_app(path: Path) -> Callable[[], Any]:
