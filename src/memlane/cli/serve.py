@@ -118,7 +118,8 @@ def _run_front(
     Args:
         load: Builds the real ASGI app (in a thread, after the socket listens).
         early: What the front answers before the app is loaded.
-        options: ``uvicorn.Config`` options (host, port, log level), besides the read timeouts.
+        options: ``uvicorn.Config`` options (log level; host and port: their address is logged as
+            uvicorn logs it, also with ``sockets``), besides the read timeouts.
         sockets: Already bound sockets to serve on (else uvicorn binds ``options``' host and port).
         announce: Printed on stderr once the server accepts connections (if not empty).
 
@@ -133,7 +134,11 @@ def _run_front(
     class _Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if announce and not self.should_exit:
+            if self.should_exit:
+                return
+            if sockets is not None and "port" in options:  # uvicorn logs its address only if it binds
+                self._log_started_message(sockets)  # "Uvicorn running on http://HOST:PORT ..."
+            if announce:
                 click.echo(announce, err=True)  # once it accepts connections
 
     servers: list[_Server] = []
@@ -199,17 +204,17 @@ def mcp(
     transport has no authentication: keep it on 127.0.0.1. Requires
     the 'mcp' extra.
     """
+    early = None
+    if transport == "stdio" and importlib.util.find_spec("mcp") is not None:
+        # Answer ``initialize`` while the SDK (1-2 s) and the memory load (issue #24 item 7).
+        from memlane.server.mcp_handshake import EarlyHandshake
+
+        early = EarlyHandshake(sys.stdin.buffer, sys.stdout.buffer).start()
     max_limit = state.settings.episodic_or_default.max_limit
     logger.info(
         "MCP server for tenant %r, session %r (%s scope)", state.tenant, state.session, state.scope.value
     )
     if transport == "stdio":
-        early = None
-        if importlib.util.find_spec("mcp") is not None:
-            # Answer ``initialize`` while the SDK (1-2 s) and the memory load (issue #24 item 7).
-            from memlane.server.mcp_handshake import EarlyHandshake
-
-            early = EarlyHandshake(sys.stdin.buffer, sys.stdout.buffer).start()
         _require("mcp", "mcp")
         from memlane.server.mcp import run_stdio
 
