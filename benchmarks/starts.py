@@ -7,8 +7,10 @@ median and the minimum (the minimum is the least disturbed run on a shared machi
   lookup, newest first) over a small database; ``memlane recall QUERY`` (embeds the query: the
   model loads);
 * ``memlane mcp`` over stdio: from the process start to the ``initialize`` answer;
-* ``memlane mcp --transport streamable-http``: to the first answered ``initialize`` POST;
-* ``memlane serve``: to the first answered ``GET /health``;
+* ``memlane mcp --transport streamable-http``: to the first answered ``initialize`` POST, and to
+  the first answered ``tools/list`` (which needs the SDK and the store: the whole load);
+* ``memlane serve``: to the first answered ``GET /health``, and to the first ``GET /v1/episodes``
+  (the whole load);
 * in Python: the first ``recall_episodes(query)`` of a fresh process (the bundled model loads) and
   the second one;
 * the first vector search of a fresh process over a store just bulk-loaded with ``--bulk-rows``
@@ -184,27 +186,31 @@ def _until_answered(
         process.wait(30)
 
 
-def http_health(env: dict[str, str], work: Path) -> dict[str, float]:
-    """Seconds from starting ``memlane serve`` to its first ``GET /health`` 200."""
+def http_get(path: str) -> Measure:
+    """Seconds from starting ``memlane serve`` to its first ``GET path`` 200 (with the API key)."""
     args = [sys.executable, "-m", "memlane", "--config", "memlane.yaml", "serve", "--log-level", "warning"]
-    return _until_answered(
-        args,
-        env,
-        work,
-        lambda port: httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200,
-    )
+    headers = {"Authorization": f"Bearer {KEY}"}
+
+    def answered(port: int) -> bool:
+        return httpx.get(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=60).status_code == 200
+
+    return lambda env, work: _until_answered(args, env, work, answered)
 
 
-def mcp_http(env: dict[str, str], work: Path) -> dict[str, float]:
-    """Seconds from starting ``memlane mcp --transport streamable-http`` to an answered ``initialize``."""
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def mcp_http(request: dict[str, Any], headers: dict[str, str]) -> Measure:
+    """Seconds from starting ``memlane mcp --transport streamable-http`` to an answered ``request``."""
     args = [sys.executable, "-m", "memlane", "--db", "bench.db", "mcp", "--transport", "streamable-http"]
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
-    def initialized(port: int) -> bool:
-        reply = httpx.post(f"http://127.0.0.1:{port}/mcp", json=INITIALIZE, headers=headers, timeout=5)
+    def answered(port: int) -> bool:
+        url = f"http://127.0.0.1:{port}/mcp"
+        reply = httpx.post(url, json=request, headers={**MCP_HEADERS, **headers}, timeout=60)
         return reply.status_code == 200 and '"result"' in reply.text
 
-    return _until_answered(args, env, work, initialized)
+    return lambda env, work: _until_answered(args, env, work, answered)
 
 
 def in_process(script: str, *args: str, fresh_bulk: bool = False) -> Measure:
@@ -234,8 +240,12 @@ CASES: dict[str, Measure] = {
     "memlane recall (no query)": cli("recall", "--limit", "5"),
     "memlane recall QUERY": cli("recall", "window seats", "--limit", "5"),
     "memlane mcp: initialize (stdio)": mcp_stdio,
-    "memlane mcp: initialize (streamable HTTP)": mcp_http,
-    "memlane serve: GET /health": http_health,
+    "memlane mcp: initialize (streamable HTTP)": mcp_http(INITIALIZE, {}),
+    "memlane mcp: first tools/list (streamable HTTP)": mcp_http(
+        TOOLS_LIST, {"MCP-Protocol-Version": "2025-06-18"}
+    ),
+    "memlane serve: GET /health": http_get("/health"),
+    "memlane serve: first GET /v1/episodes": http_get("/v1/episodes"),
     "first recall_episodes in a process": in_process(FIRST_RECALL, "bench.db"),
     "first vector search after a bulk load": in_process(BULK_RECALL, "bulk.db", "search", fresh_bulk=True),
     "optimize() after a bulk load, then a search": in_process(

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -414,7 +413,9 @@ def stage_progress(console: Console, *, disable: bool) -> Iterator[StageCallback
     Yields:
         The callback to report progress with.
     """
-    with Progress(
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    with Progress(  # imported here: most commands draw no bar (issue #24 item 7)
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),

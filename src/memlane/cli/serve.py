@@ -34,16 +34,16 @@ API_KEY_PREFIX = "mlk_"
 
 
 def _require(extra: str, *modules: str) -> None:
-    """Import ``modules`` or fail with a one-line hint to install ``memlane[extra]``."""
-    import importlib
+    """Fail with a one-line hint to install ``memlane[extra]`` unless ``modules`` are installed.
 
+    Only looked up (``importlib.util.find_spec``), not imported: the servers import them while
+    the socket already answers (:mod:`memlane.server.front`).
+    """
     for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
+        if importlib.util.find_spec(module) is None:
             raise CliError(
-                f"this command needs the '{extra}' extra: pip install 'memlane[{extra}]' ({exc})"
-            ) from exc
+                f"this command needs the '{extra}' extra: pip install 'memlane[{extra}]' (no {module})"
+            )
 
 
 def _is_loopback(host: str) -> bool:
@@ -79,22 +79,78 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
     Endpoints under /v1 (remember, recall, list, export, get and delete by id) need an
     API key (Authorization: Bearer KEY, or X-API-Key: KEY) listed in the config's
     server.api_keys, which maps each key to its tenant; the tenant always comes from
-    the key. GET /health needs none; the OpenAPI document is /openapi.json. Requires the 'server'
+    the key. GET /health needs none, and is answered as soon as the port listens, while the app
+    and the store still load. The OpenAPI document is /openapi.json. Requires the 'server'
     extra and a --config file with server.api_keys (make keys with 'memlane api-key').
     """
     _require("server", "fastapi", "uvicorn")
-    import uvicorn
-
-    from memlane.server.http import create_app
-    from memlane.server.timeouts import UVICORN_OPTIONS
+    from memlane.server.front import health_answer
 
     settings = state.settings.server
-    app = create_app(state.memory, settings, max_limit=state.settings.episodic_or_default.max_limit)
+    max_limit = state.settings.episodic_or_default.max_limit
+
+    def load() -> Any:  # in a thread, while /health is already answered
+        from memlane.server.http import create_app
+
+        opened: list[Any] = []
+        app = create_app(opened.pop, settings, max_limit=max_limit)
+        opened.append(state.memory())  # opened here, not in the event loop by the app's lifespan
+        return app
+
     bind = host or settings.host
     if not _is_loopback(bind):
         logger.warning("serving on %s: use TLS (a reverse proxy) when keys travel over a network", bind)
     port = settings.port if port is None else port
-    uvicorn.run(app, host=bind, port=port, log_level=log_level, **UVICORN_OPTIONS)  # read timeouts
+    sock = _bind(bind, port)  # listening before anything heavy is imported
+    _run_front(load, health_answer, {"host": bind, "port": port, "log_level": log_level}, sockets=[sock])
+
+
+def _run_front(
+    load: Any,
+    early: Any,
+    options: dict[str, Any],
+    *,
+    sockets: list[socket.socket] | None = None,
+    announce: str = "",
+) -> None:
+    """Serve :class:`memlane.server.front.LoadingFront` over ``load``'s app with uvicorn until stopped.
+
+    Args:
+        load: Builds the real ASGI app (in a thread, after the socket listens).
+        early: What the front answers before the app is loaded.
+        options: ``uvicorn.Config`` options (log level; host and port: their address is logged as
+            uvicorn logs it, also with ``sockets``), besides the read timeouts.
+        sockets: Already bound sockets to serve on (else uvicorn binds ``options``' host and port).
+        announce: Printed on stderr once the server accepts connections (if not empty).
+
+    Raises:
+        Exception: what ``load`` (or the app's startup) raised; the server stops first.
+    """
+    import uvicorn
+
+    from memlane.server.front import LoadingFront
+    from memlane.server.timeouts import UVICORN_OPTIONS
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.should_exit:
+                return
+            if sockets is not None and "port" in options:  # uvicorn logs its address only if it binds
+                self._log_started_message(sockets)  # "Uvicorn running on http://HOST:PORT ..."
+            if announce:
+                click.echo(announce, err=True)  # once it accepts connections
+
+    servers: list[_Server] = []
+
+    def stop(_: BaseException) -> None:
+        servers[0].should_exit = True
+
+    front = LoadingFront(load, early, on_failure=stop)
+    servers.append(_Server(uvicorn.Config(front, lifespan="on", **options, **UVICORN_OPTIONS)))
+    servers[0].run(sockets=sockets)
+    if front.failure is not None:
+        raise front.failure
 
 
 @click.command()
@@ -154,37 +210,34 @@ def mcp(
         from memlane.server.mcp_handshake import EarlyHandshake
 
         early = EarlyHandshake(sys.stdin.buffer, sys.stdout.buffer).start()
-    _require("mcp", "mcp")
-    from memlane.server.mcp import create_mcp_server, run_stdio, streamable_http_app
-
-    memory = state.memory()
     max_limit = state.settings.episodic_or_default.max_limit
     logger.info(
         "MCP server for tenant %r, session %r (%s scope)", state.tenant, state.session, state.scope.value
     )
     if transport == "stdio":
+        _require("mcp", "mcp")
+        from memlane.server.mcp import run_stdio
+
+        memory = state.memory()
         run_stdio(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id, early=early)
         return
-    server = create_mcp_server(memory, max_limit=max_limit, agent_id=agent_id, user_id=user_id)
+    _require("mcp", "mcp")
     _require("server", "uvicorn")
-    import uvicorn
+    from memlane.server.front import mcp_early_answer
+
+    def load() -> Any:  # in a thread, while initialize and server/discover are already answered
+        from memlane.server.mcp import create_mcp_server, streamable_http_app
+
+        server = create_mcp_server(state.memory(), max_limit=max_limit, agent_id=agent_id, user_id=user_id)
+        return streamable_http_app(server, path=path, host=host)  # stateless: no session table
 
     if not _is_loopback(host):
         logger.warning("the MCP HTTP transport has no authentication and is bound to %s", host)
-    from memlane.server.timeouts import UVICORN_OPTIONS
-
-    app: Any = streamable_http_app(server, path=path, host=host)  # stateless: no session table
     sock = _bind(host, port)  # bound here, so the URL printed has the real port (also for --port 0)
     bound = "[" + host + "]" if ":" in host else host
     url = f"http://{bound}:{sock.getsockname()[1]}{path}"
-
-    class _Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            click.echo(f"MCP server (streamable-http) at {url}", err=True)  # once it accepts connections
-
-    config = uvicorn.Config(app, log_level=log_level, **UVICORN_OPTIONS)  # read timeouts
-    _Server(config).run(sockets=[sock])
+    announce = f"MCP server (streamable-http) at {url}"
+    _run_front(load, mcp_early_answer(path), {"log_level": log_level}, sockets=[sock], announce=announce)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -35,6 +35,8 @@ FastAPI's pages load Swagger UI/ReDoc scripts from a CDN, which must not run on 
 origin (its cookie) and show a blank page offline; open ``/openapi.json`` in any OpenAPI viewer.
 Errors follow :mod:`memlane.server.errors`. Endpoints are synchronous and run in the
 server's thread pool; the memory is opened when the app starts and closed when it stops.
+``memlane serve`` answers ``GET /health`` while this app is still being built
+(:class:`memlane.server.front.LoadingFront`); every other request waits for it.
 """
 
 import itertools
@@ -74,6 +76,7 @@ from memlane.server.deps import (
     with_body,
 )
 from memlane.server.errors import SafeJSONResponse, http_error_response, install_error_handlers, public_error
+from memlane.server.front import health_body
 from memlane.server.inspector.routes import install_inspector
 from memlane.server.inspector.throttle import KeyFailures
 from memlane.server.routes_graph import graph_router
@@ -220,8 +223,8 @@ health_router = APIRouter(tags=["health"])
 
 @health_router.get("/health", response_model=Health, summary="Liveness check (no API key needed)")
 def health() -> Health:
-    """``{"status": "ok"}`` while the server runs."""
-    return Health(status="ok", version=__version__)
+    """``{"status": "ok", "version"}`` while the server runs (:func:`memlane.server.front.health_body`)."""
+    return Health.model_validate(health_body())
 
 
 # -- the app ----------------------------------------------------------------------------

@@ -38,6 +38,10 @@ other MCP clients) or ``memlane mcp --transport streamable-http --port 8765``.
   (and the SDK) is even imported (:mod:`memlane.server.mcp_handshake`, given to
   :func:`run_stdio` as ``early``): the SDK still receives that request, and its own,
   identical answer is dropped.
+* ``memlane mcp --transport streamable-http`` serves the app through
+  :class:`memlane.server.front.LoadingFront`: the socket answers a plain ``initialize`` and
+  ``server/discover`` (the SDK's own answers) while this module, the SDK and the store load in a
+  thread; every other request waits for the app.
 * The streamable HTTP transport (:func:`streamable_http_app`) is stateless: memlane's tools keep
   no per-session state, so there is no session table to fill. It has no authentication: bind it
   to 127.0.0.1 (the default; the SDK then also enables DNS-rebinding protection) or put it

@@ -11,6 +11,11 @@ connection is initialised as usual — and its own answer to that request id is 
 (:mod:`memlane.server.mcp`). Any other first line (another method, a notification, unusual
 parameters, a malformed line) gets no early answer: it goes to the SDK as before.
 
+Over streamable HTTP the same answers are given by :mod:`memlane.server.front` while the app
+loads: :func:`initialize_reply`, and :func:`discover_reply` for the ``server/discover`` probe the
+SDK's client sends first in its default ``auto`` mode (the per-request protocol era,
+:data:`MODERN_PROTOCOL_VERSIONS`).
+
 This module imports nothing but the standard library; :mod:`memlane.server.mcp` takes its
 constants from here (one definition).
 """
@@ -27,10 +32,14 @@ from memlane import __version__
 __all__ = [
     "HANDSHAKE_PROTOCOL_VERSIONS",
     "MAX_REQUEST_ID_CHARS",
+    "MODERN_PROTOCOL_VERSIONS",
+    "MODERN_SERVER_CAPABILITIES",
     "SERVER_CAPABILITIES",
     "SERVER_INSTRUCTIONS",
     "SERVER_TITLE",
     "EarlyHandshake",
+    "discover_answerable",
+    "discover_reply",
     "early_answerable",
     "initialize_reply",
     "negotiate_protocol_version",
@@ -64,6 +73,18 @@ SERVER_CAPABILITIES: dict[str, Any] = {
 }
 """The capabilities the SDK derives from memlane's handlers (tools, resources, the SDK's own
 prompts list); pinned against the SDK's answer by a test."""
+
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+"""Protocol revisions of the per-request era (``server/discover``, no ``initialize``), oldest first:
+the SDK's ``mcp_types.version.MODERN_PROTOCOL_VERSIONS`` (pinned equal by a test)."""
+
+MODERN_SERVER_CAPABILITIES: dict[str, Any] = {
+    "prompts": {"listChanged": True},
+    "resources": {"listChanged": True, "subscribe": True},
+    "tools": {"listChanged": True},
+}
+"""The capabilities the SDK's ``server/discover`` answer lists for memlane's handlers (the
+per-request era advertises change notifications); pinned against the SDK's answer by a test."""
 
 MAX_REQUEST_ID_CHARS = 200
 """Longest request id (a string, or an integer's digits) memlane answers by; longer is -32600."""
@@ -156,6 +177,62 @@ def initialize_reply(message: dict[str, Any], *, name: str = "memlane") -> str:
         "instructions": SERVER_INSTRUCTIONS,
         "protocolVersion": negotiate_protocol_version(message["params"]["protocolVersion"]),
         "serverInfo": {"name": name, "title": SERVER_TITLE, "version": __version__},
+    }
+    reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+    return json.dumps(reply, separators=(",", ":"), ensure_ascii=False)
+
+
+_META = "io.modelcontextprotocol/"
+_DISCOVER_META_KEYS = frozenset(
+    {_META + "protocolVersion", _META + "clientInfo", _META + "clientCapabilities"}
+)
+
+
+def discover_answerable(message: object, *, protocol_header: str, method_header: str) -> bool:
+    """Whether ``message`` (a decoded HTTP request body) is a ``server/discover`` request this module
+    answers exactly as the SDK would.
+
+    Only the plain shape the SDK's client sends: ``{"jsonrpc": "2.0", "id", "method":
+    "server/discover", "params": {"_meta": {protocolVersion, clientInfo, clientCapabilities}}}``
+    (keys under ``io.modelcontextprotocol/``) with a valid id, a revision of
+    :data:`MODERN_PROTOCOL_VERSIONS` equal to the ``MCP-Protocol-Version`` header
+    (``protocol_header``), ``MCP-Method: server/discover`` (``method_header``), a plain client
+    info and plain capabilities.
+    """
+    if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
+        return False
+    if (
+        message["jsonrpc"] != "2.0"
+        or message["method"] != "server/discover"
+        or method_header != "server/discover"
+    ):
+        return False
+    params = message["params"]
+    if not valid_request_id(message["id"]) or not isinstance(params, dict) or set(params) != {"_meta"}:
+        return False
+    meta = params["_meta"]
+    if not isinstance(meta, dict) or set(meta) != _DISCOVER_META_KEYS:
+        return False
+    version = meta[_META + "protocolVersion"]
+    return (
+        version in MODERN_PROTOCOL_VERSIONS
+        and version == protocol_header
+        and _plain_client_info(meta[_META + "clientInfo"])
+        and _plain_capabilities(meta[_META + "clientCapabilities"])
+    )
+
+
+def discover_reply(message: dict[str, Any], *, name: str = "memlane") -> str:
+    """The SDK's answer (compact JSON, keys in the SDK's order) to a :func:`discover_answerable`
+    request; ``name`` is the server name (``serverInfo.name``), as given to the SDK."""
+    result = {
+        "cacheScope": "private",
+        "capabilities": MODERN_SERVER_CAPABILITIES,
+        "instructions": SERVER_INSTRUCTIONS,
+        "resultType": "complete",
+        "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+        "ttlMs": 0,
+        "_meta": {_META + "serverInfo": {"name": name, "title": SERVER_TITLE, "version": __version__}},
     }
     reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
     return json.dumps(reply, separators=(",", ":"), ensure_ascii=False)
