@@ -19,11 +19,13 @@ at open, transactions and error translation in :mod:`memlane.stores.postgres.con
   :meth:`PostgresStore.bind_embedding_model` records ``(model_id, dims)`` in
   ``memlane_meta`` and, in the same transaction, types the column ``vector(dims)`` and
   builds an HNSW index with ``vector_cosine_ops`` (when ``dims <= 2000``, pgvector's
-  limit). A later bind with another model or dimension raises
+  limit), partial up to a watermark: writes skip it, the rows after the watermark are
+  searched exactly, and :meth:`PostgresStore.optimize` folds them in
+  (:mod:`memlane.stores.postgres.vector_index`). A later bind with another model or dimension raises
   :class:`~memlane.errors.EmbeddingModelMismatchError`.
 
 Vector search is exact over small filtered sets and uses the HNSW index over large ones; the
-rule, its guarantees and the bulk-load advice are in :mod:`memlane.stores.postgres.vector_search`.
+rule and its guarantees are in :mod:`memlane.stores.postgres.vector_search`.
 Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle statements
 (supersede, merge, archive, delete) live in :mod:`memlane.stores.postgres.lifecycle`.
 
@@ -180,8 +182,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def bind_embedding_model(self, model_id: str, dims: int) -> None:
         """Record ``(model_id, dims)`` on first use; refuse a different one later.
 
-        The first binding also types the vector column ``vector(dims)`` and builds the HNSW
-        index (one transaction, under an advisory lock, so concurrent first binds agree).
+        The first binding also types the vector column ``vector(dims)`` and builds the (partial)
+        HNSW index (one transaction, under an advisory lock, so concurrent first binds agree).
 
         Args:
             model_id: The embedder's model id.

@@ -16,23 +16,26 @@ the rows the caller needs and ``exact_search_limit`` (default
 3. **HNSW** otherwise: ``ORDER BY embedding <=> query LIMIT top_n`` through the HNSW
    index, with ``hnsw.ef_search = clamp(top_n, 40, 1000)`` and
    ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8), so the index keeps scanning
-   until ``top_n`` rows have passed the filter (up to ``hnsw.max_scan_tuples``).
-   ``exhaustive`` is ``False``.
+   until ``top_n`` rows have passed the filter (up to ``hnsw.max_scan_tuples``). The index
+   is partial, ``seq <= W`` (:mod:`memlane.stores.postgres.vector_index`): the scan is
+   restricted to those rows, and the rows written since (``seq > W``, the unindexed tail)
+   are searched exactly (step 2's statement over the tail, through the ``seq`` b-tree); the
+   two lists of at most ``top_n`` go to :meth:`~memlane.stores.base.VectorCandidates.top`
+   together. ``exhaustive`` is ``False``.
 4. If the HNSW scan returns fewer than ``top_n`` rows although more than ``top_n`` passed
-   the filter (a filter so selective that the scan gave up, or zero-norm vectors, which
-   the cosine index skips), the exact search of step 2 is run instead. So the store never
-   returns fewer than ``min(top_n, filtered rows with vectors)`` candidates.
+   the filter (a filter so selective that the scan gave up, zero-norm vectors, which
+   the cosine index skips, or fewer than ``top_n`` indexed rows passing it), the exact
+   search of step 2 is run instead, over every row. So the store never returns fewer than
+   ``min(top_n, filtered rows with vectors)`` candidates.
 
 The reported similarity is always the exact inner product ``-(embedding <#> query)``,
 which is the cosine for the L2-normalised vectors memlane stores (and 0 for all-zero
 vectors, exactly like the SQLite store), whichever path found the row.
 
-Bulk loads: maintaining the HNSW index costs about 1 ms per inserted row (measured with
-PostgreSQL 18 / pgvector 0.8 on one core: ~1,000 rows/s with the index, ~35,000 rows/s
-without it; building it afterwards takes ~25 s for 100,000 rows of 384 dims), so call
-:meth:`~memlane.stores.postgres.PostgresStore.drop_vector_index` before a large import and
-:meth:`~memlane.stores.postgres.PostgresStore.build_vector_index` after it. Searches stay
-correct meanwhile: without the index the HNSW path's query simply runs as an exact scan.
+Writes never maintain the HNSW index (they land in the tail); ``optimize()`` folds the tail
+into it (:mod:`memlane.stores.postgres.vector_index`). Without the index
+(:meth:`~memlane.stores.postgres.PostgresStore.drop_vector_index`) searches stay correct: the
+HNSW path's query simply runs as an exact scan.
 """
 
 from __future__ import annotations
