@@ -182,3 +182,35 @@ def test_migration_16_upgrades_a_store_in_place(pg_url: str, pg_schema: str, ful
     finally:
         store.close()
         exact.close()
+
+
+def test_concurrent_folds_queue_and_leave_one_index(pg_url: str, pg_schema: str) -> None:
+    import threading
+
+    rng = np.random.default_rng(14)
+    stores = [PostgresStore(pg_url, schema=pg_schema) for _ in range(3)]
+    try:
+        stores[0].bind_embedding_model(MODEL, DIMS)
+        stores[0].insert(_episodes(0, 2_000), _unit(rng, 2_000))
+        errors: list[BaseException] = []
+
+        def run(store: PostgresStore) -> None:
+            try:
+                store.optimize()
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        top = _one(
+            pg_url, sql.SQL("SELECT max(seq) FROM {}.memlane_episodes").format(sql.Identifier(pg_schema))
+        )
+        assert _watermark(pg_url, pg_schema) == str(top)
+        assert f"WHERE (seq <= {top})" in str(_index_definition(pg_url, pg_schema))
+    finally:
+        for s in stores:
+            s.close()

@@ -55,7 +55,7 @@ from psycopg_pool import ConnectionPool
 import memlane.stores.postgres.facets as facets
 import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
-from memlane.errors import EmbeddingModelMismatchError, ValidationError
+from memlane.errors import EmbeddingModelMismatchError, StoreError, ValidationError
 from memlane.models import Episode
 from memlane.stores.base import (
     EpisodeFilter,
@@ -271,13 +271,16 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             self._retrievals.put_back(pending)
             raise
         if due:  # the batch is committed; the fold is a transaction of its own
-            self._fold(maintenance_work_mem=None, only_if_indexed=True)
+            try:
+                self._fold(maintenance_work_mem=None, only_if_indexed=True)
+            except StoreError as exc:  # the batch is stored: the next write or optimize() folds
+                logger.warning("%s: folding the vector index tail failed: %s", self.location, exc)
 
-    def _fold(self, *, maintenance_work_mem: str | None, only_if_indexed: bool) -> int | None:
+    def _fold(self, *, maintenance_work_mem: str | None, only_if_indexed: bool) -> tuple[int, bool] | None:
         """Fold the tail into the HNSW index (:func:`~memlane.stores.postgres.vector_index.fold`).
 
         ``only_if_indexed``: leave a store whose index was dropped (``drop_vector_index``) alone.
-        Returns the new watermark, or ``None`` (not bound, over 2,000 dims, or left alone).
+        Returns ``(watermark, built now)``, or ``None`` (not bound, over 2,000 dims, or left alone).
         """
         bound = self.embedding_model
         if bound is None:
@@ -311,16 +314,12 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         if bound is None or bound[1] > HNSW_MAX_DIMS:
             return IndexReport(vectors=0)
         with self._transaction("optimize") as cur:
-            before, _ = tail_span(cur, self._t, self._meta)
-            had = has_index(cur, self._schema)
-            watermark = fold(cur, schema=self._schema, ext=self._ext, dims=bound[1])
+            folded = fold(cur, schema=self._schema, ext=self._ext, dims=bound[1])
+            watermark, built = folded if folded is not None else (0, False)
             indexed = cur.execute(
-                sql.SQL("SELECT count(embedding) FROM {t} WHERE seq <= %s").format(t=self._t),
-                (watermark or 0,),
+                sql.SQL("SELECT count(embedding) FROM {t} WHERE seq <= %s").format(t=self._t), (watermark,)
             ).fetchone()
-        return IndexReport(
-            vectors=0, ann_rows=int(indexed[0]) if indexed else 0, ann_trained=not had or watermark != before
-        )
+        return IndexReport(vectors=0, ann_rows=int(indexed[0]) if indexed else 0, ann_trained=built)
 
     def delete_created_before(
         self, cutoff: datetime, keep_importance_from: float | None = None, tenant_id: str | None = None

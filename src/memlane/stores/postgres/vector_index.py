@@ -18,11 +18,11 @@ work off the write path:
 * :func:`fold` moves the tail into the index: it builds a new partial index up to the highest
   ``seq`` (in memory, ``maintenance_work_mem`` raised for the transaction), drops the old one,
   renames the new one, advances ``W`` and ``ANALYZE``s the table (so the planner
-  estimates both halves from current statistics), in one transaction. ``CREATE INDEX`` holds a
-  ``SHARE`` lock for the build (writers wait, readers go on with the old index and the old
-  ``W``); the ``DROP INDEX`` at the end holds ``ACCESS EXCLUSIVE`` until the commit right after.
-  A reader that read the old ``W`` and plans after the commit still gets disjoint halves:
-  ``seq <= W_old`` implies the new predicate. It runs from
+  estimates both halves from current statistics), in one transaction. It holds a ``SHARE ROW
+  EXCLUSIVE`` lock on the table for the build (writers and other folds wait, readers go on with
+  the old index and the old ``W``); the ``DROP INDEX`` at the end holds ``ACCESS EXCLUSIVE``
+  until the commit right after. A reader that read the old ``W`` and plans after the commit
+  still gets disjoint halves: ``seq <= W_old`` implies the new predicate. It runs from
   :meth:`~memlane.stores.postgres.PostgresStore.optimize` (``memlane optimize``),
   :meth:`~memlane.stores.postgres.PostgresStore.build_vector_index`, the first embedding-model
   binding and a re-embedding switch, and after a write whose tail spans more than
@@ -136,11 +136,12 @@ def fold(
     ext: sql.Identifier,
     dims: int,
     maintenance_work_mem: str | None = None,
-) -> int | None:
+) -> tuple[int, bool] | None:
     """Rebuild the HNSW index over every row written so far and advance the watermark (module docstring).
 
-    Runs in the caller's transaction; a no-op (apart from the lock) when the index exists and
-    the tail is empty.
+    Runs in the caller's transaction, whose first use of the episodes table it must be (its lock
+    comes first, so two folds queue instead of deadlocking); a no-op (apart from the lock) when
+    the index exists and the tail is empty.
 
     Args:
         cur: A cursor in the caller's transaction.
@@ -151,20 +152,20 @@ def fold(
             ``None`` to size it from the table (at most 1 GB; never lowered).
 
     Returns:
-        The new watermark ``W`` (0 for an empty table), or ``None`` above :data:`HNSW_MAX_DIMS`.
+        ``(W, built)``: the watermark now (0 for an empty table) and whether the index was built
+        by this call; ``None`` above :data:`HNSW_MAX_DIMS`.
     """
     if dims > HNSW_MAX_DIMS:
         return None
     table = sql.SQL("{}.memlane_episodes").format(schema)
     meta = sql.SQL("{}.memlane_meta").format(schema)
-    cur.execute(
-        sql.SQL("LOCK TABLE {t} IN SHARE MODE").format(t=table)
-    )  # committed writes only, none running
+    # Writers wait (every earlier write committed, none running), readers do not, folds queue.
+    cur.execute(sql.SQL("LOCK TABLE {t} IN SHARE ROW EXCLUSIVE MODE").format(t=table))
     found = cur.execute(sql.SQL("SELECT max(seq) FROM {t}").format(t=table)).fetchone()
     top = int(found[0]) if found and found[0] is not None else 0
     watermark = read_watermark(cur, meta)
     if watermark is not None and watermark >= top and has_index(cur, schema):
-        return watermark
+        return watermark, False
     if maintenance_work_mem is None:
         _raise_work_mem(cur, table, dims)
     else:
@@ -189,4 +190,4 @@ def fold(
         (WATERMARK_KEY, str(top)),
     )
     cur.execute(sql.SQL("ANALYZE {t}").format(t=table))  # the planner's row counts for seq <= W and > W
-    return top
+    return top, True
