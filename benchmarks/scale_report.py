@@ -348,8 +348,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         " floor inserts the same rows into a plain table + FTS5 (set-based) right after each batch."
         " Cold start: a new store object on the existing data, open + the first recall. Resident growth:"
         " the process's RSS after the recalls minus before opening, over n x dims x 4 bytes."
-        " PostgreSQL: the HNSW index is maintained during `remember_episodes`; the bulk insert drops it,"
-        " COPYs, and rebuilds it.",
+        " PostgreSQL: `remember_episodes` skips the partial HNSW index (the new rows are an unindexed tail,"
+        " searched exactly) and `optimize()` folds them in before the recalls; the bulk insert drops the"
+        " index, COPYs, and rebuilds it.",
         "",
     ]
     for run in runs:

@@ -506,41 +506,6 @@ def test_recall_through_the_facade_with_retention(pg_url: str, pg_schema: str) -
     memory.close()
 
 
-def _index_oid(url: str, schema: str) -> object:
-    rows = _fetchall(
-        url,
-        "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s AND c.relname = %s",
-        (schema, HNSW_INDEX),
-    )
-    return rows[0][0] if rows else None
-
-
-def test_a_batch_large_next_to_the_table_rebuilds_the_hnsw_index_in_its_transaction(
-    pg_url: str, pg_schema: str
-) -> None:
-    from memlane.stores.postgres.ingest import REBUILD_MIN_ROWS
-
-    rng = np.random.default_rng(7)
-    store = PostgresStore(pg_url, schema=pg_schema)
-    try:
-        store.bind_embedding_model(f"rand-{DIMS}", DIMS)
-        built = _index_oid(pg_url, pg_schema)
-        n = REBUILD_MIN_ROWS
-        vectors = _unit(rng, n + 10)
-        store.insert([_episode(i, ("all",)) for i in range(n)], vectors[:n])  # into an empty table
-        rebuilt = _index_oid(pg_url, pg_schema)
-        assert rebuilt is not None and rebuilt != built
-        store.insert(
-            [_episode(i, ("all",)) for i in range(n, n + 10)], vectors[n:]
-        )  # below the floor: row by row
-        assert _index_oid(pg_url, pg_schema) == rebuilt
-        found = store.vector_candidates(EpisodeFilter(), vectors[n + 3], 5)
-        assert store.fetch([int(found.keys[0])])[int(found.keys[0])].id == _episode(n + 3, ()).id
-    finally:
-        store.close()
-
-
 def test_retrieval_counts_are_buffered_off_the_recall_path(pg_url: str, pg_schema: str) -> None:
     """The PostgreSQL store shares the buffered bookkeeping (memlane.stores.retrievals) with SQLite."""
     memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder())
@@ -557,27 +522,6 @@ def test_retrieval_counts_are_buffered_off_the_recall_path(pg_url: str, pg_schem
     finally:
         memory.close()  # a clean shutdown writes what is pending
     assert _fetchall(pg_url, count, (ep.id,)) == [(2,)]
-
-
-def test_a_rebuild_that_cannot_get_the_table_lock_keeps_the_index(pg_url: str, pg_schema: str) -> None:
-    from memlane.stores.postgres.ingest import REBUILD_MIN_ROWS
-
-    rng = np.random.default_rng(8)
-    store = PostgresStore(pg_url, schema=pg_schema)
-    try:
-        store.bind_embedding_model(f"rand-{DIMS}", DIMS)
-        built = _index_oid(pg_url, pg_schema)
-        n = REBUILD_MIN_ROWS
-        with psycopg.connect(pg_url) as reader:  # a long read elsewhere holds ACCESS SHARE on the table
-            reader.execute(
-                sql.SQL("SELECT count(*) FROM {}.memlane_episodes").format(sql.Identifier(pg_schema))
-            )
-            store.insert([_episode(i, ("all",)) for i in range(n)], _unit(rng, n))
-            reader.rollback()
-        assert _index_oid(pg_url, pg_schema) == built  # kept, maintained row by row
-        assert store.count(EpisodeFilter()) == n
-    finally:
-        store.close()
 
 
 _RECOUNT = (

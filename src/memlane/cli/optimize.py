@@ -21,7 +21,8 @@ def optimize(state: CliState) -> None:
     and, above 50,000 vectors, trains the <db>.ivf approximate-search lists (retrained once the
     store grew 4x) and adds every new row to them; recalls never train them (without them a
     large store is searched exactly, same hits, slower). 'memlane ingest' runs this when it
-    stored something. PostgreSQL keeps its indexes current itself: nothing to do. Every tenant.
+    stored something. PostgreSQL: folds the rows written since the last fold (searched
+    exactly meanwhile) into the HNSW index. Every tenant.
     """
     report = state.memory(must_exist=True).optimize()
     if state.json_output:

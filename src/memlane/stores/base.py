@@ -466,9 +466,9 @@ class IndexReport:
     Attributes:
         vectors: Rows in the store's in-memory vector index (episodes with a vector); 0 for a
             backend without one (PostgreSQL searches in the database).
-        ann_rows: Rows the approximate (ANN) index lists; 0 when the store searches exactly
-            (small enough, or a backend whose database maintains its own index).
-        ann_trained: Whether this call (re)trained the ANN index.
+        ann_rows: Rows the approximate (ANN) index lists (PostgreSQL: rows with a vector in the
+            HNSW index); 0 when the store searches exactly.
+        ann_trained: Whether this call (re)trained (PostgreSQL: rebuilt) the ANN index.
         saved: Files written beside the database (cold-start vector file, ANN lists).
     """
 
@@ -689,7 +689,8 @@ class Store(Protocol):
         After a bulk ingest, so that no recall pays for it: SQLite reads the new vectors into its
         index, writes its cold-start file and trains (or, once the store grew 4x, retrains) the
         ANN lists of a store above its ANN threshold; a recall never trains them. PostgreSQL
-        maintains its indexes at write time (nothing to do). Results never change: the indexes
+        folds the rows written since the last fold (searched exactly meanwhile) into its partial
+        HNSW index. Results never change: the indexes
         are derived, and every cosine a search returns is exact.
 
         Raises:

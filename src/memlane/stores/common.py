@@ -494,8 +494,8 @@ class EpisodeStoreBase:
         raise NotImplementedError  # pragma: no cover - every backend overrides it
 
     def optimize(self) -> IndexReport:
-        """:meth:`Store.optimize` for a backend whose database keeps its indexes current at write time
-        (PostgreSQL: pgvector's HNSW, the keyword statistics): nothing to build."""
+        """:meth:`Store.optimize` for a backend whose database keeps its indexes current at write time:
+        nothing to build (backends with derived indexes override it)."""
         return IndexReport(vectors=0)
 
     def _checked(

@@ -154,6 +154,7 @@ class PostgresConnection:
         self._meta = sql.SQL("{schema}.memlane_meta").format(**fmt)
         self._search = VectorSearch(
             table=self._t,
+            meta=self._meta,
             vec=sql.SQL("%b::{ext}.vector").format(**fmt),
             ip=sql.SQL("OPERATOR({ext}.<#>)").format(**fmt),
             cos=sql.SQL("OPERATOR({ext}.<=>)").format(**fmt),

@@ -16,8 +16,9 @@ The embedding column is created *untyped* (``vector``, any dimension) because th
 dimension is only known when an embedding model is bound. :func:`bind_vector_statements`
 is the dimension-keyed step the store runs once, at the first
 :meth:`~memlane.stores.postgres.PostgresStore.bind_embedding_model`: it fixes the column
-to ``vector(dims)`` and builds the HNSW index (``vector_cosine_ops``). The bound model and
-dimension are then recorded in ``memlane_meta``.
+to ``vector(dims)``; then :func:`memlane.stores.postgres.vector_index.fold` builds the
+partial HNSW index (``vector_cosine_ops``). The bound model and dimension are then recorded
+in ``memlane_meta``.
 
 :func:`migrate` applies what is missing; :func:`is_current` and :func:`read_version` read
 the applied version.
@@ -35,6 +36,7 @@ from psycopg import sql
 
 from memlane.analysis import index_terms, keyword_text, terms_column
 from memlane.errors import SchemaVersionError, StoreError
+from memlane.stores.postgres.vector_index import HNSW_MAX_DIMS, WATERMARK_KEY, has_index
 
 __all__ = [
     "BIND_LOCK_KEY",
@@ -65,10 +67,6 @@ MIGRATION_LOCK_KEY = _lock_key("memlane.postgres.migrate")
 BIND_LOCK_KEY = _lock_key("memlane.postgres.bind_embedding_model")
 """``pg_advisory_xact_lock`` key held while the first embedding model is bound."""
 
-HNSW_MAX_DIMS = 2000
-"""pgvector's HNSW index on ``vector`` supports at most 2,000 dimensions; above that the
-store keeps no ANN index and every vector search is exact."""
-
 MIGRATIONS_TABLE = "memlane_schema_migrations"
 
 BOOTSTRAP = sql.SQL(
@@ -97,6 +95,17 @@ def backfill_terms(conn: psycopg.Connection[Any], schema: sql.Identifier) -> Non
             cur.executemany(
                 sql.SQL("UPDATE {t} SET terms = %s, token_count = %s WHERE seq = %s").format(t=table), updates
             )
+
+
+def record_watermark(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+    """Migration 16: watermark 0 when the schema has no HNSW index, nothing when it has the full one."""
+    with conn.cursor() as cur:
+        if has_index(cur, schema):
+            return
+        cur.execute(
+            sql.SQL("INSERT INTO {schema}.memlane_meta (key, value) VALUES (%s, '0')").format(schema=schema),
+            (WATERMARK_KEY,),
+        )
 
 
 _TENANT_CHILDREN = (
@@ -625,6 +634,13 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # page are still toasted, biggest column first. Applies to rows written from now on: rows
     # already stored keep their toasted vectors until the table is rewritten (VACUUM FULL).
     (sql.SQL("ALTER TABLE {schema}.memlane_episodes SET (toast_tuple_target = 8160)"),),
+    # 16: the HNSW index becomes partial up to a watermark recorded in memlane_meta, so writes
+    # skip it and its unindexed tail is searched exactly (memlane.stores.postgres.vector_index).
+    # A schema without the index (unbound, dropped, or over 2,000 dims) records watermark 0: every
+    # row is the tail. A full index kept from before records nothing: it still holds every row and
+    # is maintained by writes as before, until the first fold (optimize, build_vector_index)
+    # replaces it by a partial one. No row is rewritten.
+    (record_watermark,),
 )
 
 
@@ -637,20 +653,14 @@ def bind_vector_statements(dims: int) -> tuple[sql.SQL, ...]:
 
     Returns:
         Templates (with ``{schema}``, ``{ext}`` and ``{dims}``) that type the column as
-        ``vector(dims)`` and, when ``dims <= HNSW_MAX_DIMS``, build the HNSW cosine index
-        (pgvector defaults ``m = 16``, ``ef_construction = 64``).
+        ``vector(dims)``. The HNSW cosine index (pgvector defaults ``m = 16``,
+        ``ef_construction = 64``; only when ``dims <= HNSW_MAX_DIMS``) is then built by
+        :func:`memlane.stores.postgres.vector_index.fold`, partial up to its watermark.
     """
-    statements = [
-        sql.SQL("ALTER TABLE {schema}.memlane_episodes ALTER COLUMN embedding TYPE {ext}.vector({dims})")
-    ]
-    if dims <= HNSW_MAX_DIMS:
-        statements.append(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS ix_memlane_episodes_embedding_hnsw "
-                "ON {schema}.memlane_episodes USING hnsw (embedding {ext}.vector_cosine_ops)"
-            )
-        )
-    return tuple(statements)
+    del dims  # the placeholder is filled by the caller
+    return (
+        sql.SQL("ALTER TABLE {schema}.memlane_episodes ALTER COLUMN embedding TYPE {ext}.vector({dims})"),
+    )
 
 
 def read_version(conn: psycopg.Connection[Any], schema: sql.Identifier) -> int:

@@ -33,6 +33,7 @@ from psycopg import sql
 
 from memlane.stores.postgres.base import PostgresHost
 from memlane.stores.postgres.migrations import bind_vector_statements
+from memlane.stores.postgres.vector_index import INDEX, fold
 from memlane.stores.reembed_base import (
     CURSOR_KEYS,
     KINDS,
@@ -251,9 +252,7 @@ class PostgresReembed:
                     (state.cursors[kind],),
                 ).fetchall()
                 late += stage_late_rows(rows, embed, partial(self._put_staged, cur, t, model_id))
-            cur.execute(
-                sql.SQL("DROP INDEX IF EXISTS {schema}.ix_memlane_episodes_embedding_hnsw").format(**names)
-            )
+            cur.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(self._schema, sql.Identifier(INDEX)))
             cur.execute(
                 sql.SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE {}.vector").format(episodes, self._ext)
             )
@@ -272,6 +271,7 @@ class PostgresReembed:
                 check_switched(kind, int(found[0]) if found else 0, self._store.location, model_id)
             for statement in bind_vector_statements(int(dims)):
                 cur.execute(statement.format(**names))
+            fold(cur, schema=self._schema, ext=self._ext, dims=int(dims))
             self._set_meta(cur, [("embedding_model", model_id), ("embedding_dims", str(int(dims)))])
             self._clear(cur)
         self._store.forget_binding()

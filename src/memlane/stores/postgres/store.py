@@ -19,11 +19,13 @@ at open, transactions and error translation in :mod:`memlane.stores.postgres.con
   :meth:`PostgresStore.bind_embedding_model` records ``(model_id, dims)`` in
   ``memlane_meta`` and, in the same transaction, types the column ``vector(dims)`` and
   builds an HNSW index with ``vector_cosine_ops`` (when ``dims <= 2000``, pgvector's
-  limit). A later bind with another model or dimension raises
+  limit), partial up to a watermark: writes skip it, the rows after the watermark are
+  searched exactly, and :meth:`PostgresStore.optimize` folds them in
+  (:mod:`memlane.stores.postgres.vector_index`). A later bind with another model or dimension raises
   :class:`~memlane.errors.EmbeddingModelMismatchError`.
 
 Vector search is exact over small filtered sets and uses the HNSW index over large ones; the
-rule, its guarantees and the bulk-load advice are in :mod:`memlane.stores.postgres.vector_search`.
+rule and its guarantees are in :mod:`memlane.stores.postgres.vector_search`.
 Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle statements
 (supersede, merge, archive, delete) live in :mod:`memlane.stores.postgres.lifecycle`.
 
@@ -53,10 +55,11 @@ from psycopg_pool import ConnectionPool
 import memlane.stores.postgres.facets as facets
 import memlane.stores.postgres.filters as filters
 import memlane.stores.postgres.lifecycle as lifecycle
-from memlane.errors import EmbeddingModelMismatchError, ValidationError
+from memlane.errors import EmbeddingModelMismatchError, StoreError, ValidationError
 from memlane.models import Episode
 from memlane.stores.base import (
     EpisodeFilter,
+    IndexReport,
     KeywordCandidates,
     LinkedEpisodes,
     Neighbours,
@@ -80,15 +83,11 @@ from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
 from memlane.stores.postgres.graph import LINK_TABLE, PostgresGraphStore, linked_episodes
 from memlane.stores.postgres.ingest import copy_episodes, copy_types
-from memlane.stores.postgres.migrations import (
-    BIND_LOCK_KEY,
-    HNSW_MAX_DIMS,
-    bind_vector_statements,
-    read_version,
-)
+from memlane.stores.postgres.migrations import BIND_LOCK_KEY, bind_vector_statements, read_version
 from memlane.stores.postgres.neighbours import neighbours_statement
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
+from memlane.stores.postgres.vector_index import HNSW_MAX_DIMS, INDEX, fold, fold_due, has_index, tail_span
 from memlane.stores.postgres.vector_search import DEFAULT_EXACT_SEARCH_LIMIT, SearchPlan
 from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
 
@@ -183,8 +182,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def bind_embedding_model(self, model_id: str, dims: int) -> None:
         """Record ``(model_id, dims)`` on first use; refuse a different one later.
 
-        The first binding also types the vector column ``vector(dims)`` and builds the HNSW
-        index (one transaction, under an advisory lock, so concurrent first binds agree).
+        The first binding also types the vector column ``vector(dims)`` and builds the (partial)
+        HNSW index (one transaction, under an advisory lock, so concurrent first binds agree).
 
         Args:
             model_id: The embedder's model id.
@@ -220,6 +219,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                                     schema=self._schema, ext=self._ext, dims=sql.Literal(int(dims))
                                 )
                             )
+                        fold(cur, schema=self._schema, ext=self._ext, dims=dims)
                 except psycopg.errors.DataException as exc:
                     raise EmbeddingModelMismatchError(
                         f"{self.location} already holds vectors that are not {dims}-dimensional: {exc}"
@@ -258,16 +258,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         try:
             with self._transaction("insert") as cur:
                 lifecycle.refuse_taken_ids(cur, self._t, [ep.id for ep in episodes])
-                copy_episodes(
-                    cur,
-                    self._copy,
-                    copy_types(self._vector_oid),
-                    rows,
-                    table=self._t,
-                    schema=self.schema,
-                    ext=self._ext,
-                    dims=None if batch.vectors is None else int(batch.vectors.shape[1]),
-                )
+                copy_episodes(cur, self._copy, copy_types(self._vector_oid), rows)
                 ids = [ep.id for ep in episodes]
                 lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, ids)
                 lifecycle.add_term_df(cur, self._t, self._term_df_pending, ids)
@@ -275,9 +266,60 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
                 lifecycle.record_retrievals(cur, self._t, pending)
+                due = batch.vectors is not None and fold_due(*tail_span(cur, self._t, self._meta))
         except BaseException:
             self._retrievals.put_back(pending)
             raise
+        if due:  # the batch is committed; the fold is a transaction of its own
+            try:
+                self._fold(maintenance_work_mem=None, only_if_indexed=True)
+            except StoreError as exc:  # the batch is stored: the next write or optimize() folds
+                logger.warning("%s: folding the vector index tail failed: %s", self.location, exc)
+
+    def _fold(self, *, maintenance_work_mem: str | None, only_if_indexed: bool) -> tuple[int, bool] | None:
+        """Fold the tail into the HNSW index (:func:`~memlane.stores.postgres.vector_index.fold`).
+
+        ``only_if_indexed``: leave a store whose index was dropped (``drop_vector_index``) alone.
+        Returns ``(watermark, built now)``, or ``None`` (not bound, over 2,000 dims, or left alone).
+        """
+        bound = self.embedding_model
+        if bound is None:
+            return None
+        with self._transaction("fold_vector_index") as cur:
+            if only_if_indexed and not has_index(cur, self._schema):
+                return None
+            return fold(
+                cur,
+                schema=self._schema,
+                ext=self._ext,
+                dims=bound[1],
+                maintenance_work_mem=maintenance_work_mem,
+            )
+
+    def optimize(self) -> IndexReport:
+        """Fold the unindexed tail into the HNSW index now (:mod:`memlane.stores.postgres.vector_index`).
+
+        After a bulk ingest, so that recalls search the new rows through the index instead of
+        scanning them exactly. A no-op when the tail is empty; before a model is bound or above
+        2,000 dims there is no index. Results never change beyond what an ANN index may change:
+        every cosine returned is exact.
+
+        Returns:
+            ``IndexReport(vectors=0, ann_rows=<rows with a vector in the index>, ann_trained=<built now>)``.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        bound = self.embedding_model
+        if bound is None or bound[1] > HNSW_MAX_DIMS:
+            return IndexReport(vectors=0)
+        with self._transaction("optimize") as cur:
+            folded = fold(cur, schema=self._schema, ext=self._ext, dims=bound[1])
+            watermark, built = folded if folded is not None else (0, False)
+            indexed = cur.execute(
+                sql.SQL("SELECT count(embedding) FROM {t} WHERE seq <= %s").format(t=self._t), (watermark,)
+            ).fetchone()
+        return IndexReport(vectors=0, ann_rows=int(indexed[0]) if indexed else 0, ann_trained=built)
 
     def delete_created_before(
         self, cutoff: datetime, keep_importance_from: float | None = None, tenant_id: str | None = None
@@ -595,37 +637,32 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     # -- vector index maintenance ------------------------------------------------------
 
     def drop_vector_index(self) -> None:
-        """Drop the HNSW index, e.g. before a bulk import (searches stay correct, but slower).
+        """Drop the HNSW index (searches stay correct, but exact and slower).
+
+        Writes no longer need it dropped (they skip the partial index); while it is missing no
+        write folds the tail into a new one: :meth:`build_vector_index` or :meth:`optimize` does.
 
         Raises:
             StoreError: the database failed.
         """
         with self._transaction("drop_vector_index") as cur:
-            cur.execute(
-                sql.SQL("DROP INDEX IF EXISTS {schema}.ix_memlane_episodes_embedding_hnsw").format(
-                    schema=self._schema
-                )
-            )
+            cur.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(self._schema, sql.Identifier(INDEX)))
 
     def build_vector_index(self, *, maintenance_work_mem: str | None = "1GB") -> None:
-        """(Re)build the HNSW index if it is missing (no-op before a model is bound or above 2,000 dims).
+        """Build the HNSW index over every stored row if it is missing or has a tail (a fold).
+
+        No-op before a model is bound or above 2,000 dims. See
+        :mod:`memlane.stores.postgres.vector_index`.
 
         Args:
             maintenance_work_mem: Memory for the build, a Postgres size such as ``"1GB"``
                 (set for this transaction only; the graph should fit in it), or ``None``
-                to keep the server's setting.
+                to size it from the table (at most 1 GB).
 
         Raises:
             StoreError: the database failed.
         """
-        bound = self.embedding_model
-        if bound is None or bound[1] > HNSW_MAX_DIMS:
-            return
-        with self._transaction("build_vector_index") as cur:
-            if maintenance_work_mem is not None:
-                cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
-            for statement in bind_vector_statements(bound[1])[1:]:
-                cur.execute(statement.format(schema=self._schema, ext=self._ext))
+        self._fold(maintenance_work_mem=maintenance_work_mem, only_if_indexed=False)
 
     # -- companion stores ----------------------------------------------------------------
 

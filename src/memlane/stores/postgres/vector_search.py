@@ -16,23 +16,26 @@ the rows the caller needs and ``exact_search_limit`` (default
 3. **HNSW** otherwise: ``ORDER BY embedding <=> query LIMIT top_n`` through the HNSW
    index, with ``hnsw.ef_search = clamp(top_n, 40, 1000)`` and
    ``hnsw.iterative_scan = relaxed_order`` (pgvector 0.8), so the index keeps scanning
-   until ``top_n`` rows have passed the filter (up to ``hnsw.max_scan_tuples``).
-   ``exhaustive`` is ``False``.
+   until ``top_n`` rows have passed the filter (up to ``hnsw.max_scan_tuples``). The index
+   is partial, ``seq <= W`` (:mod:`memlane.stores.postgres.vector_index`): the scan is
+   restricted to those rows, and the rows written since (``seq > W``, the unindexed tail)
+   are searched exactly (step 2's statement over the tail, through the ``seq`` b-tree); the
+   two lists of at most ``top_n`` go to :meth:`~memlane.stores.base.VectorCandidates.top`
+   together. ``exhaustive`` is ``False``.
 4. If the HNSW scan returns fewer than ``top_n`` rows although more than ``top_n`` passed
-   the filter (a filter so selective that the scan gave up, or zero-norm vectors, which
-   the cosine index skips), the exact search of step 2 is run instead. So the store never
-   returns fewer than ``min(top_n, filtered rows with vectors)`` candidates.
+   the filter (a filter so selective that the scan gave up, zero-norm vectors, which
+   the cosine index skips, or fewer than ``top_n`` indexed rows passing it), the exact
+   search of step 2 is run instead, over every row. So the store never returns fewer than
+   ``min(top_n, filtered rows with vectors)`` candidates.
 
 The reported similarity is always the exact inner product ``-(embedding <#> query)``,
 which is the cosine for the L2-normalised vectors memlane stores (and 0 for all-zero
 vectors, exactly like the SQLite store), whichever path found the row.
 
-Bulk loads: maintaining the HNSW index costs about 1 ms per inserted row (measured with
-PostgreSQL 18 / pgvector 0.8 on one core: ~1,000 rows/s with the index, ~35,000 rows/s
-without it; building it afterwards takes ~25 s for 100,000 rows of 384 dims), so call
-:meth:`~memlane.stores.postgres.PostgresStore.drop_vector_index` before a large import and
-:meth:`~memlane.stores.postgres.PostgresStore.build_vector_index` after it. Searches stay
-correct meanwhile: without the index the HNSW path's query simply runs as an exact scan.
+Writes never maintain the HNSW index (they land in the tail); ``optimize()`` folds the tail
+into it (:mod:`memlane.stores.postgres.vector_index`). Without the index
+(:meth:`~memlane.stores.postgres.PostgresStore.drop_vector_index`) searches stay correct: the
+HNSW path's query simply runs as an exact scan.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from psycopg import sql
 from memlane.stores.base import EpisodeFilter
 from memlane.stores.postgres.base import VectorParam
 from memlane.stores.postgres.filters import where
+from memlane.stores.postgres.vector_index import WATERMARK_KEY
 
 __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "SearchPlan", "VectorSearch"]
 
@@ -85,27 +89,36 @@ class VectorSearch:
 
     Attributes:
         table: The schema-qualified ``memlane_episodes``.
+        meta: The schema-qualified ``memlane_meta`` (holds the index watermark).
         vec: The query vector parameter cast to pgvector's ``vector`` (``%b::ext.vector``).
         ip: pgvector's inner-product operator (``OPERATOR(ext.<#>)``).
         cos: pgvector's cosine-distance operator (``OPERATOR(ext.<=>)``), the HNSW index's.
     """
 
     table: sql.Composed
+    meta: sql.Composed
     vec: sql.Composed
     ip: sql.Composed
     cos: sql.Composed
 
     def statement(
-        self, flt: EpisodeFilter, q: NDArray[np.float32], top_n: int, path: Path
+        self,
+        flt: EpisodeFilter,
+        q: NDArray[np.float32],
+        top_n: int,
+        path: Path,
+        seq_range: str | None = None,
     ) -> tuple[sql.Composed, list[Any]]:
         """The search statement of one path; both return ``seq, cosine, created_at_s, importance``.
 
         The inner query finds the ``top_n`` rows; only those get their ``created_at`` seconds
         and importance computed (``extract`` is a ``numeric`` per row: over every filtered row
         of an exact scan it cost about a third of the scan). The caller orders the rows
-        (:meth:`~memlane.stores.base.VectorCandidates.top`).
+        (:meth:`~memlane.stores.base.VectorCandidates.top`). ``seq_range`` (from
+        :func:`_seq_range`, fixed text around an int) restricts the rows to the indexed part or
+        to the tail of the partial HNSW index (:mod:`memlane.stores.postgres.vector_index`).
         """
-        clause, params = where(flt, "embedding IS NOT NULL")
+        clause, params = where(flt, "embedding IS NOT NULL", *([seq_range] if seq_range else []))
         cosine = sql.SQL("-(embedding {ip} {vec})").format(ip=self.ip, vec=self.vec)
         select = sql.SQL("SELECT seq, {cosine} AS cosine, created_at, importance FROM {t}{where}").format(
             cosine=cosine, t=self.table, where=clause
@@ -129,25 +142,32 @@ class VectorSearch:
         q: NDArray[np.float32],
         top_n: int,
         exact_search_limit: int,
-    ) -> tuple[Path, int]:
-        """Count the filtered rows (bounded) and pick the path (rule in the module docstring)."""
+    ) -> tuple[Path, int, int | None]:
+        """Count the filtered rows (bounded) and pick the path (rule in the module docstring).
+
+        Returns:
+            ``(path, filtered rows, watermark)``: the watermark ``W`` of the partial HNSW index
+            (it holds ``seq <= W``), or ``None`` for a full index (no tail).
+        """
         bound = max(exact_search_limit, top_n)
         clause, params = where(flt)
-        # The HNSW settings ride along with the count (one round trip); the exact path ignores them.
+        # The HNSW settings and the watermark ride along with the count (one round trip).
         ef_search = min(_EF_SEARCH_MAX, max(_EF_SEARCH_MIN, top_n))
         row = cur.execute(
             sql.SQL(
                 "SELECT count(*), set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true) "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "(SELECT value::bigint FROM {meta} WHERE key = %s) "
                 "FROM (SELECT 1 FROM {t}{where} LIMIT %s) AS filtered"
-            ).format(t=self.table, where=clause),
-            [str(ef_search), *params, bound + 1],
+            ).format(t=self.table, meta=self.meta, where=clause),
+            [str(ef_search), WATERMARK_KEY, *params, bound + 1],
             prepare=False,
         ).fetchone()
         filtered = int(row[0]) if row else 0
+        watermark = None if row is None or row[3] is None else int(row[3])
         if filtered <= bound or not np.any(q):
-            return "exact", filtered
-        return "hnsw", filtered
+            return "exact", filtered, watermark
+        return "hnsw", filtered, watermark
 
     def run(
         self,
@@ -157,13 +177,26 @@ class VectorSearch:
         top_n: int,
         exact_search_limit: int,
     ) -> tuple[list[Any], bool]:
-        """Search by the rule: the ``(seq, cosine, created_at_s, importance)`` rows, and ``exhaustive``."""
-        path, filtered = self.choose_path(cur, flt, q, top_n, exact_search_limit)
-        statement, params = self.statement(flt, q, top_n, path)
-        rows = cur.execute(statement, params, prepare=False).fetchall()
-        if path == "hnsw" and len(rows) < top_n:
-            logger.debug("HNSW scan returned %d < %d rows: falling back to exact search", len(rows), top_n)
-            path = "exact"
+        """Search by the rule: the ``(seq, cosine, created_at_s, importance)`` rows, and ``exhaustive``.
+
+        On the HNSW path with a partial index, the rows are the index's ``top_n`` of ``seq <= W``
+        followed by the exact ``top_n`` of the tail ``seq > W`` (up to ``2 * top_n`` rows; the
+        caller's :meth:`~memlane.stores.base.VectorCandidates.top` keeps the best ``top_n``).
+        """
+        path, filtered, watermark = self.choose_path(cur, flt, q, top_n, exact_search_limit)
+        rows: list[Any] = []
+        if path == "hnsw":
+            statement, params = self.statement(flt, q, top_n, path, _seq_range(watermark, tail=False))
+            rows = cur.execute(statement, params, prepare=False).fetchall()
+            if len(rows) < top_n:
+                logger.debug(
+                    "HNSW scan returned %d < %d rows: falling back to exact search", len(rows), top_n
+                )
+                path = "exact"
+            elif watermark is not None:
+                statement, params = self.statement(flt, q, top_n, "exact", _seq_range(watermark, tail=True))
+                rows += cur.execute(statement, params, prepare=False).fetchall()
+        if path == "exact":
             statement, params = self.statement(flt, q, top_n, path)
             rows = cur.execute(statement, params, prepare=False).fetchall()
         return rows, path == "exact" and (filtered <= top_n or len(rows) < top_n)
@@ -178,9 +211,31 @@ class VectorSearch:
         *,
         analyze: bool,
     ) -> SearchPlan:
-        """The path :meth:`run` would take, with PostgreSQL's ``EXPLAIN`` (``ANALYZE`` runs it)."""
-        path, filtered = self.choose_path(cur, flt, q, top_n, exact_search_limit)
-        statement, params = self.statement(flt, q, top_n, path)
+        """The path :meth:`run` would take, with PostgreSQL's ``EXPLAIN`` (``ANALYZE`` runs it).
+
+        On the HNSW path with a partial index the plan is the index scan's, then the tail scan's.
+        """
+        path, filtered, watermark = self.choose_path(cur, flt, q, top_n, exact_search_limit)
+        parts = [
+            self.statement(flt, q, top_n, path, _seq_range(watermark, tail=False) if path == "hnsw" else None)
+        ]
+        if path == "hnsw" and watermark is not None:
+            parts.append(self.statement(flt, q, top_n, "exact", _seq_range(watermark, tail=True)))
         prefix = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) " if analyze else "EXPLAIN ")
-        plan = "\n".join(str(r[0]) for r in cur.execute(prefix + statement, params, prepare=False).fetchall())
+        plan = "\n".join(
+            str(r[0])
+            for statement, params in parts
+            for r in cur.execute(prefix + statement, params, prepare=False).fetchall()
+        )
         return SearchPlan(path=path, filtered_rows=filtered, plan=plan)
+
+
+def _seq_range(watermark: int | None, *, tail: bool) -> str | None:
+    """The rows of the partial index (``seq <= W``) or of its tail (``seq > W``); ``None``: no watermark.
+
+    The watermark is written into the text (an int, never user input) so that the planner can
+    prove the index's predicate ``seq <= W`` from the query's.
+    """
+    if watermark is None:
+        return None
+    return f"seq {'>' if tail else '<='} {int(watermark)}"
