@@ -17,14 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:  # numpy stays unimported for the CLI's help and structured lookups
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["DEFAULT_BM25", "Bm25Params", "ScoredRow", "contribution", "idf", "length_norm", "score_matches"]
 
-Values = TypeVar("Values", float, NDArray[np.float64])
+Values = TypeVar("Values", float, "NDArray[np.float64]")
 """One number or an array of them: the formulas below run on either, operation by operation alike."""
 
 

@@ -105,7 +105,7 @@ def remember(  # noqa: PLR0913  (a click command: one parameter per option)
 @click.option(
     "--tag", "tags", multiple=True, metavar="TAG", help="Only episodes carrying ALL these tags (repeatable)."
 )
-@field_option(RecallBody, "limit", help_suffix="Default 5.")
+@field_option(RecallBody, "limit")
 @field_option(RecallBody, "preset")
 @click.option(
     "--weights",

@@ -18,9 +18,10 @@ def optimize(state: CliState) -> None:
     """Build the store's search indexes now, so that no recall has to (after a bulk import).
 
     SQLite: reads every new vector into the index, writes the <db>.vectors cold-start file
-    and, above 50,000 vectors, trains the <db>.ivf approximate-search lists (retrained once the
-    store grew 4x) and adds every new row to them; recalls never train them (without them a
-    large store is searched exactly, same hits, slower). 'memlane ingest' runs this when it
+    (from 10,000 vectors; a smaller store loads as fast from SQLite) and, above 50,000
+    vectors, trains the <db>.ivf approximate-search lists (retrained once the store grew 4x)
+    and adds every new row to them; recalls never train them (without them a large store is
+    searched exactly, same hits, slower). 'memlane ingest' runs this when it
     stored something. PostgreSQL: folds the rows written since the last fold (searched
     exactly meanwhile) into the HNSW index. Every tenant.
     """

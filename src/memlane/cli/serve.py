@@ -196,10 +196,10 @@ def mcp(
 ) -> None:
     """Serve the memory tools over the Model Context Protocol until the client disconnects.
 
-    Tools: remember_episode, recall_episodes, get_context, search_sessions,
-    supersede_episode, episode_history and find_contradictions, acting for
-    --tenant/--session with --scope (or the config's episodic_memory.tenant_id/session_id/
-    scope) and, for sessions, --agent/--user; clients cannot change them.
+    Tools: memlane's whole tool set (episodes, sessions and the knowledge graph; tools/list
+    names them), acting for --tenant/--session with --scope (or the config's
+    episodic_memory tenant_id, session_id and scope) and, for sessions, --agent/--user;
+    clients cannot change them.
     Over stdio, stdout carries only protocol messages; logs go to stderr. The streamable-http
     transport has no authentication: keep it on 127.0.0.1. Requires
     the 'mcp' extra.
