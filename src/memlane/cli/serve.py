@@ -92,9 +92,8 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
     def load() -> Any:  # in a thread, while /health is already answered
         from memlane.server.http import create_app
 
-        opened: list[Any] = []
-        app = create_app(opened.pop, settings, max_limit=max_limit)
-        opened.append(state.memory())  # opened here, not in the event loop by the app's lifespan
+        app = create_app(lambda: memory, settings, max_limit=max_limit)  # checks the settings first
+        memory = state.memory()  # then opened here, not in the event loop by the app's lifespan
         return app
 
     bind = host or settings.host
