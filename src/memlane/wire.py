@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from memlane.validation import safe_text
+
 __all__ = [
     "DETAILS",
     "Detail",
@@ -43,6 +45,7 @@ __all__ = [
     "compact_hit",
     "encode",
     "episode",
+    "error_body",
     "hit",
     "hits",
     "timestamp",
@@ -189,3 +192,15 @@ def hits(values: list[Any], detail: Detail = "full") -> list[dict[str, Any]]:
     """Encode recall hits in the requested form (:data:`DETAILS`)."""
     encoder = hit if detail == "full" else compact_hit
     return [encoder(v) for v in values]
+
+
+def error_body(kind: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON body of every error response: ``{"error": {"type", "message"[, "details"]}}``.
+
+    ``message`` goes through :func:`memlane.validation.safe_text` (control and bidi characters
+    shown visibly). Used by the HTTP app's handlers and the loading front (no FastAPI needed).
+    """
+    error: dict[str, Any] = {"type": kind, "message": safe_text(message)}
+    if details is not None:
+        error["details"] = details
+    return {"error": error}

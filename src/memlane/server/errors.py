@@ -64,6 +64,7 @@ from memlane.errors import (
     ValidationError,
 )
 from memlane.validation import safe_text
+from memlane.wire import error_body
 
 __all__ = [
     "STATUS_BY_ERROR",
@@ -119,14 +120,6 @@ def status_for(exc: MemlaneError) -> int:
         if isinstance(exc, cls):
             return status
     return 500  # pragma: no cover - MemlaneError is the last entry
-
-
-def error_body(kind: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON body of every error response: ``{"error": {"type", "message"[, "details"]}}``."""
-    error: dict[str, Any] = {"type": kind, "message": safe_text(message)}
-    if details is not None:
-        error["details"] = details
-    return {"error": error}
 
 
 def _status_type(status: int) -> str:

@@ -36,6 +36,7 @@ from memlane.server.mcp_handshake import (
     early_answerable,
     initialize_reply,
 )
+from memlane.wire import error_body
 
 __all__ = [
     "MAX_EARLY_BODY_BYTES",
@@ -61,7 +62,7 @@ MAX_EARLY_BODY_BYTES = 64 * 1024
 """Largest declared ``Content-Length`` the front reads to judge a request (larger ones wait)."""
 
 _JSON = b"application/json"
-_STARTUP_FAILED = {"error": {"type": "StartupError", "message": "the server failed to start"}}
+_STARTUP_FAILED = error_body("StartupError", "the server failed to start")
 
 
 def health_body() -> dict[str, str]:
