@@ -20,14 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
-from rich.rule import Rule
-from rich.text import Text
 
 from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
-from memlane.cli.output import echo_json, format_weights, hits_table, ranking_formula, ranking_terms
+from memlane.cli.output import echo_json, escape, format_weights, hits_table, ranking_formula, ranking_terms
 from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
@@ -168,6 +165,9 @@ def demo(ctx: click.Context, state: CliState, demo_db: str | None) -> None:
     as of 2025-03-15 12:00 UTC and prints each hit's relevance, recency, importance and
     score (all in [0, 1]). The database is kept so you can try your own recalls on it.
     """
+    from rich.rule import Rule
+    from rich.text import Text
+
     path = _demo_path(ctx, state, demo_db)
     _remove_old_demo(path, json_output=state.json_output)
     items = load_demo_episodes()
