@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
 from memlane.cli.output import echo_json, escape, format_weights, hits_table, ranking_formula, ranking_terms
@@ -29,6 +28,9 @@ from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall import RankingWeights, resolve_weights
+
+if TYPE_CHECKING:
+    from memlane import EpisodeInput
 
 __all__ = ["DEFAULT_DEMO_DB", "DEMO_NOW", "demo", "load_demo_episodes"]
 

@@ -21,7 +21,6 @@ from memlane.cli.params import ISO_DATETIME, WEIGHTS, field_option
 from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.recall import PRESETS, RankingWeights, resolve_weights
 from memlane.sessions.context import DEFAULT_TOKEN_BUDGET, format_time
-from memlane.sessions.importing import ImportFormat, read_records
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SessionEpisode, SessionSnippet
 from memlane.sessions.tokens import ENCODINGS
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from memlane import EpisodicMemory
+    from memlane.sessions.importing import ImportFormat
 
 __all__ = ["context", "run_session_eval", "sessions_group"]
 
@@ -97,9 +97,11 @@ def import_sessions(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from memlane.sessions.importing import read_records  # with its LoCoMo reader: only when importing
+
     memory = state.memory()
     sessions = memory.sessions
-    used, items = read_records(file, None if fmt == "auto" else cast(ImportFormat, fmt))
+    used, items = read_records(file, None if fmt == "auto" else cast("ImportFormat", fmt))
     stored = 0
     rejected: list[tuple[str, str]] = []
     owners: Counter[tuple[str, str]] = Counter()

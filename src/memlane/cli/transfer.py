@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
-from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
 from memlane.cli.output import echo_json, escape
@@ -22,7 +21,7 @@ from memlane.models import Scope
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from memlane import EpisodicMemory
+    from memlane import EpisodeInput, EpisodicMemory
 
 __all__ = [
     "EXIT_INTERRUPTED",
