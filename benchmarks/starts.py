@@ -3,7 +3,8 @@
 Every figure is a fresh process (issue #24 item 7), run ``--repeat`` times and reported as the
 median and the minimum (the minimum is the least disturbed run on a shared machine):
 
-* ``import memlane``; ``memlane --help``; ``memlane recall`` without a query (a structured
+* ``python -c pass`` (the interpreter alone: the baseline of the ratios); ``import memlane``;
+  ``memlane --help`` and a few subcommands' ``--help``; ``memlane recall`` without a query (a structured
   lookup, newest first) over a small database; ``memlane recall QUERY`` (embeds the query: the
   model loads);
 * ``memlane mcp`` over stdio: from the process start to the ``initialize`` answer;
@@ -97,9 +98,19 @@ print(json.dumps(out))
 Measure = Callable[[dict[str, str], Path], dict[str, float]]
 
 
+BYTECODE = Path(tempfile.gettempdir()) / "memlane-starts-pycache"
+"""Where the children write and read their bytecode (``PYTHONPYCACHEPREFIX``): every tree runs from
+compiled files, as an installed package does, even where the environment sets
+``PYTHONDONTWRITEBYTECODE`` (which would compile every module on every start), and no tree's
+source directory is written to."""
+
+
 def env_for(src: str | None) -> dict[str, str]:
-    """The child's environment: ``src`` first on ``PYTHONPATH`` (the baseline), no MEMLANE_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_") and k != "PYTHONPATH"}
+    """The child's environment: ``src`` first on ``PYTHONPATH`` (the baseline), no MEMLANE_* variables,
+    bytecode cached under :data:`BYTECODE`."""
+    dropped = {"PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_") and k not in dropped}
+    env["PYTHONPYCACHEPREFIX"] = str(BYTECODE)
     if src is not None:
         env["PYTHONPATH"] = src
     return env
@@ -121,8 +132,9 @@ def cli(*args: str) -> Measure:
     return lambda env, work: run_once([sys.executable, "-m", "memlane", "--db", "bench.db", *args], env, work)
 
 
-def import_memlane(env: dict[str, str], work: Path) -> dict[str, float]:
-    return run_once([sys.executable, "-c", "import memlane"], env, work)
+def python(code: str) -> Measure:
+    """``python -c code``: ``pass`` is the ratio baseline (the interpreter's own start)."""
+    return lambda env, work: run_once([sys.executable, "-c", code], env, work)
 
 
 def _process_cpu(pid: int) -> float:
@@ -235,8 +247,13 @@ def in_process(script: str, *args: str, fresh_bulk: bool = False) -> Measure:
 
 
 CASES: dict[str, Measure] = {
-    "import memlane": import_memlane,
+    "python -c pass (baseline)": python("pass"),
+    "import memlane": python("import memlane"),
     "memlane --help": cli("--help"),
+    "memlane recall --help": cli("recall", "--help"),
+    "memlane sessions search --help": cli("sessions", "search", "--help"),
+    "memlane facts add --help": cli("facts", "add", "--help"),
+    "memlane eval --help": cli("eval", "--help"),
     "memlane recall (no query)": cli("recall", "--limit", "5"),
     "memlane recall QUERY": cli("recall", "window seats", "--limit", "5"),
     "memlane mcp: initialize (stdio)": mcp_stdio,
@@ -353,8 +370,27 @@ def measure(repeat: int, baseline_src: str | None, only: list[str] | None, bulk_
     return results
 
 
+PASS = "python -c pass (baseline)"
+
+
+def _cell(figures: dict[str, dict[str, float]], interpreter: float | None) -> str:
+    """``wall 0.170 (0.160), 4.1x pass; cpu ...``: median (min), the wall median over ``python -c pass``."""
+    parts = []
+    for key, value in figures.items():
+        text = f"{key.removesuffix('_s').replace('_', ' ')} {value['median']:.3f} ({value['min']:.3f})"
+        if key == "wall_s" and interpreter:
+            text += f", {value['median'] / interpreter:.1f}x pass"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def to_markdown(document: dict[str, Any]) -> str:
     trees = document["trees"]
+    results = document["results"]
+    interpreter = {
+        tree: results.get(PASS, {}).get(tree, {}).get("wall_s", {}).get("median") for tree in trees
+    }
+    compared = len(trees) == 2
     lines = [
         "# Starts (benchmarks/starts.py)",
         "",
@@ -362,24 +398,20 @@ def to_markdown(document: dict[str, Any]) -> str:
         f"seconds. {document['machine']}; load average at start {document['load_average']} (other work on "
         f"the machine). Command: `{document['command']}`.",
         "",
-        "| case | " + " | ".join(trees) + " |",
-        "|---|" + "---|" * len(trees),
+        "| case | " + " | ".join(trees) + (" | this / baseline (wall median) |" if compared else " |"),
+        "|---|" + "---|" * (len(trees) + compared),
     ]
-    for name, per_tree in document["results"].items():
-        cells = [
-            "; ".join(
-                f"{key.removesuffix('_s').replace('_', ' ')} {value['median']:.3f} ({value['min']:.3f})"
-                for key, value in per_tree.get(tree, {}).items()
-            )
-            or "(not in this tree)"
-            for tree in trees
-        ]
+    for name, per_tree in results.items():
+        cells = [_cell(per_tree.get(tree, {}), interpreter[tree]) or "(not in this tree)" for tree in trees]
+        if compared:
+            walls = [per_tree.get(tree, {}).get("wall_s", {}).get("median") for tree in trees]
+            cells.append(f"{walls[1] / walls[0]:.2f}" if walls[0] and walls[1] else "")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "wall = from the process start to its exit, or to the answer (servers); cpu = user + system seconds "
-        "of "
-        "the child by then. In-process figures (first recall, bulk cases) are timed inside the child. "
+        "of the child by then; `Nx pass` = the wall median over `python -c pass` in the same run and tree. "
+        "In-process figures (first recall, bulk cases) are timed inside the child. "
         "`baseline` is the source tree given by `--baseline-src`, measured in the same run.",
         "",
     ]

@@ -1,10 +1,13 @@
 """The root group lists its commands without importing them (issue #24 item 7): the lazy
 listing (names from :data:`memlane.cli.registry.HOMES`, summaries from
-:data:`memlane.cli.registry.SUMMARIES`) equals what click prints with every command imported.
+:data:`memlane.cli.registry.SUMMARIES`) equals what click prints with every command imported,
+and the options generated from request fields take their help from the recorded field schemas
+(:data:`memlane.cli.params.FIELD_SCHEMAS_FILE`), which equal what the requests generate.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -14,12 +17,30 @@ from click.testing import CliRunner
 
 from memlane.cli import cli, registry
 from memlane.cli.app import MemlaneGroup
+from memlane.cli.params import FIELD_SCHEMAS_FILE, field_schema, generated_field_schemas
+from memlane.operations.fields import tool_parameters
+from memlane.operations.requests import RecallBody
+from memlane.validation import MAX_LIMIT
 
 
 def test_summaries_are_generated_from_the_commands_help() -> None:
     assert registry.generated_summaries() == registry.SUMMARIES, (
         "memlane.cli.registry.SUMMARIES is stale: run 'python -m memlane.cli.registry'"
     )
+
+
+def test_field_schemas_are_generated_from_the_requests() -> None:
+    recorded = json.loads(FIELD_SCHEMAS_FILE.read_text(encoding="utf-8"))
+    generated = generated_field_schemas(registry.load_command(name) for name in registry.HOMES)
+    assert generated == recorded, f"{FIELD_SCHEMAS_FILE.name} is stale: run 'python -m memlane.cli.registry'"
+    assert generated["RecallBody"]["limit"]["maximum"] == MAX_LIMIT  # the CLI's maximum, not the tools'
+
+
+def test_a_field_the_file_does_not_record_is_generated_from_its_request() -> None:
+    recorded = json.loads(FIELD_SCHEMAS_FILE.read_text(encoding="utf-8"))
+    assert "weights" not in recorded["RecallBody"]  # an HTTP-only field: no option is generated from it
+    expected = tool_parameters(RecallBody, MAX_LIMIT)["properties"]["weights"]
+    assert field_schema("RecallBody", "weights") == expected
 
 
 def _eager_group() -> click.Group:

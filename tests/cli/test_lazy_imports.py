@@ -25,7 +25,7 @@ import atexit, json, os, runpy, sys
 
 def report():
     with open(os.environ["MEMLANE_PROBE_OUT"], "w") as fh:
-        json.dump(sorted({name.split(".")[0] for name in sys.modules}), fh)
+        json.dump(sorted(sys.modules), fh)
 
 atexit.register(report)
 sys.argv = ["memlane", *sys.argv[1:]]
@@ -35,6 +35,11 @@ runpy.run_module("memlane", run_name="__main__")
 
 def loaded_packages(tmp_path: Path, *args: str) -> set[str]:
     """Run ``memlane ARGS`` in a new interpreter; the top-level packages it had imported at exit."""
+    return {name.split(".")[0] for name in loaded_modules(tmp_path, *args)}
+
+
+def loaded_modules(tmp_path: Path, *args: str) -> set[str]:
+    """Run ``memlane ARGS`` in a new interpreter; every module it had imported at exit."""
     out = tmp_path / "modules.json"
     env = {"MEMLANE_PROBE_OUT": str(out), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     result = subprocess.run(
@@ -72,6 +77,44 @@ def test_help_imports_no_numpy_model_or_server(tmp_path: Path) -> None:
 def test_a_command_help_imports_no_numpy_or_model(tmp_path: Path, command: str) -> None:
     loaded = loaded_packages(tmp_path, command, "--help")
     assert not loaded & (NOT_FOR_LOOKUPS | {"numpy"}), sorted(loaded & (NOT_FOR_LOOKUPS | {"numpy"}))
+
+
+REQUEST_ROOMS = {f"memlane.operations.{room}_requests" for room in ("episodes", "sessions", "graph", "admin")}
+"""The modules that declare the operations' requests, one room each (pydantic models)."""
+
+NOT_FOR_HELP = {"numpy", "onnxruntime", "pydantic", "pydantic_core", "rich"}
+"""A help page is click's text: no request model, no console, no array."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("--help",),
+        ("recall", "--help"),
+        ("remember", "--help"),
+        ("sessions", "search", "--help"),
+        ("context", "--help"),
+        ("facts", "paths", "--help"),
+        ("compact", "--help"),
+        ("serve", "--help"),
+    ],
+    ids=" ".join,
+)
+def test_a_help_page_builds_no_request_and_draws_nothing(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """The options generated from requests take their help from the recorded field schemas."""
+    loaded = loaded_modules(tmp_path, *command)
+    assert "memlane.cli.app" in loaded  # the probe saw the command run
+    assert not loaded & REQUEST_ROOMS, sorted(loaded & REQUEST_ROOMS)
+    packages = {name.split(".")[0] for name in loaded}
+    assert not packages & NOT_FOR_HELP, sorted(packages & NOT_FOR_HELP)
+
+
+def test_a_command_builds_only_its_own_room_of_requests(tmp_path: Path, bundled_db: Path) -> None:
+    """``recall --limit 1`` checks its value with the episode requests, and builds no other room's."""
+    loaded = loaded_modules(
+        tmp_path, "--db", str(bundled_db), "recall", "--event-type", "note", "--limit", "1"
+    )
+    assert loaded & REQUEST_ROOMS == {"memlane.operations.episodes_requests"}
 
 
 def test_import_memlane_imports_no_numpy(tmp_path: Path) -> None:

@@ -158,6 +158,9 @@ INTERFACE_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("memlane.cli.form", "memlane.formation.llm"): (
         "ResponseFormat (the --response-format choice) is not re-exported by memlane.formation"
     ),
+    ("memlane.operations.requests", "memlane.lazy"): (
+        "the requests are re-exported one room at a time, on first use (issue #24 item 7: starts)"
+    ),
     ("memlane.integrations.langgraph", "memlane.lifecycle.supersession"): (
         "MemlaneStore writes a batch of puts as one Store.insert that retires each replaced version: "
         "supersession() is the one rule for a retirement's fields (EpisodeInput has no supersedes)"

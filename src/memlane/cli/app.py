@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -74,7 +76,7 @@ class CliError(click.ClickException):
             return
         from rich.markup import escape
 
-        from memlane.cli.output import VisibleConsole
+        from memlane.cli.console import VisibleConsole
 
         console = VisibleConsole(file=file, stderr=file is None, highlight=False, soft_wrap=True)
         console.print(f"[bold red]error:[/] [red]{escape(self.message)}[/]")
@@ -94,8 +96,7 @@ class CliState:
             (``episodic_memory.embedding_model``; default the bundled local model).
         settings: The ``--config`` file (defaults without one); the options above already
             include its values, so commands read it only for its other sections.
-        out: Console for results (stdout).
-        err: Console for progress, warnings and errors (stderr).
+        make_err: Makes the console :attr:`err` is (called once, on first use).
     """
 
     db: str
@@ -105,9 +106,24 @@ class CliState:
     json_output: bool = False
     embedder_name: str | None = None
     settings: MemlaneConfig = field(default_factory=lambda: _default_settings())
-    out: Console = field(default_factory=lambda: _console())
-    err: Console = field(default_factory=lambda: _console(stderr=True))
+    make_err: Callable[[], Console] = field(default=lambda: _console(stderr=True), repr=False)
+    _out: Console | None = field(default=None, repr=False)
+    _err: Console | None = field(default=None, repr=False)
     _memory: EpisodicMemory | None = field(default=None, repr=False)
+
+    @property
+    def out(self) -> Console:
+        """Console for results (stdout), made on first use (a command's ``--help`` needs no rich)."""
+        if self._out is None:
+            self._out = _console()
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        """Console for progress, warnings and errors (stderr), made on first use."""
+        if self._err is None:
+            self._err = self.make_err()
+        return self._err
 
     def make_embedder(self) -> Embedder:
         """Build the embedder named by ``embedder_name`` (construction is cheap; models load lazily)."""
@@ -204,7 +220,7 @@ class CliState:
 
 
 def _console(*, stderr: bool = False) -> Console:
-    from memlane.cli.output import VisibleConsole
+    from memlane.cli.console import VisibleConsole
 
     return VisibleConsole(stderr=stderr, highlight=False)
 
@@ -224,18 +240,38 @@ _CLI_HANDLER = "memlane_cli"
 invocation)."""
 
 
-def configure_logging(verbose: bool, console: Console) -> None:
+class _RichOnFirstRecord(logging.Handler):
+    """A handler that builds rich's ``RichHandler`` on the first record it gets, then passes every
+    record to it: a command that logs nothing (``--help``) imports no rich."""
+
+    def __init__(self, console: Callable[[], Console]) -> None:
+        super().__init__()
+        self._console = console
+        self._rich: logging.Handler | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Render ``record`` with the ``RichHandler`` (made now if this is the first record)."""
+        if self._rich is None:
+            from rich.logging import RichHandler
+
+            self._rich = RichHandler(console=self._console(), show_path=False, rich_tracebacks=False)
+        self._rich.handle(record)
+
+
+def configure_logging(verbose: bool, console: Callable[[], Console]) -> None:
     """Send ``memlane.*`` log records to stderr: DEBUG with ``--verbose``, else WARNING and above.
 
     Only the ``memlane`` logger is touched (the library itself configures no handlers).
-    """
-    from rich.logging import RichHandler
 
+    Args:
+        verbose: Log DEBUG records too.
+        console: Returns the stderr console, called when the first record is logged.
+    """
     package_logger = logging.getLogger("memlane")
     for handler in list(package_logger.handlers):
         if getattr(handler, _CLI_HANDLER, False):
             package_logger.removeHandler(handler)
-    handler = RichHandler(console=console, show_path=False, rich_tracebacks=False)
+    handler = _RichOnFirstRecord(console)
     setattr(handler, _CLI_HANDLER, True)
     package_logger.addHandler(handler)
     package_logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
@@ -486,7 +522,7 @@ def cli(  # noqa: PLR0913  (a click command: one parameter per option)
     from memlane.config import config_path_from_env
     from memlane.config.file import StoreSettings, load_config
 
-    err = _console(stderr=True)
+    err = cache(lambda: _console(stderr=True))  # the logs' console is the commands' (progress bars)
     configure_logging(verbose, err)
     config_path = config_path or config_path_from_env()
     settings = _default_settings() if config_path is None else load_config(config_path)
@@ -501,7 +537,7 @@ def cli(  # noqa: PLR0913  (a click command: one parameter per option)
         json_output=json_output,
         embedder_name=embedder_name,
         settings=settings,
-        err=err,
+        make_err=err,
     )
     ctx.obj = state
     ctx.call_on_close(state.close)

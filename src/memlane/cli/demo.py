@@ -17,21 +17,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
-from rich.rule import Rule
-from rich.text import Text
 
-from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import parse_episode_line
-from memlane.cli.output import echo_json, format_weights, hits_table, ranking_formula, ranking_terms
+from memlane.cli.output import echo_json, escape, format_weights, hits_table, ranking_formula, ranking_terms
 from memlane.clock import FrozenClock
 from memlane.errors import MemlaneError
 from memlane.models import RecallHit
 from memlane.recall import RankingWeights, resolve_weights
+
+if TYPE_CHECKING:
+    from memlane import EpisodeInput
 
 __all__ = ["DEFAULT_DEMO_DB", "DEMO_NOW", "demo", "load_demo_episodes"]
 
@@ -168,6 +167,9 @@ def demo(ctx: click.Context, state: CliState, demo_db: str | None) -> None:
     as of 2025-03-15 12:00 UTC and prints each hit's relevance, recency, importance and
     score (all in [0, 1]). The database is kept so you can try your own recalls on it.
     """
+    from rich.rule import Rule
+    from rich.text import Text
+
     path = _demo_path(ctx, state, demo_db)
     _remove_old_demo(path, json_output=state.json_output)
     items = load_demo_episodes()

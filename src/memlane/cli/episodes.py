@@ -6,13 +6,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.confirm import confirm_destructive
 from memlane.cli.output import (
     echo_json,
     episode_table,
+    escape,
     format_weights,
     hits_table,
     stats_table,
@@ -20,7 +20,6 @@ from memlane.cli.output import (
 )
 from memlane.cli.params import IMPORTANCE, ISO_DATETIME, JSON_OBJECT, WEIGHTS, FieldType, field_option
 from memlane.errors import EpisodeNotFoundError, ValidationError
-from memlane.operations.requests import RecallBody
 from memlane.recall import RankingWeights, resolve_weights
 
 __all__ = ["prune", "recall", "remember", "stats"]
@@ -100,13 +99,13 @@ def remember(  # noqa: PLR0913  (a click command: one parameter per option)
 
 
 @click.command()
-@click.argument("query", required=False, type=FieldType(RecallBody, "query"))
-@field_option(RecallBody, "event_type")
+@click.argument("query", required=False, type=FieldType("RecallBody", "query"))
+@field_option("RecallBody", "event_type")
 @click.option(
     "--tag", "tags", multiple=True, metavar="TAG", help="Only episodes carrying ALL these tags (repeatable)."
 )
-@field_option(RecallBody, "limit")
-@field_option(RecallBody, "preset")
+@field_option("RecallBody", "limit")
+@field_option("RecallBody", "preset")
 @click.option(
     "--weights",
     type=WEIGHTS,
@@ -114,16 +113,16 @@ def remember(  # noqa: PLR0913  (a click command: one parameter per option)
     help="Custom weights relevance,recency,importance, e.g. 2,1,1 (each >= 0, not all 0; only ratios count).",
 )
 @field_option(
-    RecallBody,
+    "RecallBody",
     "retrieval",
     help_suffix="Hybrid is w dense + (1-w) keyword, w = 1 - 0.6 (1 - share of candidates matching a "
     "query term), unless the config's fusion says otherwise. "
     "Default: from the config (hybrid).",
 )
-@field_option(RecallBody, "min_relevance", help_suffix="Default: from the config (0).")
-@field_option(RecallBody, "now", help_suffix="Also the reference for time expressions like 'last May'.")
-@field_option(RecallBody, "as_of", help_suffix="Default: what is still true now.")
-@field_option(RecallBody, "known_at")
+@field_option("RecallBody", "min_relevance", help_suffix="Default: from the config (0).")
+@field_option("RecallBody", "now", help_suffix="Also the reference for time expressions like 'last May'.")
+@field_option("RecallBody", "as_of", help_suffix="Default: what is still true now.")
+@field_option("RecallBody", "known_at")
 @pass_state
 def recall(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,

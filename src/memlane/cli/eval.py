@@ -13,7 +13,6 @@ import click
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.output import echo_json, stage_progress
 from memlane.evaluation.configurations import DEFAULT_CONFIGURATIONS, EvalConfiguration
-from memlane.evaluation.locomo import default_locomo_path
 from memlane.recall import PRESETS
 
 __all__ = ["eval_group"]
@@ -120,6 +119,7 @@ def locomo(
     PATH defaults to ../shared/datasets/locomo/locomo10.json when present (LoCoMo, CC BY-NC 4.0:
     read in place, never copied). Takes a few minutes on 2 cores with the bundled model.
     """
+    from memlane.evaluation.locomo import default_locomo_path
     from memlane.evaluation.locomo_run import report_to_markdown, run_locomo  # the runner loads the engine
 
     source = path or default_locomo_path()

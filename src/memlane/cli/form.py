@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json, truncate_words
+from memlane.cli.output import echo_json, escape, truncate_words
 from memlane.errors import FormationError
 from memlane.models import Episode
 
 if TYPE_CHECKING:  # formation is imported by the command that runs it
+    from rich.table import Table
+
     from memlane.formation.llm import ResponseFormat
 
 __all__ = ["form"]
@@ -23,6 +23,8 @@ _RAW_WIDTH = 500
 
 
 def _episodes_table(episodes: list[Episode], session_id: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"{len(episodes)} episodes formed from session {escape(session_id)}")
     table.add_column("event_type")
     table.add_column("importance", justify="right")

@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
 
 from memlane.cli.app import CliState, pass_state
-from memlane.cli.output import echo_json
+from memlane.cli.output import echo_json, escape
 from memlane.cli.params import field_option
-from memlane.operations.requests import FindPathsBody, NeighboursBody, QueryFactsBody, RememberFactBody
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["facts_group", "graph_group"]
 
@@ -33,6 +33,8 @@ def facts_group() -> None:
 
 
 def _fact_rows(facts: list[Any], title: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, show_lines=False)
     for column in ("subject", "predicate", "object / value", "valid", "recorded", "confidence", "retired"):
         table.add_column(column)
@@ -56,13 +58,13 @@ def _fact_rows(facts: list[Any], title: str) -> Table:
 @click.argument("subject")
 @click.argument("predicate")
 @click.argument("object", required=False)
-@field_option(RememberFactBody, "value")
-@field_option(RememberFactBody, "valid_from")
-@field_option(RememberFactBody, "confidence")
-@field_option(RememberFactBody, "importance")
-@field_option(RememberFactBody, "source_episode_id")
-@field_option(RememberFactBody, "subject_type")
-@field_option(RememberFactBody, "object_type")
+@field_option("RememberFactBody", "value")
+@field_option("RememberFactBody", "valid_from")
+@field_option("RememberFactBody", "confidence")
+@field_option("RememberFactBody", "importance")
+@field_option("RememberFactBody", "source_episode_id")
+@field_option("RememberFactBody", "subject_type")
+@field_option("RememberFactBody", "object_type")
 @pass_state
 def add(  # noqa: PLR0913  (a click command: one parameter per option)
     state: CliState,
@@ -105,10 +107,10 @@ def add(  # noqa: PLR0913  (a click command: one parameter per option)
 
 @facts_group.command(name="query")
 @click.argument("entity")
-@field_option(QueryFactsBody, "as_of")
-@field_option(QueryFactsBody, "known_at")
-@field_option(QueryFactsBody, "predicate")
-@field_option(QueryFactsBody, "limit")
+@field_option("QueryFactsBody", "as_of")
+@field_option("QueryFactsBody", "known_at")
+@field_option("QueryFactsBody", "predicate")
+@field_option("QueryFactsBody", "limit")
 @pass_state
 def query(
     state: CliState,
@@ -147,8 +149,8 @@ def _given(**options: Any) -> dict[str, Any]:
 
 @facts_group.command(name="neighbours")
 @click.argument("entity")
-@field_option(NeighboursBody, "depth")
-@field_option(NeighboursBody, "as_of")
+@field_option("NeighboursBody", "depth")
+@field_option("NeighboursBody", "as_of")
 @pass_state
 def neighbours(state: CliState, entity: str, depth: int | None, as_of: datetime | None) -> None:
     """Entities linked to ENTITY by facts, within --depth hops."""
@@ -163,9 +165,9 @@ def neighbours(state: CliState, entity: str, depth: int | None, as_of: datetime 
 @facts_group.command(name="paths")
 @click.argument("source")
 @click.argument("target")
-@field_option(FindPathsBody, "max_depth")
-@field_option(FindPathsBody, "limit")
-@field_option(FindPathsBody, "as_of")
+@field_option("FindPathsBody", "max_depth")
+@field_option("FindPathsBody", "limit")
+@field_option("FindPathsBody", "as_of")
 @pass_state
 def paths(
     state: CliState,

@@ -23,11 +23,13 @@ Unknown fields are refused, so a misspelt field is an error rather than silently
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memlane import EpisodeInput
 from memlane.cli.params import parse_iso_datetime
 from memlane.models import Episode
+
+if TYPE_CHECKING:  # imported where a line is parsed: --help needs no engine
+    from memlane import EpisodeInput
 
 __all__ = ["FIELDS", "REQUIRED_FIELDS", "LineError", "dump_episode", "parse_episode_line"]
 
@@ -82,6 +84,8 @@ def parse_episode_line(raw: bytes | str) -> EpisodeInput:
         LineError: invalid UTF-8 or JSON, not an object, missing or unknown fields,
             or an unparseable ``created_at``.
     """
+    from memlane import EpisodeInput
+
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:

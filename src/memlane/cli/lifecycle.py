@@ -5,12 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import click
-from rich.markup import escape
-from rich.text import Text
 
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.confirm import confirm_destructive
-from memlane.cli.output import compact_table, echo_json, minute
+from memlane.cli.output import compact_table, echo_json, escape, minute
 from memlane.cli.params import ISO_DATETIME
 from memlane.config import DEFAULT_COMPACT_SIMILARITY
 from memlane.errors import EpisodeNotFoundError, ValidationError
@@ -29,6 +27,8 @@ def history(state: CliState, episode_id: str) -> None:
     retired it (times in UTC, to the minute; --json gives them exactly). Nothing in the
     chain is ever deleted by superseding.
     """
+    from rich.text import Text
+
     memory = state.memory(must_exist=True)
     try:
         chain = memory.history(episode_id)
@@ -87,6 +87,8 @@ def forget(
     --dry-run runs, and changing anything needs --force. On a terminal the command asks
     before archiving or deleting unless --yes is given.
     """
+    from rich.text import Text
+
     memory = state.memory(must_exist=True)
     if not dry_run and not force and not memory.config.forgetting:
         raise CliError(
@@ -143,6 +145,8 @@ def compact(
     tags united, highest importance, earliest valid_from, retrieval counts summed); the
     originals are archived with a pointer to it (see `memlane history ID`), never deleted.
     """
+    from rich.text import Text
+
     memory = state.memory(must_exist=True)
     report = memory.compact(
         similarity=similarity, never_retrieved_older_than_days=older_than_days, dry_run=dry_run, now=now

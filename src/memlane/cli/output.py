@@ -7,6 +7,9 @@ holds text wraps at word boundaries and folds (never truncates with an ellipsis)
 than the column; ids (episode ids, session ids) sit on a line of their own inside a wide
 column, so they stay whole and can be copied; only short values (numbers, ``YYYY-MM-DD HH:MM``
 times) get fixed columns that never wrap.
+
+rich is imported by the functions that draw (a command's ``--help`` imports this module, through
+the command, but draws nothing: issue #24 item 7); the console class is :mod:`memlane.cli.console`.
 """
 
 from __future__ import annotations
@@ -18,17 +21,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from memlane.config import MemoryConfig
-from memlane.models import Episode, RecallHit, ScoreBreakdown
-from memlane.recall import Fusion, RankingWeights
-from memlane.validation import show_bidi_controls
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from memlane.config import MemoryConfig
+    from memlane.models import Episode, RecallHit, ScoreBreakdown
+    from memlane.recall import Fusion, RankingWeights
     from memlane.stores import StoreStats
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "decision",
     "echo_json",
     "episode_table",
+    "escape",
     "format_weights",
     "hits_table",
     "minute",
@@ -64,6 +66,8 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
     Returns:
         Pairs such as ``("recency", "0.995^age_days")``; the first is the score.
     """
+    from memlane.config import MemoryConfig
+
     config = config or MemoryConfig()
     profile = config.profile
     dense_cal = profile.dense
@@ -142,15 +146,11 @@ def _unrated_importance() -> float:
     return float(importance_signal(np.array([np.nan]))[0])
 
 
-class VisibleConsole(Console):
-    """A rich console that shows bidi controls visibly (``<U+202E>``) in everything it prints.
+def escape(text: str) -> str:
+    """``text`` with its rich markup escaped (:func:`rich.markup.escape`), to print it as written."""
+    from rich.markup import escape as escape_markup
 
-    Stored text (content, ids, tags) reaches the terminal only through it, so a session id
-    ``user-\u202enimda\u202c`` cannot display as ``user-admin`` (#22 item 12).
-    """
-
-    def _render_buffer(self, buffer: Any) -> str:
-        return show_bidi_controls(super()._render_buffer(buffer))
+    return escape_markup(text)
 
 
 def echo_json(document: Any) -> None:
@@ -196,6 +196,10 @@ def format_weights(weights: RankingWeights, preset: str | None = None) -> str:
 
 def episode_table(episode: Episode) -> Table:
     """A two-column field/value table of one stored episode."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=box.SIMPLE, show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
@@ -224,6 +228,9 @@ def compact_table(title: str | None = None) -> Table:
     The narrow gaps leave an 80-column terminal room for a 32-character id beside four
     numeric columns; the blank lines keep rows of several lines apart.
     """
+    from rich import box
+    from rich.table import Table
+
     return Table(
         title=title,
         title_justify="left",
@@ -256,6 +263,8 @@ def decision(b: ScoreBreakdown) -> str:
 
 def _content(hit: RecallHit, show_ids: bool) -> Text:
     """The content cell: shortened content, what decided a ranked hit's place, and the id."""
+    from rich.text import Text
+
     content = Text(truncate_words(hit.episode.content))
     if hit.breakdown is not None and hit.breakdown.decided_by is not None:
         content.append("\n" + decision(hit.breakdown), style="dim")
@@ -285,6 +294,8 @@ def hits_table(
         width: Console width in characters.
         show_ids: Show each episode's id.
     """
+    from rich.text import Text
+
     ranked = any(hit.breakdown is not None for hit in hits)
     wide = width >= WIDE_TABLE_COLUMNS
     table = compact_table(title)
@@ -368,6 +379,10 @@ def stats_to_dict(stats: StoreStats, *, scope: str, owners: Owners = ()) -> dict
 
 def stats_table(stats: StoreStats, *, scope: str, owners: Owners = ()) -> Table:
     """A field/value table of :class:`StoreStats`, with per-event-type counts and stored conversations."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     data = stats_to_dict(stats, scope=scope, owners=owners)
     model = stats.embedding_model
     table = Table(

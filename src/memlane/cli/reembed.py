@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memlane.assembly import build_store
 from memlane.cli.app import CliError, CliState, pass_state
@@ -96,6 +95,8 @@ def reembed_command(
     Without --model, episodes missing a vector of the current model (stored while the
     embedder was down) are embedded in place. Applies to every tenant, whatever --scope says.
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     from memlane.lifecycle.reembed import embedder_for_model, reembed, reembed_backend
 
     settings = state.settings.store

@@ -5,12 +5,15 @@ group lists its commands without importing them (``memlane --help`` in a fractio
 command, with its docstring and options, is the one declaration). :data:`SUMMARIES` is
 *generated* from those declarations — the first paragraph of each command's help — by
 ``python -m memlane.cli.registry``; ``tests/cli/test_lazy_commands.py`` fails when it is stale,
-so the lazy listing always equals the eager one.
+so the lazy listing always equals the eager one. The same run writes
+:data:`memlane.cli.params.FIELD_SCHEMAS_FILE` (the request fields the options are generated from),
+so a command's ``--help`` needs no pydantic either.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -111,6 +114,15 @@ def _write(path: Path) -> None:
     path.write_text(pattern.sub(lambda m: m.group(1) + body + m.group(2), source), encoding="utf-8")
 
 
+def _write_field_schemas() -> None:
+    from memlane.cli.params import FIELD_SCHEMAS_FILE, generated_field_schemas
+
+    schemas = generated_field_schemas(load_command(name) for name in sorted(HOMES))
+    text = json.dumps(schemas, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    FIELD_SCHEMAS_FILE.write_text(text, encoding="utf-8")
+
+
 if __name__ == "__main__":
     _write(Path(__file__))
+    _write_field_schemas()
     sys.exit(0)

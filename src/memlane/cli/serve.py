@@ -17,10 +17,9 @@ import sys
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from memlane.cli.app import CliError, CliState, pass_state
-from memlane.cli.output import echo_json
+from memlane.cli.output import echo_json, escape
 from memlane.config.api_keys import ROLE_AGENT, ROLES, hash_api_key
 from memlane.validation import check_identifier
 

@@ -14,24 +14,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import click
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from memlane.cli.app import CliError, CliState, cli_wording, pass_state
-from memlane.cli.output import compact_table, echo_json, format_weights, minute, stage_progress
+from memlane.cli.output import compact_table, echo_json, escape, format_weights, minute, stage_progress
 from memlane.cli.params import ISO_DATETIME, WEIGHTS, field_option
 from memlane.errors import DuplicateEpisodeError, ValidationError
-from memlane.operations.requests import ContextRequest, SearchSessionsRequest
 from memlane.recall import PRESETS, RankingWeights, resolve_weights
 from memlane.sessions.context import DEFAULT_TOKEN_BUDGET, format_time
-from memlane.sessions.importing import ImportFormat, read_records
 from memlane.sessions.messages import render_message
 from memlane.sessions.models import SessionEpisode, SessionSnippet
 from memlane.sessions.tokens import ENCODINGS
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from memlane import EpisodicMemory
+    from memlane.sessions.importing import ImportFormat
 
 __all__ = ["context", "run_session_eval", "sessions_group"]
 
@@ -97,9 +95,13 @@ def import_sessions(
     reported on stderr with their position and skipped; good ones are stored. Exit code 0
     if every record was stored, 1 if some were rejected.
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from memlane.sessions.importing import read_records  # with its LoCoMo reader: only when importing
+
     memory = state.memory()
     sessions = memory.sessions
-    used, items = read_records(file, None if fmt == "auto" else cast(ImportFormat, fmt))
+    used, items = read_records(file, None if fmt == "auto" else cast("ImportFormat", fmt))
     stored = 0
     rejected: list[tuple[str, str]] = []
     owners: Counter[tuple[str, str]] = Counter()
@@ -214,6 +216,8 @@ def _first_user_text(session: SessionEpisode) -> str:
 @pass_state
 def recent(state: CliState, agent_id: str, user_id: str, limit: int) -> None:
     """List the newest sessions of --agent and --user (newest ended_at first)."""
+    from rich.text import Text
+
     memory = state.memory(must_exist=True)
     found = memory.sessions.recall_recent(agent_id, user_id, limit)
     if not found:
@@ -239,6 +243,8 @@ def recent(state: CliState, agent_id: str, user_id: str, limit: int) -> None:
 
 
 def _snippet_text(snippet: SessionSnippet) -> Text:
+    from rich.text import Text
+
     text = Text()
     for i, message in enumerate(snippet.messages):
         if i:
@@ -260,7 +266,7 @@ def _snippet_text(snippet: SessionSnippet) -> Text:
     show_default=True,
     help="Turns of context shown on each side of a match.",
 )
-@field_option(SearchSessionsRequest, "min_relevance")
+@field_option("SearchSessionsRequest", "min_relevance")
 @_PRESET
 @_WEIGHTS
 @_NOW
@@ -284,6 +290,8 @@ def search(  # noqa: PLR0913  (a click command: one parameter per option)
     when most windows match a query term), recency =
     0.995^age_days and importance = 0.5 (turns are unrated) only break near-ties.
     """
+    from rich.text import Text
+
     chosen = _weights(preset, weights)
     memory = state.memory(must_exist=True)
     found = memory.sessions.search_sessions(
@@ -327,6 +335,8 @@ def search(  # noqa: PLR0913  (a click command: one parameter per option)
 @pass_state
 def show(state: CliState, session_id: str) -> None:
     """Print one session of this tenant with every message (JSON with --json)."""
+    from rich.text import Text
+
     session = state.memory(must_exist=True).sessions.get_session(session_id)
     if session is None:
         raise CliError(
@@ -359,7 +369,7 @@ def show(state: CliState, session_id: str) -> None:
 @click.option("--no-events", is_flag=True, help="Leave event episodes out (session snippets only).")
 @click.option("--no-sessions", is_flag=True, help="Leave session snippets out (event episodes only).")
 @click.option("--no-facts", is_flag=True, help="Leave the knowledge graph's facts out.")
-@field_option(ContextRequest, "min_relevance")
+@field_option("ContextRequest", "min_relevance")
 @click.option(
     "--encoding",
     type=click.Choice(ENCODINGS),

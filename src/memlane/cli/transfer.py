@@ -11,19 +11,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from memlane import EpisodeInput
 from memlane.cli.app import CliError, CliState, pass_state
 from memlane.cli.jsonl import LineError, dump_episode, parse_episode_line
-from memlane.cli.output import echo_json
+from memlane.cli.output import echo_json, escape
 from memlane.errors import DuplicateEpisodeError, ValidationError
 from memlane.models import Scope
 
 if TYPE_CHECKING:
-    from memlane import EpisodicMemory
+    from rich.console import Console
+
+    from memlane import EpisodeInput, EpisodicMemory
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -248,6 +246,8 @@ def ingest(ctx: click.Context, state: CliState, file: BinaryIO, batch_size: int)
     running it again. Exit code 0 if every line was stored (or skipped), 1 if some were
     rejected, 130 if interrupted (Ctrl-C; the counts so far are printed).
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     memory = state.memory()
     console = state.err
     progress = Progress(

@@ -54,8 +54,12 @@ from memlane.sessions.messages import MAX_MESSAGES, validate_messages
 from memlane.validation import MAX_LABEL_LENGTH, MAX_LIMIT, MAX_TEXT_CHARS, check_contradiction_threshold
 
 __all__ = [
+    "DETAIL_DOC",
     "INTERFACE_ONLY",
     "LIMIT",
+    "NOW_DOC",
+    "PRESET_DOC",
+    "SESSION_DOC",
     "ArgumentCheck",
     "Check",
     "Request",
@@ -457,6 +461,23 @@ def _weights(value: Any, name: str) -> dict[str, float]:
 
 
 WeightsField = Annotated[Weights, Check(_weights)]
+
+
+# -- descriptions several requests share -----------------------------------------------
+
+DETAIL_DOC = (
+    "'compact' (the tools' default): id, content, event_type, when, tags, importance, score and a "
+    "one-line why per episode. 'full' (the HTTP default): every field (lifecycle times, retrieve "
+    "counts, the score breakdown)."
+)
+PRESET_DOC = (
+    "Named ranking weights: 'balanced' (default, relevance first), 'specific_question' (favours "
+    "relevance), 'agent_context' (important facts can outrank better matches), 'conversation' (recent "
+    "turns can outrank better matches), 'cold_start' (importance, ignores recency), 'relevance_only' "
+    "(pure semantic similarity), 'seed' (seed 000: plain mean of cosine, recency and importance/10)."
+)
+SESSION_DOC = "Session within the key's tenant (1-200 characters). Default: 'default'."
+NOW_DOC = "Reference time (ISO 8601 with timezone). Default: now."
 
 
 # -- derived: a model for one max_limit, the tool schemas ---------------------------------
