@@ -182,6 +182,22 @@ def test_merged_entities_resolve_and_keep_their_facts(graph: EpisodicMemory) -> 
         store.merge_entity("t1", "bob", "acme", T0, "again")
 
 
+def test_resolve_follows_merge_chains_among_plain_entities(graph: EpisodicMemory) -> None:
+    # Resolve reads which entities are merged in one statement, then walks only their chains.
+    for name in ("Bob", "Robert", "Robert Smith", "Carol", "Dave"):
+        graph.remember_fact(name, "likes", "tea")
+    graph.merge_entities("Bob", "Robert", reason="same")
+    graph.merge_entities("Robert", "Robert Smith", reason="same")  # bob -> robert -> robert smith
+    store = graph.store.graph_store  # type: ignore[attr-defined]
+    assert store.resolve("t1", ["bob", "carol", "robert", "unknown", "dave", "robert smith", "bob"]) == {
+        "bob": "robert smith",
+        "robert": "robert smith",
+        "robert smith": "robert smith",
+        "carol": "carol",
+        "dave": "dave",
+    }
+
+
 def test_tenants_do_not_see_each_other(make_memory: MemoryFactory) -> None:
     a, b = make_memory(tenant_id="a", scope="tenant"), make_memory(tenant_id="b", scope="tenant")
     a.remember_fact("user", "lives_in", "Oslo")

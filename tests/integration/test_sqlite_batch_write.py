@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, SQLiteStore
 from memlane.embeddings.fake import HashingEmbedder
+from memlane.stores.sqlite.fts import _ADD_SCOPE_STATS
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 TEXTS = [
@@ -81,3 +82,30 @@ def test_one_batch_stores_what_one_episode_at_a_time_stores(tmp_path: Path) -> N
     assert {"berlin", "carol@example.com", "inv-2024-001", "blue moon", "acme corp", "erin"} <= {
         row[1] for row in batched["graph_aliases"]
     }
+
+
+def test_scope_stats_of_batches_equal_a_recount_and_read_only_the_batch(tmp_path: Path) -> None:
+    # Batches over several sessions and tenants, added to scope_stats one batch at a time, hold what a
+    # full recount of the table holds; the statement reads the batch as a seq (rowid) range instead of
+    # walking the (tenant_id, session_id, seq) index over every stored row.
+    store = SQLiteStore(tmp_path / "m.db")
+    for tenant in ("t1", "t2"):
+        memory = EpisodicMemory(store, HashingEmbedder(dims=16), clock=FrozenClock(NOW), tenant_id=tenant)
+        for start in range(0, 120, 40):
+            memory.remember_episodes(
+                [
+                    EpisodeInput("note", f"{TEXTS[i % len(TEXTS)]} {i}", session_id=f"s{i % 7}")
+                    for i in range(start, start + 40)
+                ]
+            )
+    conn = store.connection()
+    recount = conn.execute(
+        "SELECT tenant_id, session_id, count(*), sum(token_count), min(seq), max(seq) FROM episodes "
+        "GROUP BY tenant_id, session_id ORDER BY 1, 2"
+    ).fetchall()
+    assert conn.execute("SELECT * FROM scope_stats ORDER BY 1, 2").fetchall() == recount
+    assert len(recount) == 14
+    plan = " | ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + _ADD_SCOPE_STATS, (200,)))
+    assert "SEARCH episodes USING INTEGER PRIMARY KEY (rowid>?)" in plan, plan
+    assert "ix_episodes_session_seq" not in plan
+    store.close()

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,11 +15,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from psycopg.types.json import Json
 
-from memlane.analysis import index_terms, index_terms_batch, terms_column
+from memlane.analysis import index_terms, index_terms_batch, keyword_text, terms_column
 from memlane.episode_input import EpisodeInput, build_episode, build_episodes, new_episode_ids
 from memlane.errors import DuplicateEpisodeError, ValidationError
+from memlane.evaluation.locomo import default_locomo_path, load_locomo
 from memlane.models import Episode
+from memlane.stores.postgres.base import CODEC as PG_CODEC
+from memlane.stores.postgres.base import VectorParam, reject_nul_episodes
 from memlane.stores.sqlite import SQLiteStore
 from memlane.stores.sqlite.base import CODEC, encode_vectors, to_us
 
@@ -66,6 +71,21 @@ def test_index_terms_batch_matches_index_terms_on_words_and_spaces(texts: list[s
     assert index_terms_batch(["Running  the ADOPTED 42", "  ", "a b", "x\ty"]) == [
         _expected(t) for t in ["Running  the ADOPTED 42", "  ", "a b", "x\ty"]
     ]
+
+
+def test_index_terms_batch_matches_index_terms_on_locomo() -> None:
+    # Every LoCoMo turn (5,882, read in place) and its image caption as keyword texts, in one batch.
+    path = default_locomo_path()
+    if path is None:
+        pytest.skip("locomo10.json not found (expected at ../shared/datasets/locomo/)")
+    conversations, _ = load_locomo(path)
+    texts = [
+        keyword_text(t.text, {"caption": t.blip_caption} if t.blip_caption else None)
+        for c in conversations
+        for t in c.turns
+    ]
+    assert len(texts) == 5882
+    assert index_terms_batch(texts) == [_expected(t) for t in texts]
 
 
 def test_new_episode_ids_are_uuid7_unique_and_ordered() -> None:
@@ -123,6 +143,36 @@ def test_episode_rows_match_episode_row() -> None:
         CODEC.episode_row(ep, blob) for ep, blob in zip(episodes, blobs, strict=True)
     ]
     assert CODEC.episode_rows(episodes, None) == [CODEC.episode_row(ep, None) for ep in episodes]
+
+
+def _pg_row(row: tuple[object, ...]) -> tuple[object, ...]:
+    # psycopg wrappers as comparable values: the JSON text sent, the vector's floats.
+    return tuple(
+        ("json", v.dumps(v.obj))
+        if isinstance(v, Json)
+        else ("vector", list(v.values))
+        if isinstance(v, VectorParam)
+        else v
+        for v in row
+    )
+
+
+def test_postgres_episode_rows_match_episode_row() -> None:
+    episodes = _episodes()
+    vectors = np.random.default_rng(1).standard_normal((len(episodes), 4)).astype(np.float32)
+    params = [VectorParam(v) for v in vectors]
+    batch = [_pg_row(r) for r in PG_CODEC.episode_rows(episodes, params)]
+    assert batch == [_pg_row(PG_CODEC.episode_row(ep, p)) for ep, p in zip(episodes, params, strict=True)]
+    assert batch[2][8] == ("json", '{"a": ["é", null, 1.5, {"k": true}], "z": 1}')
+
+
+def test_reject_nul_episodes_names_the_first_episode_with_a_nul() -> None:
+    episodes = _episodes()
+    reject_nul_episodes(episodes)  # no NUL: nothing raised
+    for field, value in [("content", "a\x00b"), ("tags", ("ok", "t\x00g")), ("supersede_reason", "r\x00")]:
+        bad = [episodes[0], replace(episodes[1], **{field: value}), replace(episodes[2], content="c\x00")]
+        with pytest.raises(ValidationError, match=f"episode {episodes[1].id!r}: PostgreSQL text cannot"):
+            reject_nul_episodes(bad)
 
 
 def test_build_episodes_matches_build_episode() -> None:

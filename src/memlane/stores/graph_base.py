@@ -529,9 +529,25 @@ class GraphStoreBase:
                     [tenant_id, *chunk],
                 )
                 found.update({str(a): str(e) for a, e in rows})
+            merged = self._merged(run, tenant_id, list(dict.fromkeys(found.values())))
             for alias, entity_id in found.items():
-                found[alias] = self._canonical(run, tenant_id, entity_id)
+                if entity_id in merged:  # only a merged entity has a chain to follow
+                    found[alias] = self._canonical(run, tenant_id, entity_id)
         return found
+
+    @staticmethod
+    def _merged(run: Executor, tenant_id: str, ids: list[str]) -> set[str]:
+        """Those of ``ids`` merged into another entity, one statement per chunk (not one per id)."""
+        merged: set[str] = set()
+        for chunk in _chunks(ids):
+            marks = ", ".join("?" * len(chunk))
+            rows = run(
+                f"SELECT id FROM {{entities}} WHERE tenant_id = ? AND id IN ({marks}) "
+                "AND merged_into IS NOT NULL",
+                [tenant_id, *chunk],
+            )
+            merged.update(str(r[0]) for r in rows)
+        return merged
 
     @staticmethod
     def _canonical(run: Executor, tenant_id: str, entity_id: str) -> str:

@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,17 +27,31 @@ from psycopg.pq import Format
 from psycopg.types.json import Json
 
 from memlane.errors import ValidationError
+from memlane.models import Episode
 from memlane.stores.common import RowCodec, canonical_json
 
-__all__ = ["CODEC", "PostgresHost", "VectorBinaryDumper", "VectorParam", "redact", "reject_nul"]
+__all__ = [
+    "CODEC",
+    "PostgresHost",
+    "VectorBinaryDumper",
+    "VectorParam",
+    "redact",
+    "reject_nul",
+    "reject_nul_episodes",
+]
 
 
 def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def _as_is(text: str) -> str:
+    return text
+
+
 def _json_in(value: Mapping[str, Any]) -> Json:
-    return Json(dict(value), dumps=canonical_json)
+    """The metadata column's value: encoded now (an unencodable value raises before any statement)."""
+    return Json(canonical_json(value if type(value) is dict else dict(value)), dumps=_as_is)
 
 
 CODEC = RowCodec(time_out=_utc, json_in=_json_in)
@@ -77,6 +92,29 @@ def reject_nul(texts: Iterable[str | None], what: str = "") -> None:
     """
     if any(text is not None and "\x00" in text for text in texts):
         raise ValidationError(f"{what}PostgreSQL text cannot contain NUL characters")
+
+
+def reject_nul_episodes(episodes: Sequence[Episode]) -> None:
+    """:func:`reject_nul` of every text an episode row holds, for a whole batch.
+
+    The ids, content, tags and supersede fields are checked (metadata is JSON text, in which
+    JSON escapes a NUL), first all at once; only a batch holding a NUL is walked episode by
+    episode, to name the first one holding it.
+
+    Raises:
+        ValidationError: a text contains ``"\\x00"``; the message names the episode.
+    """
+    if "\x00" not in "".join(chain.from_iterable(map(_episode_texts, episodes))):
+        return
+    for ep in episodes:
+        reject_nul(_episode_texts(ep), f"episode {ep.id!r}: ")
+
+
+def _episode_texts(ep: Episode) -> tuple[str, ...]:
+    texts = (ep.id, ep.tenant_id, ep.session_id, ep.event_type, ep.content, *ep.tags)
+    if ep.superseded_by is None and ep.supersede_reason is None:
+        return texts
+    return (*texts, *(t for t in (ep.superseded_by, ep.supersede_reason) if t is not None))
 
 
 def redact(conninfo: str) -> str:

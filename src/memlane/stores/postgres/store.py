@@ -70,7 +70,6 @@ from memlane.stores.base import (
 from memlane.stores.common import (
     EpisodeBatch,
     EpisodeStoreBase,
-    canonical_json,
     check_binding,
     check_values_limit,
     checked_metadata_value,
@@ -78,7 +77,7 @@ from memlane.stores.common import (
     paginate,
     store_stats,
 )
-from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul
+from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul, reject_nul_episodes
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
 from memlane.stores.postgres.graph import LINK_TABLE, PostgresGraphStore, linked_episodes
@@ -247,12 +246,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         params: list[VectorParam | None] = (
             [None] * len(episodes) if batch.vectors is None else [VectorParam(row) for row in batch.vectors]
         )
-        rows = []
-        for ep, vector in zip(episodes, params, strict=True):
-            metadata = canonical_json(dict(ep.metadata))
-            texts = (ep.id, ep.tenant_id, ep.session_id, ep.event_type, ep.content, metadata, *ep.tags)
-            reject_nul((*texts, ep.superseded_by, ep.supersede_reason), f"episode {ep.id!r}: ")
-            rows.append(CODEC.episode_row(ep, vector))
+        reject_nul_episodes(episodes)
+        rows = CODEC.episode_rows(episodes, params)
         reject_nul(sup.reason for sup in supersessions)
         pending = self._retrievals.take()
         try:
