@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane.bm25 import DEFAULT_BM25, score_matches
+from memlane.stores import keyword_postings
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
 
 WORDS = [f"w{i}" for i in range(60)]
@@ -180,3 +181,57 @@ def test_top_rows_equal_the_plain_path_over_random_corpora(
     assert [(int(k), float(s)) for k, s in zip(index.seqs[positions], scores, strict=True)] == sorted(
         (k, s) for k, s, _, _ in expected
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    corpus=_CORPUS,
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["query", "query", "query", "append", "delete"]),
+            st.lists(st.sampled_from(WORDS[:48]), min_size=1, max_size=5, unique=True),
+            st.sampled_from([(None, None), ("a", None), ("b", "y")]),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    budget=st.integers(1, 4),
+)
+def test_kept_contributions_give_the_floats_of_a_fresh_computation(
+    corpus: list[tuple[str, str, list[str], int, bool]],
+    steps: list[tuple[str, list[str], tuple[str | None, str | None]]],
+    budget: int,
+) -> None:
+    """With ``scope=`` (contributions kept between searches, every term kept, a small budget) the
+    scores of every search equal those computed afresh and :func:`score_matches`', through
+    appends and deletions that change the rows, ``N`` and ``avgdl`` between searches."""
+    rows = [(i * 2 + 1, t, s, " ".join(w), len(w) + extra) for i, (t, s, w, extra, _) in enumerate(corpus)]
+    deleted = {r[0] for r, c in zip(rows, corpus, strict=True) if c[4]}
+    index, held = KeywordPostings(), rows[: len(rows) // 2]
+    _add(index, held)
+    pending = rows[len(rows) // 2 :]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keyword_postings, "GAIN_MIN_ROWS", 1)
+        patch.setattr(keyword_postings, "GAIN_BUDGET", budget)
+        for action, query, scope in steps:
+            if action == "append" and pending:
+                _add(index, pending[:30])
+                held, pending = held + pending[:30], pending[30:]
+            elif action == "delete":
+                held = [r for r in held if r[0] not in deleted]
+                index.retain(np.array([r[0] for r in held], dtype=np.int64))
+            inside = [r for r in held if scope[0] in (None, r[1]) and scope[1] in (None, r[2])]
+            found = index.scope_postings(query, scope)
+            df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+            if not df:
+                continue
+            n, avgdl = len(inside), sum(r[4] for r in inside) / len(inside)
+            # the second search reads what the first kept; other statistics must not read it
+            for n_rows, avg in ((n, avgdl), (n, avgdl), (n + 3, avgdl), (n, avgdl + 0.5)):
+                kept = index.score(found, df, n_rows, avg, DEFAULT_BM25, scope=scope)
+                fresh = index.score(found, df, n_rows, avg, DEFAULT_BM25)
+                assert kept[0].tolist() == fresh[0].tolist() and kept[1].tolist() == fresh[1].tolist()
+            kept = index.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
+            expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], df, n, avgdl, len(inside))
+            got = sorted(zip(index.seqs[kept[0]].tolist(), kept[1].tolist(), strict=True))
+            assert got == sorted((k, s) for k, s, _, _ in expected)

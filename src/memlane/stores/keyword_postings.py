@@ -32,7 +32,15 @@ from numpy.typing import NDArray
 from memlane.analysis import tag_words
 from memlane.bm25 import Bm25Params, contribution, idf, length_norm
 
-__all__ = ["TAIL_FRACTION", "KeywordPostings", "PostingRows", "best_first"]
+__all__ = [
+    "GAIN_BUDGET",
+    "GAIN_MIN_ROWS",
+    "TAIL_FRACTION",
+    "KeywordPostings",
+    "PostingRows",
+    "Scope",
+    "best_first",
+]
 
 TAIL_FRACTION = 16
 """The tail segment is folded into the main one once it holds over ``rows / 16`` (and 1,024) rows."""
@@ -139,6 +147,17 @@ _NO_TF = np.zeros(0, dtype=np.float64)
 _CLEAR_WHOLE = 16
 """:meth:`KeywordPostings.score` clears its whole scratch once over ``1 / 16`` of the rows matched."""
 
+GAIN_MIN_ROWS = 256
+""":meth:`KeywordPostings.score` keeps the contributions of a term in at least this many rows of a scope."""
+
+GAIN_BUDGET = 4
+"""The kept contributions hold at most ``4 * rows`` floats in all (the oldest kept are dropped first)."""
+
+Scope = tuple[str | None, str | None]
+"""``(tenant_id, session_id)`` of a search; ``None`` = every tenant / every session."""
+
+_GainKey = tuple[str, Scope, int, int, float, float, float]
+
 
 class KeywordPostings:
     """Postings of every row of a store, with each row's key, scope, length and fixed columns.
@@ -185,6 +204,9 @@ class KeywordPostings:
         self._total: NDArray[np.float64] = _NO_TF  # score scratch, all zeros between searches
         self._norms: tuple[tuple[float, float, float], NDArray[np.float64]] | None = None  # (k1, b, avg)
         self._seen: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # match scratch, all False between
+        # (term, scope, df, N, k1, b, avgdl) -> the term's contributions to its scope rows (read-only)
+        self._gains: dict[_GainKey, NDArray[np.float64]] = {}
+        self._gain_floats = 0
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -204,9 +226,7 @@ class KeywordPostings:
         if not rows.seqs:
             return
         base = len(self.seqs)
-        self._by_session = None
-        self._counts = None
-        self._norms = None
+        self._changed()
         tenant = [self._tenant_codes.setdefault(t, len(self._tenant_codes)) for t in rows.tenants]
         session = [self._session_code(t, s) for t, s in zip(rows.tenants, rows.sessions, strict=True)]
         self.seqs = np.concatenate([self.seqs, np.asarray(rows.seqs, dtype=np.int64)])
@@ -228,6 +248,14 @@ class KeywordPostings:
             self._tail_from = len(self.seqs)
         else:
             self._tail = tail
+
+    def _changed(self) -> None:
+        """Drop what is derived from the rows held (they are about to change)."""
+        self._by_session = None
+        self._counts = None
+        self._norms = None
+        self._gains.clear()
+        self._gain_floats = 0
 
     def _session_code(self, tenant: str, session: str) -> int:
         key = (tenant, session)
@@ -269,9 +297,7 @@ class KeywordPostings:
         if keep.all():
             return
         position = (np.cumsum(keep) - 1).astype(np.int64)
-        self._by_session = None
-        self._counts = None
-        self._norms = None
+        self._changed()
         self.seqs, self.lengths = self.seqs[keep], self.lengths[keep]
         self.created_s, self.importance, self.tag_codes = (
             self.created_s[keep],
@@ -359,6 +385,8 @@ class KeywordPostings:
         n_rows: int,
         avgdl: float,
         params: Bm25Params,
+        *,
+        scope: Scope | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """BM25 of every row of the scope holding a term of ``df``: ``(index positions, scores)``.
 
@@ -373,6 +401,11 @@ class KeywordPostings:
             n_rows: ``N`` of the scope (>= 1).
             avgdl: Mean document length of the scope.
             params: ``k1`` and ``b``.
+            scope: The scope ``postings`` were taken for (:meth:`scope_postings`). Given, the
+                contributions of each term in at least :data:`GAIN_MIN_ROWS` rows are kept until the
+                rows held change (at most :data:`GAIN_BUDGET` floats per row in all), keyed by the
+                term, the scope, ``df``, ``n_rows``, ``avgdl`` and ``params``: a later search with the
+                same key adds the kept array, the same floats as computing it again.
 
         Returns:
             Positions (increasing) of the matching rows in the index and their scores (> 0).
@@ -386,10 +419,15 @@ class KeywordPostings:
         try:
             every = self._row_norms(k1, b, avg) if self._worth_every_norm(postings, df) else None
             for term, d in df.items():
-                weight = idf(d, n_rows)
                 rows, f = postings[term]
-                norm = length_norm(self.lengths[rows], k1, b, avg) if every is None else every[rows]
-                total[rows] += contribution(weight, f, norm, k1)
+                key = None if scope is None else (term, scope, d, n_rows, k1, b, avg)
+                gain = None if key is None else self._gains.get(key)
+                if gain is None:
+                    norm = length_norm(self.lengths[rows], k1, b, avg) if every is None else every[rows]
+                    gain = contribution(idf(d, n_rows), f, norm, k1)
+                    if key is not None and len(rows) >= GAIN_MIN_ROWS:
+                        self._keep_gain(key, gain)
+                total[rows] += gain
                 seen[rows] = True
         finally:
             hit = np.flatnonzero(seen)  # the matched rows (a bool scan is faster than a float one)
@@ -403,6 +441,16 @@ class KeywordPostings:
         if not nonzero.all():
             hit, scores = hit[nonzero], scores[nonzero]
         return hit, scores
+
+    def _keep_gain(self, key: _GainKey, gain: NDArray[np.float64]) -> None:
+        """Keep ``gain`` under ``key``, dropping the oldest kept arrays beyond the budget."""
+        gain.flags.writeable = False
+        self._gains[key] = gain
+        self._gain_floats += len(gain)
+        budget = GAIN_BUDGET * max(len(self.seqs), GAIN_MIN_ROWS)
+        while self._gain_floats > budget and len(self._gains) > 1:
+            oldest = next(iter(self._gains))
+            self._gain_floats -= len(self._gains.pop(oldest))
 
     def _worth_every_norm(
         self, postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]], df: dict[str, int]

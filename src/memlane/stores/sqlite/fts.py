@@ -289,7 +289,7 @@ def indexed_keyword_search(
     df = (common or CommonTermFilter()).kept({t: len(rows) for t, (rows, _) in found.items()}, n)
     if not df:
         return KeywordCandidates.empty()
-    rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25)
+    rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
     keys = postings.seqs[rows]
     passed = _passing(conn, keys, scores, sql_filter, top_n, known)
     chosen = rows[passed]

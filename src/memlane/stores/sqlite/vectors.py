@@ -250,7 +250,7 @@ class SQLiteVectors:
         (``exhaustive=True``); the ANN path and a quantized index return at least the ``top_n``
         best candidates found (``exhaustive`` only if they are all the filtered rows).
         """
-        count = int(mask.sum())
+        count = int(np.count_nonzero(mask))
         rows = None
         if self.ann_threshold is not None and count > self.ann_threshold and count > top_n:
             rows = self._ann_rows(conn, index, mask, query, top_n)
