@@ -6,9 +6,7 @@ Hits must come in the same order with the same scores (to 1e-12). Regenerated on
 session search joined the one recall pipeline and so the time-window boost (#19), which moved the
 hits of the one session query that names a time ("what happened in May"); and issue #20 moved the
 ``preset_conversation`` and ``preset_cold_start`` cases (those presets now reach as far as
-relevance) and added ``preset_agent_context`` and ``preset_seed``; and the convex fusion's dense
-share of 1 when no candidate matches a query term (#20) moved the scores, not the order, of the one
-session query none of whose words any stored turn holds ("beagle puppy"). Every other case is the
+relevance) and added ``preset_agent_context`` and ``preset_seed``. Every other case is the
 recording of 9cb98c9.
 """
 

@@ -31,7 +31,6 @@ from memlane.recall.ranking import (
     Scores,
     convex_dense_weight,
     decided_by,
-    fuse,
     rank,
     scores_of,
 )
@@ -256,28 +255,12 @@ def test_keyword_coverage_is_the_share_of_candidates_that_match() -> None:
 def test_the_dense_share_grows_with_keyword_coverage() -> None:
     w = DEFAULT_PROFILE.fusion.dense_weight
     power = DEFAULT_PROFILE.fusion.coverage_power
-    assert coverage_dense_weight(w, 0.01, power) == pytest.approx(
-        1 - (1 - w) * 0.99
-    )  # words that pick out a few
+    assert coverage_dense_weight(w, 0.0, power) == pytest.approx(w)  # words that pick out a few turns
     assert coverage_dense_weight(w, 1.0, power) == pytest.approx(1.0)  # words every candidate carries
     shares = [coverage_dense_weight(w, c, power) for c in (0.1, 0.3, 0.6, 0.9)]
     assert shares == sorted(shares) and all(w < s < 1.0 for s in shares)
     assert coverage_dense_weight(w, 0.7, 0.0) == pytest.approx(w)  # power 0: the fixed share
     assert coverage_dense_weight(0.4, 0.5, 1.0) == pytest.approx(1 - 0.6 * 0.5)
-
-
-def test_without_any_keyword_match_the_fusion_is_the_dense_signal() -> None:
-    """No candidate shares a query term: the keyword signal is no evidence, not evidence against."""
-    w = DEFAULT_PROFILE.fusion.dense_weight
-    for power in (0.0, 1.0, 2.0):
-        assert coverage_dense_weight(w, 0.0, power) == 1.0
-    dense = np.array([0.55, 0.2, 0.0])
-    none_match = CandidateSignals(
-        np.zeros(3), np.full(3, NAN), cosine=np.full(3, 0.5), keyword=np.full(3, NAN)
-    )
-    fused = fuse(dense, np.zeros(3), none_match, DEFAULT_PROFILE.fusion)
-    assert fused.tolist() == dense.tolist()
-    assert fused.tolist() == fuse(dense, None, none_match, DEFAULT_PROFILE.fusion).tolist()
 
 
 def test_the_convex_fusion_follows_the_candidates_coverage() -> None:

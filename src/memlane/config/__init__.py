@@ -90,8 +90,7 @@ class MemoryConfig:
             (full-text index only; never calls the embedder).
         fusion: How hybrid retrieval fuses the two calibrated signals into base relevance:
             ``"convex"`` (default, ``w * dense + (1 - w) * keyword``,
-            ``w = 1 - 0.6 * (1 - coverage)``, 1 when no candidate matches), ``"noisy_or"`` or
-            ``"rrf"`` (reciprocal rank fusion):
+            ``w = 1 - 0.6 * (1 - coverage)``), ``"noisy_or"`` or ``"rrf"`` (reciprocal rank fusion):
             the name of the ranking profile (:attr:`profile`, :data:`memlane.config.profile.PROFILES`);
             see :mod:`memlane.recall.relevance`.
         min_relevance: Ranked hits whose own relevance (without the neighbours' context) is

@@ -102,10 +102,9 @@ class Fusion:
             ``(1 - w) * (1 - coverage) ** p``, where ``coverage`` is the fraction of the recall's
             candidates that match any query term (:func:`memlane.recall.relevance.keyword_coverage`):
             a keyword signal that marks most candidates as matches says little about which one
-            is meant, so the dense share grows to ``1 - (1 - w) * (1 - coverage) ** p``; when no
-            candidate matches (coverage 0) it is 1, whatever ``p``. ``>= 0``; 0 keeps the fixed
-            share ``1 - w`` (the fusion before issue #20). 1, chosen from {0 (off), 1, 1.5, 2, 3}
-            with keyword saturation {4, 8} by leave-one-conversation-out
+            is meant, so the dense share grows to ``1 - (1 - w) * (1 - coverage) ** p``.
+            ``>= 0``; 0 keeps the fixed share ``1 - w`` (the fusion before issue #20). 1, chosen
+            from {0 (off), 1, 1.5, 2, 3} with keyword saturation {4, 8} by leave-one-conversation-out
             cross-validation over BEAM 1-10 and LoCoMo 0-4 (``benchmarks/fusion_study.py``).
 
     Raises:

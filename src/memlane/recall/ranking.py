@@ -35,8 +35,7 @@ the candidates' arrays as one :class:`CandidateSignals` and the per-recall choic
 * **Base relevance** fuses the calibrated dense and keyword signals: convex ``w * dense +
   (1 - w) * keyword`` by default (Bruch, Gai & Ingber 2023, *An Analysis of Fusion Functions for
   Hybrid Retrieval*, ACM TOIS), ``w = 1 - 0.6 * (1 - coverage)`` growing with the share of the
-  candidates that match a query term, 1 when none does
-  (:func:`memlane.recall.relevance.coverage_dense_weight`);
+  candidates that match a query term (:func:`memlane.recall.relevance.coverage_dense_weight`);
   noisy-OR (:func:`fuse_noisy_or`) and reciprocal rank fusion (:func:`fuse_rrf`; Cormack, Clarke &
   Büttcher 2009, SIGIR '09; competition ranks, so the order rows arrive in does not matter) are
   selectable (:class:`memlane.config.profile.Fusion`).

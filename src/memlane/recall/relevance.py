@@ -19,8 +19,7 @@ fitted, no rule keys on a dataset; the measurements are in ``benchmarks/results/
    the recall's candidates that match any query term (:func:`keyword_coverage`,
    :func:`coverage_dense_weight`). A query whose words pick out a few turns (LoCoMo: 12% of the
    candidates on average) keeps nearly the keyword share 0.6; one whose words occur in most long
-   technical turns (BEAM: 60%) leans on the embeddings; one whose words no candidate holds has
-   no keyword evidence, and ``w = 1``. ``noisy_or`` and ``rrf`` remain available
+   technical turns (BEAM: 60%) leans on the embeddings. ``noisy_or`` and ``rrf`` remain available
    (fixed weights).
 4. **Context** (a conversation's answer is often in the turn next to the one that matches)::
 
@@ -114,20 +113,11 @@ def keyword_coverage(bm25: NDArray[np.floating]) -> float:
 def coverage_dense_weight(dense_weight: float, coverage: float, power: float) -> float:
     """Dense share of the convex fusion: ``1 - (1 - dense_weight) * (1 - coverage) ** power``, in [w, 1].
 
-    When no candidate matches any query term (``coverage == 0``) the keyword signal carries no
-    evidence at all and the share is 1: the fusion is the dense signal itself, as when the recall
-    has no keyword signal (and as noisy-OR gives), instead of ``w`` times it (which would put a
-    paraphrase with no shared word, e.g. "where does she like to sit?" for "User prefers window
-    seats", under any ``min_relevance`` the same match passes with ``retrieval="dense"``).
-
     Args:
         dense_weight: The profile's share ``w`` (:attr:`memlane.config.profile.Fusion.dense_weight`).
         coverage: :func:`keyword_coverage` of the recall's candidates, in [0, 1].
-        power: :attr:`memlane.config.profile.Fusion.coverage_power`, >= 0 (0: ``w`` whenever some
-            candidate matches).
+        power: :attr:`memlane.config.profile.Fusion.coverage_power`, >= 0 (0: always ``w``).
     """
-    if coverage <= 0.0:
-        return 1.0
     share = (1.0 - coverage) ** power if power > 0.0 else 1.0
     return 1.0 - (1.0 - dense_weight) * share
 
