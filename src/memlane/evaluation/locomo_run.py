@@ -80,7 +80,7 @@ committed results, once for a quiet-machine latency rerun, once after the exact 
 kept scope statistics landed (same figures), once for the committed results with the turn
 metrics taken from ``limit=10`` recalls (the pool size, 500, was chosen on 0-4 before that run),
 once for a later quiet latency rerun, and once after the convex fusion's dense share of 1 without
-any keyword match (issue #20; held-out figures unchanged). Nothing was retuned after a look."""
+any keyword match (issue #20; held-out figures unchanged; withdrawn). Nothing was retuned after a look."""
 
 TURN_LIMIT = 10
 """Hits asked per question for the turn metrics and the latency: what a user asking for 10 gets
