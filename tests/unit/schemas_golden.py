@@ -15,6 +15,7 @@ Regenerate (only when a change is *meant* to change a published schema)::
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import tempfile
@@ -45,7 +46,11 @@ def _served(directory: Path) -> dict[str, Any]:
         out[f"openapi/{name}"] = schema
     opened = memory()
     try:
-        for tool in asyncio.run(create_mcp_server(opened).list_tools()):
+        server = create_mcp_server(opened)
+        # A thread of its own: the suite may be inside a running event loop (asyncio.run refuses it).
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            tools = pool.submit(asyncio.run, server.list_tools()).result()
+        for tool in tools:
             out[f"mcp/{tool.name}"] = {"description": tool.description, "input_schema": tool.input_schema}
     finally:
         opened.close()
