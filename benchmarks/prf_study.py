@@ -196,17 +196,36 @@ def per_type(questions: list[Question], scores: FloatArray) -> dict[str, float]:
 def study(data: Mapping[str, list[Question]], store: Mapping[int, NDArray[np.float32]]) -> dict[str, Any]:
     """The study's figures (the JSON document)."""
     scores = {n: scored(qs, store) for n, qs in data.items()}
+    return summarise(data, scores, {name: list(grid) for name, grid in techniques().items()})
+
+
+def summarise(
+    data: Mapping[str, list[Question]],
+    scores: Mapping[str, Mapping[str, FloatArray]],
+    grids: Mapping[str, list[str]],
+    baselines: tuple[str, ...] = ("dense",),
+) -> dict[str, Any]:
+    """The JSON document of a re-ranking study: each grid chosen by cross-validation, paired CIs, types.
+
+    Args:
+        data: Per benchmark, the recorded questions.
+        scores: Per benchmark and label, each question's R@10; holds ``"library defaults"``, the
+            ``baselines`` and every label of ``grids``.
+        grids: Technique -> its grid's labels (the defaults are a candidate of every grid).
+        baselines: The labels (besides the defaults) every row is compared with.
+    """
     conversations = {n: [q.conversation for q in qs] for n, qs in data.items()}
     doc: dict[str, Any] = {
         "reproduces_public_recall": {
             n: float(np.mean([[q.ids[r.index] for r in defaults(q)] == q.top for q in qs]))
             for n, qs in data.items()
         },
+        "baselines": list(baselines),
         "cv": {},
         "benchmarks": {n: {"questions": len(qs), "rows": {}, "types": {}} for n, qs in data.items()},
     }
     picked_rows: dict[str, dict[str, FloatArray]] = {n: {} for n in data}
-    for name, grid in techniques().items():
+    for name, grid in grids.items():
         picked, choices = cross_validate(conversations, scores, ["library defaults", *grid])
         trivial = sum(c.endswith(": library defaults") for c in choices)
         doc["cv"][name] = {
@@ -223,11 +242,11 @@ def study(data: Mapping[str, list[Question]], store: Mapping[int, NDArray[np.flo
             label: {
                 "recall_at_10": float(s.mean()),
                 "minus_defaults": paired_ci(s, scores[n]["library defaults"], clusters),
-                "minus_dense": paired_ci(s, scores[n]["dense"], clusters),
+                **{f"minus_{b}": paired_ci(s, scores[n][b], clusters) for b in baselines},
             }
             for label, s in rows.items()
         }
-        shown = ["library defaults", "dense", *picked_rows[n]]
+        shown = ["library defaults", *baselines, *picked_rows[n]]
         doc["benchmarks"][n]["types"] = {label: per_type(qs, rows[label]) for label in shown}
     doc["verdict"] = verdict(doc)
     return doc
@@ -256,12 +275,18 @@ def _cell(c: dict[str, float]) -> str:
     return f"{c['mean']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}] ({c['better']:g}/{c['worse']:g})"
 
 
-def markdown(doc: dict[str, Any]) -> str:
+TITLE = (
+    "Pseudo-relevance feedback and diversity study (benchmarks/prf_study.py): BEAM 1-10 and LoCoMo 0-4, "
+    "R@10 of `recall_episodes(question, limit=10)` re-ranked offline from fusion_study's recorded "
+    "candidates and their stored vectors"
+)
+
+
+def markdown(doc: dict[str, Any], title: str = TITLE) -> str:
     """The study's tables: per benchmark each grid point's R@10 and paired CIs, per-type R@10, CV choices."""
+    baselines = ["defaults", *doc.get("baselines", ["dense"])]
     lines = [
-        "Pseudo-relevance feedback and diversity study (benchmarks/prf_study.py): BEAM 1-10 and LoCoMo 0-4, "
-        "R@10 of `recall_episodes(question, limit=10)` re-ranked offline from fusion_study's recorded "
-        "candidates and their stored vectors (re-ranking with the defaults reproduces the public API's hits "
+        f"{title} (re-ranking with the defaults reproduces the public API's hits "
         f"on {doc['reproduces_public_recall']}). CIs: per-conversation paired bootstrap, 95 %, "
         "(questions better/worse).",
     ]
@@ -270,12 +295,13 @@ def markdown(doc: dict[str, Any]) -> str:
             "",
             f"**{name}** ({bench['questions']} questions)",
             "",
-            "| variant | R@10 | minus defaults | minus dense |",
-            "| --- | ---: | --- | --- |",
+            "| variant | R@10 | " + " | ".join(f"minus {b}" for b in baselines) + " |",
+            "| --- | ---: |" + " --- |" * len(baselines),
         ]
         lines += [
-            f"| {label} | {row['recall_at_10']:.3f} | {_cell(row['minus_defaults'])} | "
-            f"{_cell(row['minus_dense'])} |"
+            f"| {label} | {row['recall_at_10']:.3f} | "
+            + " | ".join(_cell(row[f"minus_{b}"]) for b in baselines)
+            + " |"
             for label, row in bench["rows"].items()
         ]
         kinds = list(next(iter(bench["types"].values())))
