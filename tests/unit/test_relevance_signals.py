@@ -278,6 +278,61 @@ def test_the_convex_fusion_follows_the_candidates_coverage() -> None:
         Fusion(coverage_power=-1.0)
 
 
+# -- the fusion is monotone in each signal ----------------------------------------------------
+
+_COSINE = st.floats(-1.0, 1.0) | st.just(NAN)  # NaN: the candidate has no vector
+_BM25 = st.floats(0.0, 40.0) | st.just(NAN)  # NaN: no query term matches the candidate
+_POOL = st.lists(st.tuples(_COSINE, _BM25), min_size=1, max_size=25)
+
+
+def _recall_scores(pool: list[tuple[float, float]], fusion: Fusion) -> dict[int, float]:
+    """Each candidate's score in one recall (no context, boosts, age or rating: relevance alone orders)."""
+    n = len(pool)
+    signals = CandidateSignals(
+        np.zeros(n),
+        np.full(n, NAN),
+        cosine=np.array([c for c, _ in pool]),
+        keyword=np.array([k for _, k in pool]),
+    )
+    ranked = rank(signals, replace(DEFAULT_PROFILE, fusion=fusion), RankOptions(now_seconds=0.0, limit=n))
+    assert len(ranked) == n
+    return {r.index: r.breakdown.score for r in ranked}
+
+
+@given(pool=_POOL, method=st.sampled_from(["convex", "noisy_or", "rrf"]))
+def test_a_candidate_better_on_both_signals_never_ranks_lower(
+    pool: list[tuple[float, float]], method: str
+) -> None:
+    # One recall (a fixed query and its candidates): a candidate whose cosine and BM25 are both at least
+    # another's (a missing one counts as lowest) never scores below it, under every fusion method.
+    score = _recall_scores(pool, Fusion(method=method))
+    low = [(-math.inf if math.isnan(c) else c, -math.inf if math.isnan(k) else k) for c, k in pool]
+    for i, (ci, ki) in enumerate(low):
+        for j, (cj, kj) in enumerate(low):
+            if ci >= cj and ki >= kj:
+                assert score[i] >= score[j] - 1e-12
+
+
+@given(
+    others=_POOL,
+    cosine=st.floats(-1.0, 1.0),
+    bm25=st.floats(0.01, 40.0),
+    lower=st.floats(0.0, 1.0),
+    method=st.sampled_from(["convex", "noisy_or"]),
+)
+def test_keyword_evidence_never_costs_against_a_recall_where_nothing_matches(
+    others: list[tuple[float, float]], cosine: float, bm25: float, lower: float, method: str
+) -> None:
+    # LangGraph's test_vector_update_with_embedding: a document that matches the query's words, among any
+    # other candidates, scores at least what it (or one no closer to the query) would score in a recall
+    # where no candidate matches a query term. The withdrawn "dense share 1 without matches" broke this.
+    fusion = Fusion(method=method)
+    matching = _recall_scores([*others, (cosine, bm25)], fusion)[len(others)]
+    unmatched = [(c, NAN) for c, _ in others]
+    for farther in (cosine, cosine - lower * (cosine + 1.0)):
+        assert matching >= _recall_scores([*unmatched, (farther, NAN)], fusion)[len(others)] - 1e-12
+
+
 # -- the agent's own turns ------------------------------------------------------------------
 
 
