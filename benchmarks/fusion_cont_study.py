@@ -42,7 +42,10 @@ moves the share the wrong way (LoCoMo loses up to 0.023). The spread ratio (``he
 term) is chosen in 15/15 folds and ties the defaults (BEAM -0.005, LoCoMo +0.002, CIs include 0):
 it finds the same signal coverage does. (c) loses on both. The oracle reaches only +0.030 on BEAM
 and +0.021 on LoCoMo over the defaults: BEAM's target (dense + 0.05, i.e. 0.658) is not within reach
-of the fusion's share alone.
+of the fusion's share alone. Nor does any statistic here point to the oracle's share within a benchmark:
+over the questions whose R@10 depends on it (51 BEAM, 223 LoCoMo), Spearman's rho of coverage with the
+oracle's share is -0.02 / -0.01, and the strongest (head(k) on BEAM -0.31, max(k) on LoCoMo +0.23)
+change sign between the benchmarks (:func:`oracle_agreement`).
 
     python benchmarks/fusion_cont_study.py [workdir] [datasets] [out]   # reuses workdir/capture.pkl
 """
@@ -237,11 +240,47 @@ def scored(questions: list[Question]) -> dict[str, FloatArray]:
                 out[label] = recall10(questions)
     for label, profile_of in CONTEXT_GRID.items():
         out[label] = recall10(questions, profile_of=profile_of)
-    fixed = []
+    out[ORACLE] = fixed_shares(questions).max(axis=0)
+    return out
+
+
+def fixed_shares(questions: list[Question]) -> FloatArray:
+    """``[len(ORACLE_WEIGHTS), q]``: each question's R@10 under each fixed dense share."""
+    rows = []
     for w in ORACLE_WEIGHTS:
         with dense_share(constant(1.0 - w)):
-            fixed.append(recall10(questions))
-    out[ORACLE] = np.max(fixed, axis=0)
+            rows.append(recall10(questions))
+    return np.vstack(rows)
+
+
+def _ranks(values: FloatArray) -> FloatArray:
+    """Ranks 0..n-1 of ``values``, ties sharing their mean rank."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values), dtype=np.float64)
+    _, tie, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return np.asarray(np.bincount(tie, weights=ranks) / counts)[tie]
+
+
+def oracle_agreement(questions: list[Question]) -> dict[str, float]:
+    """How well each :data:`DIAGNOSTICS` statistic predicts the share the oracle wants.
+
+    Over the questions whose R@10 depends on the fixed share, the mean of each question's best shares
+    (ties averaged) and Spearman's rho between it and each statistic (a rule built on a statistic can
+    only follow the oracle as far as this goes).
+    """
+    table = fixed_shares(questions)
+    matters = table.max(axis=0) > table.min(axis=0)
+    weights = np.asarray(ORACLE_WEIGHTS)
+    best = np.array([weights[col == col.max()].mean() for col in table.T])[matters]
+    picked = [q for q, m in zip(questions, matters, strict=True) if m]
+    out = {
+        "questions where the share matters": float(matters.sum()),
+        "oracle's mean w there": float(best.mean()),
+    }
+    for label, f in DIAGNOSTICS.items():
+        values = np.array([f(*calibrated(q)) for q in picked])
+        out[f"rho({label}, oracle w)"] = float(np.corrcoef(_ranks(values), _ranks(best))[0, 1])
     return out
 
 
@@ -299,6 +338,7 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
     grids["broad context"] = list(CONTEXT_GRID)
     doc: dict[str, Any] = prf_study.summarise(data, scores, grids, baselines=("dense", "keyword"))
     doc["diagnostics"] = diagnostics(data)
+    doc["oracle_agreement"] = {n: oracle_agreement(qs) for n, qs in data.items()}
     title = (
         "Continuous fusion study (benchmarks/fusion_cont_study.py): BEAM 1-10 and LoCoMo 0-4, R@10 of "
         "`recall_episodes(question, limit=10)` re-ranked offline from fusion_study's recorded candidates "
@@ -308,6 +348,10 @@ def main(workdir: Path, out_dir: Path, datasets: Path = DATASETS) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "fusion_cont_study.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     text = prf_study.markdown(doc, title) + diagnostics_markdown(doc["diagnostics"])
+    text += "\nThe oracle's share against the pool statistics:\n\n" + "".join(
+        f"* {n}: " + "; ".join(f"{k} {v:.3g}" for k, v in row.items()) + "\n"
+        for n, row in doc["oracle_agreement"].items()
+    )
     (out_dir / "fusion_cont_study.md").write_text(text, encoding="utf-8")
     print(text)
 
