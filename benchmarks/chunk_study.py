@@ -123,7 +123,7 @@ class ChunkEncoder:
 
     def encode(self, windows: list[list[int]], batch: int = 16) -> Vectors:
         """Mean-pooled, normalised vector of each window ``[k, 384]`` (sorted by length to pad little)."""
-        session = self._embedder._session
+        session = self._embedder._session(1)
         out = np.empty((len(windows), 384), dtype=np.float32)
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         for start in range(0, len(order), batch):

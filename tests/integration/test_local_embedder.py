@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -9,7 +10,13 @@ import numpy as np
 import pytest
 
 from memlane import EmbedderUnavailableError, EpisodicMemory, FrozenClock, LocalEmbedder
-from memlane.embeddings.local import MINILM_MODEL_ID, default_model_path
+from memlane.embeddings.local import (
+    MAX_ADAPTIVE_THREADS,
+    MINILM_MODEL_ID,
+    adaptive_threads,
+    default_model_path,
+    usable_cores,
+)
 from tests.conftest import T0
 
 
@@ -37,6 +44,25 @@ def test_thread_policy_and_batch_size_do_not_change_a_vector(model: LocalEmbedde
     two = LocalEmbedder(batch_size=5, intra_op_threads=2).embed(texts)
     assert np.array_equal(model.embed(texts), old)
     assert np.array_equal(two, old)
+
+
+def test_concurrent_calls_get_the_vectors_of_one_call(model: LocalEmbedder) -> None:
+    """Under the adaptive policy calls in flight together run on other sessions (fewer threads
+    each); each still gets exactly the vectors it gets alone."""
+    texts = [f"message {i}: " + "deploy the service with black and type hints " * (i % 5) for i in range(48)]
+    alone = model.embed(texts)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        parts = list(pool.map(model.embed, [texts[i::4] for i in range(4)]))
+    for i, part in enumerate(parts):
+        assert np.array_equal(part, alone[i::4])
+
+
+def test_adaptive_policy_shares_the_cores_among_the_calls_in_flight() -> None:
+    assert [adaptive_threads(2, n) for n in (0, 1, 2, 3)] == [2, 2, 1, 1]
+    assert MAX_ADAPTIVE_THREADS == 4
+    assert [adaptive_threads(16, n) for n in (1, 2, 3, 4, 5)] == [4, 2, 1, 1, 1]
+    assert adaptive_threads(1, 1) == 1
+    assert usable_cores() >= 1
 
 
 def test_thread_policy_arguments_are_checked() -> None:

