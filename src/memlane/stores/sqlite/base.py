@@ -27,6 +27,7 @@ from memlane.stores.common import RowCodec, canonical_json
 __all__ = [
     "CODEC",
     "SQLiteHost",
+    "Snapshot",
     "bump_generation",
     "decode_vectors",
     "encode_vectors",
@@ -34,6 +35,7 @@ __all__ = [
     "in_chunks",
     "opt_us",
     "read_generation",
+    "snapshot",
     "to_us",
     "vector_batches",
 ]
@@ -118,6 +120,28 @@ def read_generation(conn: sqlite3.Connection, key: str) -> str | None:
     """The ``store_meta`` counter ``key``, or ``None`` if there is none."""
     row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
+
+
+Snapshot = tuple[sqlite3.Connection, int, int]
+"""What one connection has seen of the file: itself, ``PRAGMA data_version`` and ``total_changes``."""
+
+
+def snapshot(conn: sqlite3.Connection) -> Snapshot | None:
+    """A key equal exactly while the file is unchanged as ``conn`` sees it; ``None`` in a transaction.
+
+    ``PRAGMA data_version`` changes when any *other* connection (another thread's or another
+    process's) commits; :attr:`sqlite3.Connection.total_changes` grows with every row this
+    connection inserts, updates or deletes (triggers included). Equal snapshots, outside a
+    transaction, mean no committed change in between, so a value derived from the file then (an
+    in-memory index, a statistic) is still the file's. Inside a transaction a rollback could undo
+    rows already read, hence ``None`` (derive afresh). One statement, no table read.
+
+    Raises:
+        sqlite3.Error: the database failed.
+    """
+    if conn.in_transaction:
+        return None
+    return conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
 
 
 class SQLiteHost(Protocol):

@@ -652,7 +652,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                     known = None
                     if bound is not None:  # the vector index's mask decides the rows it holds
                         index = self._vector_search.refresh(conn, bound[1])
-                        known = index.seqs, index.mask(_row_filter(flt, self._allowed(flt)))
+                        held = index.seqs
+                        mask = index.mask(_row_filter(flt, self._allowed(flt)))
+                        known = held, mask, self._keyword_index.holds_same_rows(held)
                     return indexed_keyword_search(
                         conn,
                         postings,

@@ -48,7 +48,14 @@ from memlane.stores.sqlite.ann import (
     IvfIndex,
     nlist_for,
 )
-from memlane.stores.sqlite.base import decode_vectors, in_chunks, read_generation, vector_batches
+from memlane.stores.sqlite.base import (
+    Snapshot,
+    decode_vectors,
+    in_chunks,
+    read_generation,
+    snapshot,
+    vector_batches,
+)
 from memlane.stores.sqlite.sidecar import file_lock, read_index, write_index
 from memlane.stores.sqlite.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
 
@@ -137,6 +144,9 @@ class SQLiteVectors:
         """``<db>.vectors`` files written by this process."""
         self._hinted = False
         self._rejected: tuple[int, int] | None = None  # (mtime_ns, size) of an <db>.ivf that did not load
+        self._fresh: tuple[Snapshot, int, VectorIndex] | None = (
+            None  # (snapshot, dims, index) of the last refresh
+        )
 
     # -- identity --------------------------------------------------------------------------
 
@@ -170,7 +180,16 @@ class SQLiteVectors:
     # -- refresh ---------------------------------------------------------------------------
 
     def refresh(self, conn: sqlite3.Connection, dims: int) -> VectorIndex:
-        """Bring the in-memory index up to date (sidecar first, then SQLite rows after it)."""
+        """Bring the in-memory index up to date (sidecar first, then SQLite rows after it).
+
+        Reads nothing but ``PRAGMA data_version`` when the file is unchanged since the last refresh
+        for ``dims`` as ``conn`` sees it (an equal :func:`~memlane.stores.sqlite.base.snapshot`).
+        """
+        at = snapshot(conn)  # taken before the reads: a commit during them changes the next one
+        fresh = self._fresh
+        if at is not None and fresh is not None and fresh[:2] == (at, dims) and fresh[2] is self.cache.index:
+            return fresh[2]
+        self._fresh = None  # until the reads below succeed
         generation = read_generation(conn, GENERATION)
         max_seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
         load = None
@@ -187,6 +206,7 @@ class SQLiteVectors:
         index = self.cache.refresh(dims, generation, max_seq, lambda after: index_rows(conn, after), load)
         if self._sidecar is not None and self.cache.rows_unsaved >= max(self._min_rows, len(index) // 16):
             self._save(conn, index, dims, {"generation": generation, "vectors": kind})
+        self._fresh = None if at is None else (at, dims, index)
         return index
 
     def optimize(self, conn: sqlite3.Connection, dims: int) -> IndexReport:
@@ -376,6 +396,7 @@ class SQLiteVectors:
         """Drop the in-memory state (on close)."""
         self.cache.clear()
         self._ivf = self._lists = self._lists_of = None
+        self._fresh = None
 
 
 def _exact_cosines(
