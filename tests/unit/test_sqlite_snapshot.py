@@ -20,7 +20,7 @@ from memlane.analysis import query_terms
 from memlane.embeddings.fake import HashingEmbedder
 from memlane.episode_input import new_episode_id
 from memlane.stores.base import EpisodeFilter, Store
-from memlane.stores.sqlite.base import snapshot
+from memlane.stores.sqlite.base import SnapshotMemo, snapshot
 from tests.conftest import T0
 
 WORDS = [f"{a}{b}" for a in ("ka", "mo", "ti", "ve") for b in ("lak", "rel", "som", "dur")]
@@ -139,6 +139,31 @@ def test_a_snapshot_moves_with_every_commit_and_is_none_inside_a_transaction(tmp
         conn.execute("BEGIN")
         try:
             assert snapshot(conn) is None
+        finally:
+            conn.execute("ROLLBACK")
+    finally:
+        store.close()
+        other.close()
+
+
+def test_a_memo_reads_once_per_snapshot(tmp_path: Path) -> None:
+    store, other = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    try:
+        conn, memo = store.connection(), SnapshotMemo()
+        reads: list[int] = []
+
+        def count() -> int:
+            reads.append(1)
+            return int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+
+        assert [memo.get(conn, "n", count) for _ in range(3)] == [0, 0, 0] and len(reads) == 1
+        _memory(other).remember_episode("note", "kalak")  # another connection commits
+        assert memo.get(conn, "n", count) == 1 and len(reads) == 2
+        _memory(store).remember_episode("note", "morel")  # this connection writes
+        assert memo.get(conn, "n", count) == 2 and len(reads) == 3
+        conn.execute("BEGIN")
+        try:
+            assert memo.get(conn, "n", count) == 2 and memo.get(conn, "n", count) == 2 and len(reads) == 5
         finally:
             conn.execute("ROLLBACK")
     finally:

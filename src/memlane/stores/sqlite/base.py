@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring
@@ -28,6 +28,7 @@ __all__ = [
     "CODEC",
     "SQLiteHost",
     "Snapshot",
+    "SnapshotMemo",
     "bump_generation",
     "decode_vectors",
     "encode_vectors",
@@ -142,6 +143,36 @@ def snapshot(conn: sqlite3.Connection) -> Snapshot | None:
     if conn.in_transaction:
         return None
     return conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+
+class SnapshotMemo:
+    """Values read from the file, each read once per :func:`snapshot` of the connection reading it.
+
+    For small reads a recall repeats (``scope_stats``, ``store_meta``): :meth:`get` costs one
+    ``PRAGMA data_version`` while nothing changed. Safe to share between threads: the values of
+    one snapshot live in a dictionary of their own, replaced as a whole.
+    """
+
+    def __init__(self) -> None:
+        self._held: tuple[Snapshot, dict[Hashable, Any]] | None = None
+
+    def get(self, conn: sqlite3.Connection, key: Hashable, read: Callable[[], _T]) -> _T:
+        """``read()``, or its value kept from an earlier call with ``key`` at the same snapshot.
+
+        Raises:
+            sqlite3.Error: the database failed (nothing is kept).
+        """
+        at = snapshot(conn)
+        if at is None:  # in a transaction: read afresh
+            return read()
+        held = self._held
+        if held is None or held[0] != at:
+            held = self._held = (at, {})
+        values = held[1]
+        if key not in values:
+            values[key] = read()
+        value: _T = values[key]
+        return value
 
 
 class SQLiteHost(Protocol):

@@ -41,7 +41,7 @@ from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.base import KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
-from memlane.stores.sqlite.base import Snapshot, read_generation, snapshot
+from memlane.stores.sqlite.base import Snapshot, SnapshotMemo, read_generation, snapshot
 
 __all__ = [
     "GENERATION",
@@ -239,6 +239,8 @@ class KeywordIndex:
         self._generation: str | None = None
         self._seen: Snapshot | None = None  # the snapshot the postings were last brought up to
         self._same: tuple[object, object, int, bool] | None = None  # see holds_same_rows
+        self.memo = SnapshotMemo()
+        """Small reads of the search (the scope's statistics, the model binding), once per snapshot."""
 
     def refresh(self, conn: sqlite3.Connection) -> KeywordPostings:
         """The postings of every committed row (call under :attr:`lock`).
@@ -283,7 +285,7 @@ class KeywordIndex:
 
 def indexed_keyword_search(
     conn: sqlite3.Connection,
-    postings: KeywordPostings,
+    index: KeywordIndex,
     sql_filter: tuple[str, Sequence[Any]],
     terms: Sequence[str],
     top_n: int,
@@ -298,17 +300,18 @@ def indexed_keyword_search(
     then checked against the filter, best first, in chunks (the first one ``top_n + 32`` rows,
     then doubling) until ``top_n`` pass or none is left: the result is exactly the best
     ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
-    (``sql_filter`` is its ``(where, params)``), plus the refreshed ``postings``
-    (:meth:`KeywordIndex.refresh`) and, optionally, ``known`` (:data:`Known`: the store's
-    in-memory vector index's keys and its mask for the same filter); only rows it does not hold
-    are checked in SQL.
+    (``sql_filter`` is its ``(where, params)``), plus the ``index`` whose postings were just
+    refreshed (:meth:`KeywordIndex.refresh`; the scope's statistics are read once per snapshot)
+    and, optionally, ``known`` (:data:`Known`: the store's in-memory vector index's keys and its
+    mask for the same filter); only rows it does not hold are checked in SQL.
     ``created_at`` and importance come from the postings.
 
     Raises:
         sqlite3.Error: the database failed (the store translates it).
     """
     terms = [t for t in terms if t]
-    n, avgdl = scope_statistics(conn, *scope)[:2] if terms else (0, 0.0)
+    postings = index.postings
+    n, avgdl = index.memo.get(conn, scope, lambda: scope_statistics(conn, *scope)[:2]) if terms else (0, 0.0)
     if not n:
         return KeywordCandidates.empty()
     found = postings.scope_postings(terms, scope)
@@ -351,7 +354,7 @@ def _check(
     ask = np.ones(len(keys), dtype=bool)
     if known is not None and len(known[0]):
         held, mask, _ = known
-        at = np.clip(np.searchsorted(held, keys), 0, len(held) - 1)
+        at = np.minimum(np.searchsorted(held, keys), len(held) - 1)  # >= 0
         ask = held[at] != keys
         result[~ask] = mask[at[~ask]]
     if ask.any():

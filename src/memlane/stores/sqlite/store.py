@@ -646,9 +646,9 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         with self._translate("keyword_candidates"):
             if self._keyword_index is not None:
                 conn = self._conn()
-                bound = _read_binding(conn)
+                bound = self._keyword_index.memo.get(conn, "binding", lambda: _read_binding(conn))
                 with self._keyword_index.lock, self._vectors.lock:
-                    postings = self._keyword_index.refresh(conn)
+                    self._keyword_index.refresh(conn)
                     known = None
                     if bound is not None:  # the vector index's mask decides the rows it holds
                         index = self._vector_search.refresh(conn, bound[1])
@@ -657,7 +657,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                         known = held, mask, self._keyword_index.holds_same_rows(held)
                     return indexed_keyword_search(
                         conn,
-                        postings,
+                        self._keyword_index,
                         (where, params),
                         terms,
                         max(1, int(top_n)),

@@ -50,6 +50,7 @@ from memlane.stores.sqlite.ann import (
 )
 from memlane.stores.sqlite.base import (
     Snapshot,
+    SnapshotMemo,
     decode_vectors,
     in_chunks,
     read_generation,
@@ -144,14 +145,17 @@ class SQLiteVectors:
         """``<db>.vectors`` files written by this process."""
         self._hinted = False
         self._rejected: tuple[int, int] | None = None  # (mtime_ns, size) of an <db>.ivf that did not load
-        self._fresh: tuple[Snapshot, int, VectorIndex] | None = (
-            None  # (snapshot, dims, index) of the last refresh
-        )
+        self._memo = SnapshotMemo()
+        self._fresh: tuple[Snapshot, int, VectorIndex] | None = None  # (snapshot, dims, index) refreshed
 
     # -- identity --------------------------------------------------------------------------
 
+    def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
+        """:func:`_meta`, read once per snapshot (every ANN search asks for the identity)."""
+        return self._memo.get(conn, key, lambda: _meta(conn, key))
+
     def _store_id(self, conn: sqlite3.Connection, create: bool) -> str | None:
-        found = _meta(conn, "store_id")
+        found = self._meta(conn, "store_id")
         if found is None and create:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -163,7 +167,7 @@ class SQLiteVectors:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            found = _meta(conn, "store_id")
+            found = self._meta(conn, "store_id")
         return found
 
     def _identity(self, conn: sqlite3.Connection, dims: int, create: bool) -> dict[str, Any] | None:
@@ -173,7 +177,7 @@ class SQLiteVectors:
         return {
             "format": _FORMAT,
             "store_id": store_id,
-            "model": _meta(conn, "embedding_model"),
+            "model": self._meta(conn, "embedding_model"),
             "dims": dims,
         }
 
