@@ -240,7 +240,7 @@ class KeywordIndex:
         self._seen: Snapshot | None = None  # the snapshot the postings were last brought up to
         self._same: tuple[object, object, int, bool] | None = None  # see holds_same_rows
         self.memo = SnapshotMemo()
-        """Small reads of the search (the scope's statistics, the model binding), once per snapshot."""
+        """Small reads of the search (the scope's statistics), once per snapshot."""
 
     def refresh(self, conn: sqlite3.Connection) -> KeywordPostings:
         """The postings of every committed row (call under :attr:`lock`).
@@ -296,10 +296,11 @@ def indexed_keyword_search(
 ) -> KeywordCandidates:
     """:func:`keyword_search`'s answer (same rows, order and scores) from the in-memory postings.
 
-    Every match of the scope is scored in numpy (:meth:`KeywordPostings.score`); the best are
-    then checked against the filter, best first, in chunks (the first one ``top_n + 32`` rows,
-    then doubling) until ``top_n`` pass or none is left: the result is exactly the best
-    ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
+    Every match of the scope is scored in numpy (:meth:`KeywordPostings.score`). When ``known``
+    decides every row, the matches failing it are dropped and the best ``top_n`` of the rest taken;
+    else the best are checked against the filter, best first, in chunks (the first one
+    ``top_n + 32`` rows, then doubling) until ``top_n`` pass or none is left. Either way the
+    result is exactly the best ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
     (``sql_filter`` is its ``(where, params)``), plus the ``index`` whose postings were just
     refreshed (:meth:`KeywordIndex.refresh`; the scope's statistics are read once per snapshot)
     and, optionally, ``known`` (:data:`Known`: the store's in-memory vector index's keys and its
@@ -319,7 +320,15 @@ def indexed_keyword_search(
     if not df:
         return KeywordCandidates.empty()
     rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
-    passed = _passing(conn, postings.seqs, rows, scores, (sql_filter, known), top_n)
+    if known is not None and known[2]:  # the mask decides every row: filter first, then rank the rest
+        ok = known[1][rows]
+        passed = (
+            best_first(rows, scores, top_n)
+            if ok.all()
+            else np.flatnonzero(ok)[best_first(rows[ok], scores[ok], top_n)]
+        )
+    else:
+        passed = _passing(conn, postings.seqs, rows, scores, (sql_filter, known), top_n)
     chosen = rows[passed]
     return KeywordCandidates(
         postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
@@ -328,8 +337,8 @@ def indexed_keyword_search(
 
 Known = tuple[NDArray[np.int64], NDArray[np.bool_], bool]
 """Rows whose filter result is already known: their keys (ascending), the result (parallel) and whether
-those keys are exactly the postings' (:meth:`KeywordIndex.holds_same_rows`: then an index position
-reads the result directly)."""
+those keys are exactly the postings' (:meth:`KeywordIndex.holds_same_rows`: then the result, read by
+index position, filters every match before the ranking, and no SQL runs)."""
 
 _PASSING = (
     "SELECT e.seq FROM (SELECT value AS k FROM json_each(?)) AS j CROSS JOIN episodes AS e ON e.seq = j.k"
@@ -339,17 +348,10 @@ _PASSING = (
 def _check(
     conn: sqlite3.Connection,
     keys: NDArray[np.int64],
-    rows: NDArray[np.int64],
     sql_filter: tuple[str, Sequence[Any]],
     known: Known | None,
 ) -> NDArray[np.bool_]:
-    """Boolean ``[len(keys)]``: which keys (at index positions ``rows``) pass the filter.
-
-    ``known`` answers where it holds the key (by position when its keys are the postings', else by
-    binary search), SQL for the rest.
-    """
-    if known is not None and known[2]:
-        return known[1][rows]
+    """Boolean ``[len(keys)]``: which keys pass the filter (``known`` where it holds them, else SQL)."""
     result = np.zeros(len(keys), dtype=bool)
     ask = np.ones(len(keys), dtype=bool)
     if known is not None and len(known[0]):
@@ -389,8 +391,7 @@ def _passing(
             ranked, step = best_first(rows, scores, len(rows)), 2 * step
         chunk = ranked[done : done + step]
         done += len(chunk)
-        at = rows[chunk]
-        passed.append(chunk[_check(conn, seqs[at], at, *test)])
+        passed.append(chunk[_check(conn, seqs[rows[chunk]], *test)])
         count += len(passed[-1])
     return np.concatenate(passed)[:top_n] if passed else _NONE
 
