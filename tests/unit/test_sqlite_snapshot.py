@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import tempfile
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlane import EpisodeInput, EpisodicMemory, FrozenClock, SQLiteStore
 from memlane.analysis import query_terms
@@ -169,3 +173,49 @@ def test_a_memo_reads_once_per_snapshot(tmp_path: Path) -> None:
     finally:
         store.close()
         other.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    rows=st.integers(5, 160),
+    bare_every=st.sampled_from([0, 2, 5]),
+    tags=st.sampled_from([(), ("red",), ("red", "blue")]),
+    event_type=st.sampled_from([None, "note"]),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4, unique=True),
+    top_n=st.integers(1, 60),
+)
+def test_filtered_keyword_candidates_equal_the_fts5_path_over_random_stores(
+    seed: int,
+    rows: int,
+    bare_every: int,
+    tags: tuple[str, ...],
+    event_type: str | None,
+    query: list[str],
+    top_n: int,
+) -> None:
+    """Random stores, some rows without vectors (the mask then decides only part of the matches),
+    tag and event type filters: the keyword candidates (rows, order, floats) are the FTS5 path's, both
+    when the vector index's mask decides every match and when SQL decides the rest."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.db"
+        fast, plain = SQLiteStore(path), SQLiteStore(path, keyword_index=False)
+        try:
+            inputs = _inputs(rng, rows)
+            for i, item in enumerate(inputs):
+                if rng.random() < 0.4:
+                    inputs[i] = dataclasses.replace(item, tags=(*item.tags, "blue"))
+            stored = _memory(fast).remember_episodes(inputs)
+            if bare_every:
+                bare = [dataclasses.replace(e, id=new_episode_id()) for e in stored[::bare_every]]
+                fast.insert(bare, None)
+            flt = EpisodeFilter(tenant_id="t", tags=tags, event_type=event_type)
+            mine = fast.keyword_candidates(flt, query, top_n)
+            theirs = plain.keyword_candidates(flt, query, top_n)
+            assert mine.keys.tolist() == theirs.keys.tolist()
+            assert mine.score.tolist() == theirs.score.tolist()
+            assert mine.created_at_seconds.tolist() == theirs.created_at_seconds.tolist()
+        finally:
+            fast.close()
+            plain.close()
