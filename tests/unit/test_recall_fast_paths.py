@@ -296,7 +296,8 @@ def test_breakdowns_equal_the_per_hit_reading(preset: str) -> None:
 
 def test_the_kept_vector_mask_is_the_fresh_mask() -> None:
     """A filter's kept mask (hybrid's dense and keyword stages share it) equals a fresh one,
-    follows appends of rows that pass or fail it, is read-only, and is never kept for allowed keys."""
+    follows appends of rows that pass or fail it, is read-only, and is kept for allowed keys only
+    while they are the very same read-only array (a writeable or another array is read afresh)."""
     rng = np.random.default_rng(4)
     index = VectorIndex(8)
 
@@ -321,6 +322,19 @@ def test_the_kept_vector_mask_is_the_fresh_mask() -> None:
             assert got.tolist() == index._mask(flt).tolist()
         allowed = RowFilter(allowed_seqs=np.array([2, 5, 7], dtype=np.int64))
         assert np.flatnonzero(index.mask(allowed)).tolist() == [1, 4, 6]
+        allowed.allowed_seqs[0] = 3  # writeable: never taken for the kept one
+        assert np.flatnonzero(index.mask(allowed)).tolist() == [2, 4, 6]
+        frozen = np.array([1, 9], dtype=np.int64)
+        frozen.flags.writeable = False
+        for seqs, want in (
+            (frozen, [0, 8]),
+            (frozen, [0, 8]),
+            (np.array([1, 9], dtype=np.int64)[::-1], [0, 8]),
+        ):
+            for flt in (RowFilter(allowed_seqs=seqs), RowFilter(tenant_id="t1", allowed_seqs=seqs)):
+                got = index.mask(flt)
+                assert got.tolist() == index._mask(flt).tolist()
+                assert set(np.flatnonzero(got).tolist()) <= set(want)
         add(len(index) + 1, 20 + step)  # new rows: every kept mask is stale
     index.clear()
     assert len(index.mask(filters[0])) == 0

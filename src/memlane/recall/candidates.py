@@ -77,7 +77,7 @@ def merge_candidates(dense: VectorCandidates | None, keyword: KeywordCandidates 
     n_dense = len(dense_keys)
     # Each keyword key's place among the dense keys (one sort, one binary search: no isin).
     order = np.argsort(dense_keys, kind="stable")
-    at = np.searchsorted(dense_keys, keyword.keys, sorter=order).clip(0, max(n_dense - 1, 0))
+    at = np.minimum(np.searchsorted(dense_keys, keyword.keys, sorter=order), max(n_dense - 1, 0))  # >= 0
     in_dense = dense_keys[order[at]] == keyword.keys if n_dense else np.zeros(len(keyword.keys), dtype=bool)
     extra = ~in_dense
     keys = np.concatenate([dense_keys, keyword.keys[extra]])

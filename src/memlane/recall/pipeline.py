@@ -412,7 +412,7 @@ def conversation_context(
 
     def positions(wanted: NDArray[np.int64]) -> NDArray[np.int64]:
         """Candidate index of each wanted key, -1 where it is not a candidate."""
-        at = np.clip(np.searchsorted(sorted_keys, wanted), 0, max(n - 1, 0))
+        at = np.minimum(np.searchsorted(sorted_keys, wanted), max(n - 1, 0))  # >= 0 (np.clip: 3x slower)
         hit = (sorted_keys[at] == wanted) & (wanted >= 0)
         return np.where(hit, order[at], -1).astype(np.int64)
 

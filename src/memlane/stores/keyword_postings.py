@@ -360,12 +360,12 @@ class KeywordPostings:
             rank[order] = np.arange(len(order), dtype=np.int64)
             self._by_session = order, rank
         order, rank = self._by_session
-        at = np.clip(np.searchsorted(self.seqs, keys), 0, max(len(self.seqs) - 1, 0))
+        at = np.minimum(np.searchsorted(self.seqs, keys), max(len(self.seqs) - 1, 0))  # >= 0
         rows = at[self.seqs[at] == keys] if len(self.seqs) else _NO_ROWS
         offsets = np.concatenate([np.arange(-radius, 0), np.arange(1, radius + 1)])
         near = rank[rows][:, None] + offsets[None, :]
         inside = (near >= 0) & (near < len(order))
-        other = order[np.clip(near, 0, max(len(order) - 1, 0))]
+        other = order[np.minimum(np.maximum(near, 0), max(len(order) - 1, 0))]  # np.clip is slower
         same = inside & (self._session[other] == self._session[rows][:, None])
         return rows, np.where(same, self.seqs[other], -1).astype(np.int64)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring
@@ -27,6 +27,8 @@ from memlane.stores.common import RowCodec, canonical_json
 __all__ = [
     "CODEC",
     "SQLiteHost",
+    "Snapshot",
+    "SnapshotMemo",
     "bump_generation",
     "decode_vectors",
     "encode_vectors",
@@ -34,6 +36,7 @@ __all__ = [
     "in_chunks",
     "opt_us",
     "read_generation",
+    "snapshot",
     "to_us",
     "vector_batches",
 ]
@@ -118,6 +121,58 @@ def read_generation(conn: sqlite3.Connection, key: str) -> str | None:
     """The ``store_meta`` counter ``key``, or ``None`` if there is none."""
     row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
+
+
+Snapshot = tuple[sqlite3.Connection, int, int]
+"""What one connection has seen of the file: itself, ``PRAGMA data_version`` and ``total_changes``."""
+
+
+def snapshot(conn: sqlite3.Connection) -> Snapshot | None:
+    """A key equal exactly while the file is unchanged as ``conn`` sees it; ``None`` in a transaction.
+
+    ``PRAGMA data_version`` changes when any *other* connection (another thread's or another
+    process's) commits; :attr:`sqlite3.Connection.total_changes` grows with every row this
+    connection inserts, updates or deletes (triggers included). Equal snapshots, outside a
+    transaction, mean no committed change in between, so a value derived from the file then (an
+    in-memory index, a statistic) is still the file's. Inside a transaction a rollback could undo
+    rows already read, hence ``None`` (derive afresh). One statement, no table read.
+
+    Raises:
+        sqlite3.Error: the database failed.
+    """
+    if conn.in_transaction:
+        return None
+    return conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+
+class SnapshotMemo:
+    """Values read from the file, each read once per :func:`snapshot` of the connection reading it.
+
+    For small reads a recall repeats (``scope_stats``, ``store_meta``): :meth:`get` costs one
+    ``PRAGMA data_version`` while nothing changed. Safe to share between threads: the values of
+    one snapshot live in a dictionary of their own, replaced as a whole.
+    """
+
+    def __init__(self) -> None:
+        self._held: tuple[Snapshot, dict[Hashable, Any]] | None = None
+
+    def get(self, conn: sqlite3.Connection, key: Hashable, read: Callable[[], _T]) -> _T:
+        """``read()``, or its value kept from an earlier call with ``key`` at the same snapshot.
+
+        Raises:
+            sqlite3.Error: the database failed (nothing is kept).
+        """
+        at = snapshot(conn)
+        if at is None:  # in a transaction: read afresh
+            return read()
+        held = self._held
+        if held is None or held[0] != at:
+            held = self._held = (at, {})
+        values = held[1]
+        if key not in values:
+            values[key] = read()
+        value: _T = values[key]
+        return value
 
 
 class SQLiteHost(Protocol):

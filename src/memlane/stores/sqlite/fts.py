@@ -41,11 +41,12 @@ from memlane.bm25 import DEFAULT_BM25, score_matches
 from memlane.stores.base import KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
-from memlane.stores.sqlite.base import read_generation
+from memlane.stores.sqlite.base import Snapshot, SnapshotMemo, read_generation, snapshot
 
 __all__ = [
     "GENERATION",
     "KeywordIndex",
+    "Known",
     "fts5_match_expression",
     "index_new_rows",
     "indexed_keyword_search",
@@ -226,13 +227,20 @@ class KeywordIndex:
     row keys only grow), and when ``delete_generation`` changed (a delete, retention pruning,
     session removal, supersession or archiving, by any process) the indexed keys are checked
     against the table and the deleted ones dropped. A crash or a write by another process at any
-    point leaves nothing to repair: the next refresh reads the committed state.
+    point leaves nothing to repair: the next refresh reads the committed state. When the file is
+    unchanged since the last refresh as the same connection sees it (an equal
+    :func:`~memlane.stores.sqlite.base.snapshot`: e.g. the keyword and neighbour stages of one
+    recall), the refresh reads nothing but ``PRAGMA data_version``.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.postings = KeywordPostings()
         self._generation: str | None = None
+        self._seen: Snapshot | None = None  # the snapshot the postings were last brought up to
+        self._same: tuple[object, object, int, bool] | None = None  # see holds_same_rows
+        self.memo = SnapshotMemo()
+        """Small reads of the search (the scope's statistics), once per snapshot."""
 
     def refresh(self, conn: sqlite3.Connection) -> KeywordPostings:
         """The postings of every committed row (call under :attr:`lock`).
@@ -240,6 +248,10 @@ class KeywordIndex:
         Raises:
             sqlite3.Error: the database failed (the index is left as it was, still consistent).
         """
+        at = snapshot(conn)  # taken before the reads: a commit during them changes the next one
+        if at is not None and at == self._seen:
+            return self.postings
+        self._seen = None  # until the reads below succeed
         generation = read_generation(conn, GENERATION)
         if generation != self._generation and len(self.postings):
             keys = np.fromiter((r[0] for r in conn.execute("SELECT seq FROM episodes")), dtype=np.int64)
@@ -252,37 +264,55 @@ class KeywordIndex:
         )
         while batch := cursor.fetchmany(50_000):
             self.postings.append(PostingRows(*zip(*batch, strict=True)))
+        self._seen = at
         return self.postings
+
+    def holds_same_rows(self, keys: NDArray[np.int64]) -> bool:
+        """Whether ``keys`` (int64, ascending) are exactly the postings' row keys, in order.
+
+        Then a row's index position is its position in ``keys`` too. The answer is kept while the
+        postings' key array and ``keys``' buffer and length are the same objects (both only grow by
+        new arrays or, for ``keys``, past its end; every other change makes new arrays).
+        """
+        base = keys if keys.base is None else keys.base
+        kept = self._same
+        if kept is not None and kept[0] is self.postings.seqs and kept[1] is base and kept[2] == len(keys):
+            return kept[3]
+        same = bool(np.array_equal(self.postings.seqs, keys))
+        self._same = (self.postings.seqs, base, len(keys), same)
+        return same
 
 
 def indexed_keyword_search(
     conn: sqlite3.Connection,
-    postings: KeywordPostings,
+    index: KeywordIndex,
     sql_filter: tuple[str, Sequence[Any]],
     terms: Sequence[str],
     top_n: int,
     *,
     scope: tuple[str | None, str | None],
     common: CommonTermFilter | None = None,
-    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = None,
+    known: Known | None = None,
 ) -> KeywordCandidates:
     """:func:`keyword_search`'s answer (same rows, order and scores) from the in-memory postings.
 
-    Every match of the scope is scored in numpy (:meth:`KeywordPostings.score`); the best are
-    then checked against the filter, best first, in chunks (the first one ``top_n + 32`` rows,
-    then doubling) until ``top_n`` pass or none is left: the result is exactly the best
-    ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
-    (``sql_filter`` is its ``(where, params)``), plus the refreshed ``postings``
-    (:meth:`KeywordIndex.refresh`) and, optionally, ``known``: row keys (ascending) whose
-    filter result is already known, and that result (the store's in-memory vector index and
-    its mask for the same filter); only rows it does not hold are checked in SQL.
+    Every match of the scope is scored in numpy (:meth:`KeywordPostings.score`). When ``known``
+    decides every row, the matches failing it are dropped and the best ``top_n`` of the rest taken;
+    else the best are checked against the filter, best first, in chunks (the first one
+    ``top_n + 32`` rows, then doubling) until ``top_n`` pass or none is left. Either way the
+    result is exactly the best ``top_n`` rows passing the filter. Arguments as for :func:`keyword_search`
+    (``sql_filter`` is its ``(where, params)``), plus the ``index`` whose postings were just
+    refreshed (:meth:`KeywordIndex.refresh`; the scope's statistics are read once per snapshot)
+    and, optionally, ``known`` (:data:`Known`: the store's in-memory vector index's keys and its
+    mask for the same filter); only rows it does not hold are checked in SQL.
     ``created_at`` and importance come from the postings.
 
     Raises:
         sqlite3.Error: the database failed (the store translates it).
     """
     terms = [t for t in terms if t]
-    n, avgdl = scope_statistics(conn, *scope)[:2] if terms else (0, 0.0)
+    postings = index.postings
+    n, avgdl = index.memo.get(conn, scope, lambda: scope_statistics(conn, *scope)[:2]) if terms else (0, 0.0)
     if not n:
         return KeywordCandidates.empty()
     found = postings.scope_postings(terms, scope)
@@ -290,13 +320,25 @@ def indexed_keyword_search(
     if not df:
         return KeywordCandidates.empty()
     rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
-    keys = postings.seqs[rows]
-    passed = _passing(conn, keys, scores, sql_filter, top_n, known)
+    if known is not None and known[2]:  # the mask decides every row: filter first, then rank the rest
+        ok = known[1][rows]
+        passed = (
+            best_first(rows, scores, top_n)
+            if ok.all()
+            else np.flatnonzero(ok)[best_first(rows[ok], scores[ok], top_n)]
+        )
+    else:
+        passed = _passing(conn, postings.seqs, rows, scores, (sql_filter, known), top_n)
     chosen = rows[passed]
     return KeywordCandidates(
-        keys[passed], scores[passed], postings.created_s[chosen], postings.importance[chosen]
+        postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
     )
 
+
+Known = tuple[NDArray[np.int64], NDArray[np.bool_], bool]
+"""Rows whose filter result is already known: their keys (ascending), the result (parallel) and whether
+those keys are exactly the postings' (:meth:`KeywordIndex.holds_same_rows`: then the result, read by
+index position, filters every match before the ranking, and no SQL runs)."""
 
 _PASSING = (
     "SELECT e.seq FROM (SELECT value AS k FROM json_each(?)) AS j CROSS JOIN episodes AS e ON e.seq = j.k"
@@ -307,14 +349,14 @@ def _check(
     conn: sqlite3.Connection,
     keys: NDArray[np.int64],
     sql_filter: tuple[str, Sequence[Any]],
-    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None,
+    known: Known | None,
 ) -> NDArray[np.bool_]:
     """Boolean ``[len(keys)]``: which keys pass the filter (``known`` where it holds them, else SQL)."""
     result = np.zeros(len(keys), dtype=bool)
     ask = np.ones(len(keys), dtype=bool)
     if known is not None and len(known[0]):
-        held, mask = known
-        at = np.clip(np.searchsorted(held, keys), 0, len(held) - 1)
+        held, mask, _ = known
+        at = np.minimum(np.searchsorted(held, keys), len(held) - 1)  # >= 0
         ask = held[at] != keys
         result[~ask] = mask[at[~ask]]
     if ask.any():
@@ -327,26 +369,29 @@ def _check(
 
 def _passing(
     conn: sqlite3.Connection,
-    keys: NDArray[np.int64],
+    seqs: NDArray[np.int64],
+    rows: NDArray[np.int64],
     scores: NDArray[np.float64],
-    sql_filter: tuple[str, Sequence[Any]],
+    test: tuple[tuple[str, Sequence[Any]], Known | None],
     top_n: int,
-    known: tuple[NDArray[np.int64], NDArray[np.bool_]] | None,
 ) -> NDArray[np.int64]:
-    """Indices of the best ``top_n`` scored rows that pass the filter, best first.
+    """Indices (into ``rows``) of the best ``top_n`` scored rows that pass the filter, best first.
 
-    The rows are checked best first (:func:`best_first`), ``top_n + 32`` at first, then twice as
-    many each time, until ``top_n`` passed or every row was checked.
+    ``rows`` are index positions (increasing) of the scored rows and ``seqs`` the index's row
+    keys, so ties broken by position are broken by key. Only the rows checked have their keys
+    gathered. The rows are checked best first (:func:`best_first`), ``top_n + 32`` at first, then
+    twice as many each time, until ``top_n`` passed or every row was checked. ``test``: the SQL
+    filter and ``known`` of :func:`_check`.
     """
-    ranked = best_first(keys, scores, top_n + 32)
+    ranked = best_first(rows, scores, top_n + 32)
     passed: list[NDArray[np.int64]] = []
     done, step, count = 0, len(ranked), 0
-    while done < len(keys) and count < top_n:
+    while done < len(rows) and count < top_n:
         if done == len(ranked):  # the first rows were not enough: rank every match
-            ranked, step = best_first(keys, scores, len(keys)), 2 * step
+            ranked, step = best_first(rows, scores, len(rows)), 2 * step
         chunk = ranked[done : done + step]
         done += len(chunk)
-        passed.append(chunk[_check(conn, keys[chunk], sql_filter, known)])
+        passed.append(chunk[_check(conn, seqs[rows[chunk]], *test)])
         count += len(passed[-1])
     return np.concatenate(passed)[:top_n] if passed else _NONE
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from functools import cache, cached_property
 from itertools import chain
@@ -69,6 +69,7 @@ from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuff
 from memlane.stores.sqlite.ann import ANN_THRESHOLD
 from memlane.stores.sqlite.base import (
     CODEC,
+    SnapshotMemo,
     bump_generation,
     encode_vectors,
     in_chunks,
@@ -160,6 +161,13 @@ def _apply_retrievals(conn: sqlite3.Connection, pending: Pending) -> int:
     return len(pending)
 
 
+def _keys(rows: Iterable[Sequence[Any]]) -> NDArray[np.int64]:
+    """The first column of ``rows`` as a read-only int64 array."""
+    keys = np.fromiter((r[0] for r in rows), dtype=np.int64)
+    keys.flags.writeable = False
+    return keys
+
+
 def _row_filter(flt: EpisodeFilter, allowed: NDArray[np.int64] | None) -> RowFilter:
     """``flt`` in the vector index's units (Unix microseconds), restricted to ``allowed`` row keys."""
     return RowFilter(
@@ -232,6 +240,7 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     ) -> None:
         self._common_terms = CommonTermFilter()
         self._keyword_index = KeywordIndex() if keyword_index else None
+        self._memo = SnapshotMemo()  # small reads of a recall (binding, tag lookups), once per snapshot
         memory = str(path) == ":memory:"
         self._vector_search = SQLiteVectors(
             None if memory else str(Path(path).expanduser().resolve()),
@@ -586,16 +595,22 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
                 return self._vector_search.optimize(self._conn(), bound[1])
 
     def _allowed(self, flt: EpisodeFilter) -> NDArray[np.int64] | None:
-        """Row keys passing ``flt``'s tag and metadata conditions, which the in-memory indexes
-        cannot test (``None``: ``flt`` has neither)."""
+        """Row keys (read-only) passing ``flt``'s tag and metadata conditions, which the in-memory
+        indexes cannot test (``None``: ``flt`` has neither).
+
+        A tag-only lookup is read once per snapshot (:class:`~memlane.stores.sqlite.base.SnapshotMemo`):
+        the dense and keyword stages of a recall get the same array, and so the same kept mask
+        (:meth:`VectorIndex.mask`)."""
         if not flt.tags and not flt.metadata:
             return None
+        conn = self._conn()
         if not flt.metadata:
-            rows = self._conn().execute(filters.tags_sql(len(flt.tags)), flt.tags)
-        else:
-            where, params = filters.where(EpisodeFilter(tags=flt.tags, metadata=flt.metadata))
-            rows = self._conn().execute(f"SELECT seq FROM episodes{where}", params)
-        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+            tags = tuple(flt.tags)
+            return self._memo.get(
+                conn, ("tags", tags), lambda: _keys(conn.execute(filters.tags_sql(len(tags)), tags))
+            )
+        where, params = filters.where(EpisodeFilter(tags=flt.tags, metadata=flt.metadata))
+        return _keys(conn.execute(f"SELECT seq FROM episodes{where}", params))
 
     def metadata_values(self, flt: EpisodeFilter, path: tuple[str, ...], limit: int) -> list[Any]:
         """Distinct JSON values at ``path`` of ``flt``'s episodes (see :meth:`Store.metadata_values`)."""
@@ -646,16 +661,18 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
         with self._translate("keyword_candidates"):
             if self._keyword_index is not None:
                 conn = self._conn()
-                bound = _read_binding(conn)
+                bound = self._memo.get(conn, "binding", lambda: _read_binding(conn))
                 with self._keyword_index.lock, self._vectors.lock:
-                    postings = self._keyword_index.refresh(conn)
+                    self._keyword_index.refresh(conn)
                     known = None
                     if bound is not None:  # the vector index's mask decides the rows it holds
                         index = self._vector_search.refresh(conn, bound[1])
-                        known = index.seqs, index.mask(_row_filter(flt, self._allowed(flt)))
+                        held = index.seqs
+                        mask = index.mask(_row_filter(flt, self._allowed(flt)))
+                        known = held, mask, self._keyword_index.holds_same_rows(held)
                     return indexed_keyword_search(
                         conn,
-                        postings,
+                        self._keyword_index,
                         (where, params),
                         terms,
                         max(1, int(top_n)),

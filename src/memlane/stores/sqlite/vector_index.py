@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -205,7 +205,8 @@ class VectorIndex:
         self._capacity = 0
         self._grow(1024)
         self.max_seq = 0
-        self._last_mask: tuple[RowFilter, int, NDArray[np.bool_]] | None = None
+        # (filter without allowed_seqs, rows, mask, the allowed_seqs object): see mask()
+        self._last_mask: tuple[RowFilter, int, NDArray[np.bool_], NDArray[np.int64] | None] | None = None
 
     @property
     def _names(self) -> tuple[str, ...]:
@@ -453,17 +454,25 @@ class VectorIndex:
     def mask(self, rows: RowFilter) -> NDArray[np.bool_]:
         """Boolean ``[n]`` (read-only): the rows passing ``rows``.
 
-        The last mask of a filter without ``allowed_seqs`` is kept until the rows change (an
-        append or :meth:`clear`; every other change rebuilds the index): a hybrid recall's dense
-        and keyword stages ask for the same filter, and the second gets the first's mask.
+        The last mask is kept until the rows change (an append or :meth:`clear`; every other change
+        rebuilds the index): a hybrid recall's dense and keyword stages ask for the same filter,
+        and the second gets the first's mask. A filter with ``allowed_seqs`` is the same filter
+        only with the very same (read-only) array object, e.g. the store's once-per-snapshot
+        tag lookup.
         """
         last = self._last_mask
-        if rows.allowed_seqs is None and last is not None and last[1] == self._n and last[0] == rows:
+        plain = replace(rows, allowed_seqs=None)
+        if (
+            last is not None
+            and last[1] == self._n
+            and last[0] == plain
+            and last[3] is rows.allowed_seqs
+            and (rows.allowed_seqs is None or not rows.allowed_seqs.flags.writeable)
+        ):
             return last[2]
         mask = self._mask(rows)
         mask.flags.writeable = False
-        if rows.allowed_seqs is None:
-            self._last_mask = (rows, self._n, mask)
+        self._last_mask = (plain, self._n, mask, rows.allowed_seqs)
         return mask
 
     def _mask(self, rows: RowFilter) -> NDArray[np.bool_]:

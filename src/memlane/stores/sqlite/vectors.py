@@ -48,7 +48,15 @@ from memlane.stores.sqlite.ann import (
     IvfIndex,
     nlist_for,
 )
-from memlane.stores.sqlite.base import decode_vectors, in_chunks, read_generation, vector_batches
+from memlane.stores.sqlite.base import (
+    Snapshot,
+    SnapshotMemo,
+    decode_vectors,
+    in_chunks,
+    read_generation,
+    snapshot,
+    vector_batches,
+)
 from memlane.stores.sqlite.sidecar import file_lock, read_index, write_index
 from memlane.stores.sqlite.vector_index import OPEN_END, IndexRows, VectorCache, VectorIndex
 
@@ -137,11 +145,17 @@ class SQLiteVectors:
         """``<db>.vectors`` files written by this process."""
         self._hinted = False
         self._rejected: tuple[int, int] | None = None  # (mtime_ns, size) of an <db>.ivf that did not load
+        self._memo = SnapshotMemo()
+        self._fresh: tuple[Snapshot, int, VectorIndex] | None = None  # (snapshot, dims, index) refreshed
 
     # -- identity --------------------------------------------------------------------------
 
+    def _meta(self, conn: sqlite3.Connection, key: str) -> str | None:
+        """:func:`_meta`, read once per snapshot (every ANN search asks for the identity)."""
+        return self._memo.get(conn, key, lambda: _meta(conn, key))
+
     def _store_id(self, conn: sqlite3.Connection, create: bool) -> str | None:
-        found = _meta(conn, "store_id")
+        found = self._meta(conn, "store_id")
         if found is None and create:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -153,7 +167,7 @@ class SQLiteVectors:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            found = _meta(conn, "store_id")
+            found = self._meta(conn, "store_id")
         return found
 
     def _identity(self, conn: sqlite3.Connection, dims: int, create: bool) -> dict[str, Any] | None:
@@ -163,14 +177,23 @@ class SQLiteVectors:
         return {
             "format": _FORMAT,
             "store_id": store_id,
-            "model": _meta(conn, "embedding_model"),
+            "model": self._meta(conn, "embedding_model"),
             "dims": dims,
         }
 
     # -- refresh ---------------------------------------------------------------------------
 
     def refresh(self, conn: sqlite3.Connection, dims: int) -> VectorIndex:
-        """Bring the in-memory index up to date (sidecar first, then SQLite rows after it)."""
+        """Bring the in-memory index up to date (sidecar first, then SQLite rows after it).
+
+        Reads nothing but ``PRAGMA data_version`` when the file is unchanged since the last refresh
+        for ``dims`` as ``conn`` sees it (an equal :func:`~memlane.stores.sqlite.base.snapshot`).
+        """
+        at = snapshot(conn)  # taken before the reads: a commit during them changes the next one
+        fresh = self._fresh
+        if at is not None and fresh is not None and fresh[:2] == (at, dims) and fresh[2] is self.cache.index:
+            return fresh[2]
+        self._fresh = None  # until the reads below succeed
         generation = read_generation(conn, GENERATION)
         max_seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM episodes").fetchone()[0])
         load = None
@@ -187,6 +210,7 @@ class SQLiteVectors:
         index = self.cache.refresh(dims, generation, max_seq, lambda after: index_rows(conn, after), load)
         if self._sidecar is not None and self.cache.rows_unsaved >= max(self._min_rows, len(index) // 16):
             self._save(conn, index, dims, {"generation": generation, "vectors": kind})
+        self._fresh = None if at is None else (at, dims, index)
         return index
 
     def optimize(self, conn: sqlite3.Connection, dims: int) -> IndexReport:
@@ -376,6 +400,7 @@ class SQLiteVectors:
         """Drop the in-memory state (on close)."""
         self.cache.clear()
         self._ivf = self._lists = self._lists_of = None
+        self._fresh = None
 
 
 def _exact_cosines(
