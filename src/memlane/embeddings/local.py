@@ -103,10 +103,11 @@ class LocalEmbedder:
             adaptive, the usable cores (at most :data:`MAX_ADAPTIVE_THREADS`) shared among the
             calls in flight, so a call alone uses every core and concurrent calls (server
             workers, group commits) one each instead of oversubscribing them; ``0`` lets
-            onnxruntime decide (one per core whatever else runs). On this 2-core machine a lone
-            batch embeds ~1.7x the texts/s of one thread, and two concurrent calls ~1.1x the
-            texts/s of two threads each (``benchmarks/embedder.py``). The vectors are the same
-            under every policy.
+            onnxruntime decide (one per core whatever else runs). On this 2-core machine, beside
+            other work (load ~4, ``benchmarks/results/embedder.md``), it embedded 1.1x the texts/s
+            of one thread a call alone, 1.4x with two calls at once and 1.5x with a core busy, and
+            about 2x onnxruntime's own default (spinning threads). The vectors are the same under
+            every policy.
         spinning: Let idle intra-op threads spin (onnxruntime's
             ``session.intra_op.allow_spinning``; default off, so waiting threads yield their core).
 
