@@ -349,6 +349,10 @@ def test_keyword_evidence_never_costs_against_a_recall_where_nothing_matches(
         ("What steps would you suggest I take?", False),
         ("What code style does the user prefer?", False),
         ("Which layout did I choose for the youth league site?", False),  # "youth" is not "you"
+        ("Can you give me a comprehensive summary of how my project progressed?", True),
+        ("Summarise what I learned about retries", True),
+        ("A quick recap of the budget tracker, please", True),
+        ("Which summer did I move to Berlin?", False),
         ("", False),
     ],
 )
@@ -361,7 +365,8 @@ def test_the_agent_signal_marks_agent_turns_unless_the_query_addresses_the_agent
     speakers = Speakers()
     assert agent_signal(tags, "what does the user prefer", speakers).tolist() == [0, 1, 0, 1]
     assert agent_signal(tags, "what did you suggest", speakers).tolist() == [0, 0, 0, 0]
-    assert agent_signal(tags, "can you summarise what I asked for", speakers).tolist() == [0, 1, 0, 1]
+    assert agent_signal(tags, "can you list what I asked for", speakers).tolist() == [0, 1, 0, 1]
+    assert agent_signal(tags, "can you summarise how my project went", speakers).tolist() == [0, 0, 0, 0]
     assert agent_signal(tags, "what does the user prefer", Speakers(agent_discount=0.0)).tolist() == [0] * 4
     assert agent_signal(tags, "what does the user prefer", Speakers(agent_tag="user")).tolist() == [
         1,

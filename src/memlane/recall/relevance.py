@@ -286,17 +286,37 @@ REQUEST_MODALS = frozenset({"can", "could", "would", "will"})
 it asks the agent to do something now, not about what the agent said."""
 
 
+SUMMARY_WORDS = frozenset(
+    {
+        "summary",
+        "summaries",
+        "summarize",
+        "summarise",
+        "summarized",
+        "summarised",
+        "summarizing",
+        "summarising",
+        "recap",
+    }
+)
+"""The words that ask for a summary: a summary of a conversation covers both sides of it, so the agent's
+turns (its explanations and advice) are evidence as much as the user's."""
+
+
 def addresses_agent(query: str) -> bool:
     """Whether ``query`` asks about the agent's own words: it holds a word of :data:`SECOND_PERSON`
-    (case-folded), other than a ``you`` right after a word of :data:`REQUEST_MODALS`.
+    (case-folded), other than a ``you`` right after a word of :data:`REQUEST_MODALS`, or a word of
+    :data:`SUMMARY_WORDS` (a summary covers what both sides said).
 
-    ``"How did you recommend handling retries?"`` and ``"Can you repeat your advice?"`` -> ``True``;
-    ``"Can you list the order in which I brought up the features?"`` and ``"What does the user prefer?"``
-    -> ``False``.
+    ``"How did you recommend handling retries?"``, ``"Can you repeat your advice?"`` and ``"Can you
+    summarize how my project progressed?"`` -> ``True``; ``"Can you list the order in which I brought up
+    the features?"`` and ``"What does the user prefer?"`` -> ``False``.
     """
     previous = ""
     for _, word in runs(query):
-        if word in SECOND_PERSON and not (word == "you" and previous in REQUEST_MODALS):
+        if word in SUMMARY_WORDS or (
+            word in SECOND_PERSON and not (word == "you" and previous in REQUEST_MODALS)
+        ):
             return True
         previous = word
     return False
