@@ -496,6 +496,21 @@ class RawFloor:
         self._conn.close()
 
 
+def batch_inputs(data: Dataset, sl: slice) -> list[EpisodeInput]:
+    """The ``remember_episodes`` inputs of ``data``'s rows ``sl`` (what :func:`ingest` remembers)."""
+    return [
+        EpisodeInput(
+            event_type=data.event_types[i],
+            content=data.texts[i],
+            tags=data.tags[i],
+            importance=data.importance[i],
+            created_at=data.created_at[i],
+            metadata={"turn": i % 50},
+        )
+        for i in range(sl.start, sl.stop)
+    ]
+
+
 def ingest(
     memory: EpisodicMemory, data: Dataset, floor: RawFloor | None
 ) -> tuple[list[Episode], dict[str, Any]]:
@@ -513,17 +528,7 @@ def ingest(
     floor_samples: list[int] = []
     load = BackgroundLoad()
     for sl in _batches(len(data), BATCH_SIZE):
-        items = [
-            EpisodeInput(
-                event_type=data.event_types[i],
-                content=data.texts[i],
-                tags=data.tags[i],
-                importance=data.importance[i],
-                created_at=data.created_at[i],
-                metadata={"turn": i % 50},
-            )
-            for i in range(sl.start, sl.stop)
-        ]
+        items = batch_inputs(data, sl)
         t0 = time.perf_counter_ns()
         batch = memory.remember_episodes(items)
         samples.append(time.perf_counter_ns() - t0)

@@ -50,7 +50,7 @@ def test_sqlite_file_at_12_gets_the_facet_index(tmp_path: Path) -> None:
         conn.execute("PRAGMA user_version = 12")
     store = SQLiteStore(path)
     try:
-        assert store.schema_version == 13 == len(sqlite_migrations.MIGRATIONS)
+        assert store.schema_version == len(sqlite_migrations.MIGRATIONS) >= 13
         assert _listed(store, "t") == _expected()
         assert _listed(store, None) == _expected()
         conn = sqlite3.connect(path)

@@ -2,7 +2,9 @@
 
 The index is the external-content FTS5 table ``episodes_fts`` over ``terms`` (schema migration
 8 in :mod:`memlane.stores.sqlite.migrations`) with the ``ascii`` tokenizer, which only splits
-at the spaces memlane put between the terms (:mod:`memlane.analysis`). Each insert transaction
+at the spaces memlane put between the terms (:mod:`memlane.analysis`), built with
+``detail=none, columnsize=0`` (migration 14): it only answers which rows hold a term and, through
+the ``episodes_fts_terms`` vocabulary, in how many rows a term is. Each insert transaction
 fills it with one set-based ``INSERT ... SELECT`` over the batch's new rows (migration 9 dropped
 the per-row insert trigger); delete and update triggers keep it in step, so explicit deletes and
 retention pruning remove an episode from it in the same transaction.
@@ -22,8 +24,7 @@ a tenant's scores, and no statistic costs a scan of the scope.
 
 Cost: every statement walks FTS5's matches first, bounded to the rowid range of the scope
 (its first and last row key), and probes ``episodes`` by primary key per match; when the scope
-has fewer rows than the match limit all its matches are fetched without FTS5's ``bm25()``
-ordering (they are all scored anyway).
+has fewer rows than the match limit all its matches are fetched (they are all scored anyway).
 """
 
 from __future__ import annotations
