@@ -158,6 +158,7 @@ class LocalEmbedder:
             if self._tokenizer is not None:
                 return
             try:
+                import onnxruntime  # noqa: F401  (checked here once; _new_session imports it)
                 from tokenizers import Tokenizer
             except ImportError as exc:  # pragma: no cover - base dependencies
                 raise EmbedderUnavailableError(
@@ -195,13 +196,8 @@ class LocalEmbedder:
             return self._sessions[threads]
 
     def _new_session(self, threads: int) -> Any:
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:  # pragma: no cover - base dependencies
-            raise EmbedderUnavailableError(
-                "onnxruntime and tokenizers are needed for local embeddings: "
-                "pip install onnxruntime tokenizers"
-            ) from exc
+        import onnxruntime as ort  # present: _load checked it
+
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
