@@ -136,6 +136,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self._sessions: dict[int, Any] = {}
         self._in_flight = 0
+        self._cores = usable_cores() if intra_op_threads is None else 0
         self._path: Path | None = None
         self._tokenizer: Any = None
         self._needs_token_type_ids = False
@@ -217,7 +218,7 @@ class LocalEmbedder:
         """Threads for the next run: the fixed setting, or the cores shared by the calls in flight."""
         if self._threads is not None:
             return self._threads
-        return adaptive_threads(usable_cores(), self._in_flight)
+        return adaptive_threads(self._cores, self._in_flight)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``n`` texts.

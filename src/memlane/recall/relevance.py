@@ -59,6 +59,7 @@ from memlane.config.profile import DEFAULT_PROFILE, Boosts, ContextWeights, Dens
 __all__ = [
     "REQUEST_MODALS",
     "SECOND_PERSON",
+    "SUMMARY_WORDS",
     "addresses_agent",
     "agent_discounted",
     "agent_signal",
