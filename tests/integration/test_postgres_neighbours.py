@@ -1,4 +1,4 @@
-"""The PostgreSQL store's two neighbour plans (a window over a session's range, per-key probes) agree.
+"""The PostgreSQL store's neighbour statement (adjacent rows, probes where a run breaks) equals probes only.
 
 Both equal the neighbours computed from the stored rows: the ``radius`` rows before and after each
 key in its (tenant, session), by ``seq``; ``-1`` where there is none (see ``Store.neighbours``).
@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 
 import psycopg
-import pytest
 from psycopg import sql
 
 from memlane import EpisodeInput, EpisodicMemory
@@ -39,9 +38,24 @@ def _answer(store: PostgresStore, keys: list[int], radius: int) -> list[tuple[in
     return [(int(k), [int(a) for a in adj]) for k, adj in zip(found.keys, found.adjacent, strict=True)]
 
 
-def test_window_plan_and_probe_plan_agree(
-    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _probes_only(pg_url: str, schema: str, keys: list[int], radius: int) -> list[tuple[int, list[int]]]:
+    statement = plans.neighbours_statement(
+        sql.SQL("{}.memlane_episodes").format(sql.Identifier(schema)), radius, adjacent=False
+    )
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = conn.execute(statement, {"keys": keys}).fetchall()
+    return [(int(r[0]), [-1 if k is None else int(k) for k in r[3:]]) for r in rows]
+
+
+def _stored(pg_url: str, schema: str) -> list[tuple[int, str, str]]:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        table = sql.SQL("SELECT seq, tenant_id, session_id FROM {}.memlane_episodes").format(
+            sql.Identifier(schema)
+        )
+        return [(int(seq), str(t), str(s)) for seq, t, s in conn.execute(table).fetchall()]
+
+
+def test_adjacent_rows_and_probes_agree(pg_url: str, pg_schema: str) -> None:
     store = PostgresStore(pg_url, schema=pg_schema)
     rng = random.Random(5)
     memories = {
@@ -50,19 +64,19 @@ def test_window_plan_and_probe_plan_agree(
         for s in ("a", "b")
     }
     scopes = list(memories)
-    for i in range(400):  # sessions interleaved, so a session's keys are not contiguous
+    for i in range(300):  # sessions interleaved, so a session's keys are mostly not contiguous
         memories[rng.choice(scopes)].remember_episodes([EpisodeInput("turn", f"turn {i}")])
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        table = sql.SQL("SELECT seq, tenant_id, session_id FROM {}.memlane_episodes").format(
-            sql.Identifier(pg_schema)
-        )
-        rows = [(int(seq), str(t), str(s)) for seq, t, s in conn.execute(table).fetchall()]
+    runs = {  # and runs: whole batches of one session (the adjacent rows answer)
+        scope: memories[scope].remember_episodes([EpisodeInput("turn", f"run {j}") for j in range(40)])
+        for scope in scopes
+    }
+    for episode in runs[scopes[0]][3::7]:  # holes in a run: the probes answer around them
+        assert memories[scopes[0]].delete_episode(episode.id)
+    rows = _stored(pg_url, pg_schema)
     keys = sorted(r[0] for r in rows)
     for sample in (keys[:3], rng.sample(keys, 30), rng.sample(keys, 250), keys, [*keys[:5], 10**12]):
         for radius in (1, 2, 3):
             expected = _expected(rows, sample, radius)
-            assert _answer(store, sample, radius) == expected  # the window, mostly
-            monkeypatch.setattr(plans, "RANGE_PER_KEY", 0)  # probes only
             assert _answer(store, sample, radius) == expected
-            monkeypatch.undo()
+            assert _probes_only(pg_url, pg_schema, sample, radius) == expected
     store.close()

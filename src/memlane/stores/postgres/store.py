@@ -595,9 +595,9 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
-        One statement (:mod:`memlane.stores.postgres.neighbours`): per session a window over the
-        index range its keys span when they lie close together, else ``2 * radius`` probes of
-        ``ix_memlane_episodes_session_seq`` per key; no session is ever scanned whole for a few keys.
+        One statement (:mod:`memlane.stores.postgres.neighbours`): the rows ``seq ± 1 .. radius`` of
+        every key in one index scan, an index probe of ``ix_memlane_episodes_session_seq`` only where
+        a session's run of rows is broken; no session is ever scanned whole for a few keys.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         if len(keys) == 0:
