@@ -46,6 +46,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from memlane.stores.postgres import PostgresStore
+from memlane.stores.postgres import filters as pg_filters
 from memlane.stores.postgres.migrations import MIGRATIONS
 from tests.conftest import T0
 
@@ -256,6 +257,49 @@ def test_selective_filters_search_exactly(random_data: RandomData, tag: str, top
     assert found.exhaustive == (len(truth) <= top_n)
     importance = {int(k): np.nan if i % 3 else float(1 + i % 10) for i, k in enumerate(random_data.keys)}
     np.testing.assert_array_equal(found.importance, [importance[k] for k in found.keys.tolist()])
+    store.close()
+
+
+@pytest.mark.parametrize("limit", [100, 4_999, 5_000])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        EpisodeFilter(tenant_id="t", session_id="s"),  # the span of the session's seq index
+        EpisodeFilter(tenant_id="t"),  # the span of the whole table
+        EpisodeFilter(tenant_id="t", session_id="s", tags=("rare",)),  # span too wide: counted
+        EpisodeFilter(tenant_id="t", session_id="other"),  # an empty scope: span 0
+    ],
+)
+def test_the_seq_span_picks_the_path_the_count_would(
+    random_data: RandomData, flt: EpisodeFilter, limit: int
+) -> None:
+    # The span skips the count only when it proves the filtered set within the bound: the path
+    # is always the one the plain rule (count the filtered rows up to the bound + 1) gives.
+    where, params = pg_filters.where(flt)
+    table = sql.SQL("SELECT count(*) FROM {}.memlane_episodes").format(sql.Identifier(random_data.schema))
+    counted = int(str(_fetchall(random_data.url, table + where, tuple(params))[0][0]))
+    store = random_data.open(exact_search_limit=limit)
+    query = _unit(np.random.default_rng(13), 1)[0]
+    plan = store.explain_vector_candidates(flt, query, 50)
+    assert plan.path == ("exact" if counted <= limit else "hnsw")
+    assert plan.filtered_rows >= min(counted, limit + 1)
+    found = store.vector_candidates(flt, query, 50)
+    if plan.path == "exact":
+        truth, _ = random_data.brute_force(query, flt.tags[0] if flt.tags else None)
+        truth = truth[: min(50, counted)]
+        assert found.keys.tolist() == truth.tolist()
+        assert found.exhaustive == (counted <= 50)
+    store.close()
+
+
+@pytest.mark.parametrize(("top_n", "exhaustive"), [(N_ROWS - 1, False), (N_ROWS, True), (N_ROWS + 1, True)])
+def test_exact_search_is_exhaustive_exactly_when_every_row_came_back(
+    random_data: RandomData, top_n: int, exhaustive: bool
+) -> None:
+    store = random_data.open()
+    query = _unit(np.random.default_rng(17), 1)[0]
+    found = store.vector_candidates(EpisodeFilter(tenant_id="t", session_id="s"), query, top_n)
+    assert len(found) == min(top_n, N_ROWS) and found.exhaustive == exhaustive
     store.close()
 
 
