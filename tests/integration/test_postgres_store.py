@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,6 +47,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from memlane.stores.postgres import PostgresStore
+from memlane.stores.postgres import connection as pg_connection
 from memlane.stores.postgres import filters as pg_filters
 from memlane.stores.postgres.migrations import MIGRATIONS
 from tests.conftest import T0
@@ -372,6 +374,66 @@ def test_retention_is_one_indexed_delete(random_data: RandomData) -> None:
 
 
 # -- connection-level independence ------------------------------------------------------------
+
+
+def _recall_reads(store: PostgresStore) -> None:
+    """The single-statement reads of a recall: neighbours and fetch."""
+    store.insert([_episode(i, ("x",)) for i in range(3)], _unit(np.random.default_rng(2), 3))
+    found = store.neighbours(EpisodeFilter(), [1, 2, 3])
+    assert found.keys.tolist() == [1, 2, 3] and found.adjacent[1].tolist() == [-1, 1, 3, -1]
+    assert sorted(store.fetch([1, 3])) == [1, 3]
+
+
+def test_connections_used_just_now_are_handed_out_unchecked(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks: list[object] = []
+    real_check = ConnectionPool.check_connection
+
+    def counted_check(conn: psycopg.Connection[Any]) -> None:
+        checks.append(conn)
+        real_check(conn)
+
+    monkeypatch.setattr(ConnectionPool, "check_connection", counted_check)
+    store = PostgresStore(pg_url, schema=pg_schema, min_size=1, max_size=1)
+    store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+    monkeypatch.setattr(pg_connection, "CHECK_IDLE_S", 1e9)  # every return is "just now"
+    checks.clear()
+    _recall_reads(store)
+    assert checks == []  # none was idle: no empty-query round trip
+    monkeypatch.setattr(pg_connection, "CHECK_IDLE_S", -1.0)  # every connection is "idle"
+    assert list(store.fetch([1])) == [1] and len(checks) == 1
+    store.close()
+
+
+def test_an_idle_connection_the_server_closed_is_replaced(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema, min_size=1, max_size=1)
+    store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+    _recall_reads(store)
+    with store.transaction("pid") as cur:
+        row = cur.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    _fetchall(pg_url, "SELECT pg_terminate_backend(%s)", (row[0],))
+    monkeypatch.setattr(pg_connection, "CHECK_IDLE_S", -1.0)  # it sat idle "long enough"
+    assert sorted(store.fetch([1, 2])) == [1, 2]  # the check dropped it; a new one answered
+    store.close()
+
+
+def test_single_statement_reads_work_on_a_borrowed_pool_outside_autocommit(
+    pg_url: str, pg_schema: str
+) -> None:
+    pool: ConnectionPool[Any] = ConnectionPool(
+        pg_url, min_size=1, max_size=1, kwargs={"autocommit": False}, open=True
+    )
+    store = PostgresStore(pool, schema=pg_schema)
+    store.bind_embedding_model(f"rand-{DIMS}", DIMS)
+    _recall_reads(store)
+    with pool.connection() as conn:
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # nothing left open
+    store.close()
+    pool.close()
 
 
 def test_works_with_an_empty_search_path_and_another_time_zone(pg_url: str, pg_schema: str) -> None:

@@ -410,7 +410,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         query = sql.SQL("SELECT {cols} FROM {t} WHERE seq = ANY(%s::bigint[])").format(
             cols=_COLUMNS, t=self._t
         )
-        with self._transaction("fetch") as cur:
+        with self._read("fetch") as cur:
             rows = cur.execute(query, ([int(k) for k in keys],)).fetchall()
         return {int(r[0]): CODEC.episode(r) for r in rows}
 
@@ -604,7 +604,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             return Neighbours.from_rows([], radius)
         radius = max(1, int(radius))
         statement = neighbours_statement(self._t, radius)
-        with self._transaction("neighbours") as cur:
+        with self._read("neighbours") as cur:
             rows = cur.execute(statement, {"keys": [int(k) for k in keys]}).fetchall()
         return Neighbours.from_rows(rows, radius)
 
