@@ -21,8 +21,8 @@ the rows the caller needs and ``exact_search_limit`` (default
    until ``top_n`` rows have passed the filter (up to ``hnsw.max_scan_tuples``). The index
    is partial, ``seq <= W`` (:mod:`memlane.stores.postgres.vector_index`): the scan is
    restricted to those rows, and the rows written since (``seq > W``, the unindexed tail)
-   are searched exactly (step 2's statement over the tail, through the ``seq`` b-tree); the
-   two lists of at most ``top_n`` go to :meth:`~memlane.stores.base.VectorCandidates.top`
+   are searched exactly (step 2's statement over the tail, through the ``seq`` b-tree, as the
+   other branch of one ``UNION ALL``); the two lists of at most ``top_n`` go to :meth:`~memlane.stores.base.VectorCandidates.top`
    together. ``exhaustive`` is ``False``.
 4. If the HNSW scan returns fewer than ``top_n`` rows although more than ``top_n`` passed
    the filter (a filter so selective that the scan gave up, zero-norm vectors, which
@@ -112,8 +112,9 @@ class VectorSearch:
         top_n: int,
         path: Path,
         seq_range: str | None = None,
+        part: int = 0,
     ) -> tuple[sql.Composed, list[Any]]:
-        """The search statement of one path; both return ``seq, cosine, created_at_s, importance``.
+        """The search statement of one path: ``seq, cosine, created_at_s, importance, part`` rows.
 
         The inner query finds the ``top_n`` rows; only those get their ``created_at`` seconds
         and importance computed (``extract`` is a ``numeric`` per row: over every filtered row
@@ -121,6 +122,7 @@ class VectorSearch:
         (:meth:`~memlane.stores.base.VectorCandidates.top`). ``seq_range`` (from
         :func:`_seq_range`, fixed text around an int) restricts the rows to the indexed part or
         to the tail of the partial HNSW index (:mod:`memlane.stores.postgres.vector_index`).
+        ``part`` is a constant column telling the parts of :meth:`search_statement` apart.
         """
         clause, params = where(flt, "embedding IS NOT NULL", *([seq_range] if seq_range else []))
         cosine = sql.SQL("-(embedding {ip} {vec})").format(ip=self.ip, vec=self.vec)
@@ -134,8 +136,8 @@ class VectorSearch:
             order = sql.SQL(" ORDER BY embedding {op} {vec} LIMIT %s").format(op=self.cos, vec=self.vec)
         found = sql.SQL(
             "SELECT s.seq, s.cosine, extract(epoch FROM s.created_at)::float8, "
-            "coalesce(s.importance, 'NaN'::float8) FROM ({inner}) AS s"
-        ).format(inner=select + order)
+            "coalesce(s.importance, 'NaN'::float8), {part} FROM ({inner}) AS s"
+        ).format(inner=select + order, part=sql.Literal(int(part)))
         vec = VectorParam(q)
         return found, [vec, *params, *([vec] if path == "hnsw" else []), top_n]
 
@@ -198,6 +200,23 @@ class VectorSearch:
             return "exact", filtered, watermark
         return "hnsw", filtered, watermark
 
+    def search_statement(
+        self, flt: EpisodeFilter, q: NDArray[np.float32], top_n: int, path: Path, watermark: int | None
+    ) -> tuple[sql.Composed, list[Any]]:
+        """The one statement of a path: exact (``top_n + 1`` rows), or HNSW with the exact tail.
+
+        On the HNSW path with a partial index, the index's ``top_n`` of ``seq <= W`` (``part``
+        0) and the exact ``top_n`` of the tail ``seq > W`` (``part`` 1) are the two branches of
+        one ``UNION ALL``, each planned on its own (one round trip instead of two).
+        """
+        if path == "exact":
+            return self.statement(flt, q, top_n + 1, "exact")
+        index, params = self.statement(flt, q, top_n, "hnsw", _seq_range(watermark, tail=False))
+        if watermark is None:
+            return index, params
+        tail, tail_params = self.statement(flt, q, top_n, "exact", _seq_range(watermark, tail=True), part=1)
+        return sql.SQL("({}) UNION ALL ({})").format(index, tail), [*params, *tail_params]
+
     def run(
         self,
         cur: psycopg.Cursor[Any],
@@ -206,29 +225,21 @@ class VectorSearch:
         top_n: int,
         exact_search_limit: int,
     ) -> tuple[list[Any], bool]:
-        """Search by the rule: the ``(seq, cosine, created_at_s, importance)`` rows, and ``exhaustive``.
+        """Search by the rule: the ``(seq, cosine, created_at_s, importance, part)`` rows, and ``exhaustive``.
 
         On the HNSW path with a partial index, the rows are the index's ``top_n`` of ``seq <= W``
-        followed by the exact ``top_n`` of the tail ``seq > W`` (up to ``2 * top_n`` rows; the
+        and the exact ``top_n`` of the tail ``seq > W`` (up to ``2 * top_n`` rows; the
         caller's :meth:`~memlane.stores.base.VectorCandidates.top` keeps the best ``top_n``). The
         exact path asks for ``top_n + 1`` rows: fewer came back exactly when every filtered row
         with a vector did (``exhaustive``), and the caller's ``top`` drops the extra one.
         """
         path, _, watermark = self.choose_path(cur, flt, q, top_n, exact_search_limit)
-        rows: list[Any] = []
-        if path == "hnsw":
-            statement, params = self.statement(flt, q, top_n, path, _seq_range(watermark, tail=False))
-            rows = cur.execute(statement, params, prepare=False).fetchall()
-            if len(rows) < top_n:
-                logger.debug(
-                    "HNSW scan returned %d < %d rows: falling back to exact search", len(rows), top_n
-                )
-                path = "exact"
-            elif watermark is not None:
-                statement, params = self.statement(flt, q, top_n, "exact", _seq_range(watermark, tail=True))
-                rows += cur.execute(statement, params, prepare=False).fetchall()
-        if path == "exact":
-            statement, params = self.statement(flt, q, top_n + 1, path)
+        statement, params = self.search_statement(flt, q, top_n, path, watermark)
+        rows = cur.execute(statement, params, prepare=False).fetchall()
+        if path == "hnsw" and sum(1 for r in rows if r[4] == 0) < top_n:
+            logger.debug("HNSW scan returned < %d rows: falling back to exact search", top_n)
+            path = "exact"
+            statement, params = self.search_statement(flt, q, top_n, path, watermark)
             rows = cur.execute(statement, params, prepare=False).fetchall()
         return rows, path == "exact" and len(rows) <= top_n
 
@@ -244,21 +255,13 @@ class VectorSearch:
     ) -> SearchPlan:
         """The path :meth:`run` would take, with PostgreSQL's ``EXPLAIN`` (``ANALYZE`` runs it).
 
-        On the HNSW path with a partial index the plan is the index scan's, then the tail scan's.
+        On the HNSW path with a partial index the plan holds the index scan and the tail scan.
         """
         path, filtered, watermark = self.choose_path(cur, flt, q, top_n, exact_search_limit)
-        parts = [
-            self.statement(flt, q, top_n, path, _seq_range(watermark, tail=False) if path == "hnsw" else None)
-        ]
-        if path == "hnsw" and watermark is not None:
-            parts.append(self.statement(flt, q, top_n, "exact", _seq_range(watermark, tail=True)))
+        statement, params = self.search_statement(flt, q, top_n, path, watermark)
         prefix = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) " if analyze else "EXPLAIN ")
-        plan = "\n".join(
-            str(r[0])
-            for statement, params in parts
-            for r in cur.execute(prefix + statement, params, prepare=False).fetchall()
-        )
-        return SearchPlan(path=path, filtered_rows=filtered, plan=plan)
+        rows = cur.execute(prefix + statement, params, prepare=False).fetchall()
+        return SearchPlan(path=path, filtered_rows=filtered, plan="\n".join(str(r[0]) for r in rows))
 
 
 def _seq_range(watermark: int | None, *, tail: bool) -> str | None:
