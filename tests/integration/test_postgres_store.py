@@ -8,6 +8,7 @@ time-zone independence, and psycopg errors translated at the boundary.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import subprocess
@@ -50,6 +51,7 @@ from memlane.stores.postgres import PostgresStore
 from memlane.stores.postgres import connection as pg_connection
 from memlane.stores.postgres import filters as pg_filters
 from memlane.stores.postgres.migrations import MIGRATIONS
+from memlane.stores.postgres.vector_search import hnsw_settings
 from tests.conftest import T0
 
 DIMS = 32
@@ -242,6 +244,36 @@ def test_large_unfiltered_search_uses_the_hnsw_index(random_data: RandomData) ->
     by_key = dict(zip(truth.tolist(), cosines.tolist(), strict=True))
     np.testing.assert_allclose(found.cosine, [by_key[k] for k in found.keys.tolist()], atol=1e-5)
     store.close()
+
+
+def test_the_hnsw_scan_runs_with_its_settings_on_an_autocommit_connection(
+    random_data: RandomData, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Without ef_search >= top_n the scan stops at 40 rows and the search falls back to exact.
+    store = random_data.open(exact_search_limit=1_000)
+    query = _unit(np.random.default_rng(19), 1)[0]
+    with caplog.at_level(logging.DEBUG, logger="memlane.stores.postgres.vector_search"):
+        found = store.vector_candidates(EpisodeFilter(tenant_id="t", session_id="s"), query, 200)
+    assert len(found) == 200 and not found.exhaustive
+    assert "falling back" not in caplog.text
+    store.close()
+
+
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_hnsw_settings_last_for_the_block_only(random_data: RandomData, autocommit: bool) -> None:
+    with psycopg.connect(random_data.url, autocommit=autocommit) as conn, conn.cursor() as cur:
+        with hnsw_settings(cur, 300):
+            assert cur.execute("SHOW hnsw.ef_search").fetchall() == [("300",)]
+            assert cur.execute("SHOW hnsw.iterative_scan").fetchall() == [("relaxed_order",)]
+        if autocommit:  # its own transaction, committed
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        else:  # one statement of the caller's transaction
+            conn.commit()
+        assert cur.execute("SHOW hnsw.ef_search").fetchall() != [("300",)]  # back to the default
+        if autocommit:
+            with pytest.raises(psycopg.errors.DivisionByZero), hnsw_settings(cur, 300):
+                cur.execute("SELECT 1 / 0")
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # rolled back
 
 
 @pytest.mark.parametrize(("tag", "top_n"), [("rare", 200), ("tenth", 200), ("tenth", 20)])

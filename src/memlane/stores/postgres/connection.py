@@ -253,7 +253,8 @@ class PostgresConnection:
         On an autocommit connection (the owned pool's) the statement is sent alone and is its own
         transaction: one round trip instead of three. On a connection that is not in autocommit
         mode (a borrowed pool's) it runs in :meth:`_transaction`'s explicit transaction. Never
-        use it for two statements that must see one snapshot, or for writes.
+        use it for writes, or for statements that must see one snapshot (several statements
+        that each stand alone are fine: the vector search's bound, then its search).
         """
         if self._closed:
             raise StoreClosedError(f"PostgreSQL store {self.location} is closed")

@@ -559,7 +559,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """
         q = self._query_vector(query)
         top_n = max(1, int(top_n))
-        with self._transaction("vector_candidates") as cur:
+        with self._read("vector_candidates") as cur:  # the HNSW path opens its own transaction
             rows, exhaustive = self._search.run(cur, flt, q, top_n, self.exact_search_limit)
         return VectorCandidates.from_rows(rows, exhaustive=exhaustive).top(top_n)
 

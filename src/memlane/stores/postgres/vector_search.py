@@ -22,8 +22,8 @@ the rows the caller needs and ``exact_search_limit`` (default
    is partial, ``seq <= W`` (:mod:`memlane.stores.postgres.vector_index`): the scan is
    restricted to those rows, and the rows written since (``seq > W``, the unindexed tail)
    are searched exactly (step 2's statement over the tail, through the ``seq`` b-tree, as the
-   other branch of one ``UNION ALL``); the two lists of at most ``top_n`` go to :meth:`~memlane.stores.base.VectorCandidates.top`
-   together. ``exhaustive`` is ``False``.
+   other branch of one ``UNION ALL``); the two lists of at most ``top_n`` go to
+   :meth:`~memlane.stores.base.VectorCandidates.top` together. ``exhaustive`` is ``False``.
 4. If the HNSW scan returns fewer than ``top_n`` rows although more than ``top_n`` passed
    the filter (a filter so selective that the scan gave up, zero-norm vectors, which
    the cosine index skips, or fewer than ``top_n`` indexed rows passing it), the exact
@@ -43,6 +43,8 @@ HNSW path's query simply runs as an exact scan.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,13 +52,14 @@ import numpy as np
 import psycopg
 from numpy.typing import NDArray
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from memlane.stores.base import EpisodeFilter
 from memlane.stores.postgres.base import VectorParam
 from memlane.stores.postgres.filters import where
 from memlane.stores.postgres.vector_index import WATERMARK_KEY
 
-__all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "SearchPlan", "VectorSearch"]
+__all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "SearchPlan", "VectorSearch", "hnsw_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -180,22 +183,18 @@ class VectorSearch:
         bound = max(exact_search_limit, top_n)
         clause, params = where(flt)
         span, span_params = self._seq_span(flt)
-        # The HNSW settings and the watermark ride along with the count (one round trip).
-        ef_search = min(_EF_SEARCH_MAX, max(_EF_SEARCH_MIN, top_n))
-        row = cur.execute(
+        row = cur.execute(  # the watermark rides along with the bound (one round trip)
             sql.SQL(
                 "SELECT CASE WHEN u.span <= %s THEN u.span ELSE "
                 "(SELECT count(*) FROM (SELECT 1 FROM {t}{where} LIMIT %s) AS filtered) END, "
-                "set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                 "(SELECT value::bigint FROM {meta} WHERE key = %s) "
                 "FROM (SELECT {span} AS span) AS u"
             ).format(t=self.table, meta=self.meta, where=clause, span=span),
-            [bound, *params, bound + 1, str(ef_search), WATERMARK_KEY, *span_params],
+            [bound, *params, bound + 1, WATERMARK_KEY, *span_params],
             prepare=False,
         ).fetchone()
         filtered = int(row[0]) if row else 0
-        watermark = None if row is None or row[3] is None else int(row[3])
+        watermark = None if row is None or row[1] is None else int(row[1])
         if filtered <= bound or not np.any(q):
             return "exact", filtered, watermark
         return "hnsw", filtered, watermark
@@ -234,14 +233,17 @@ class VectorSearch:
         with a vector did (``exhaustive``), and the caller's ``top`` drops the extra one.
         """
         path, _, watermark = self.choose_path(cur, flt, q, top_n, exact_search_limit)
-        statement, params = self.search_statement(flt, q, top_n, path, watermark)
-        rows = cur.execute(statement, params, prepare=False).fetchall()
-        if path == "hnsw" and sum(1 for r in rows if r[4] == 0) < top_n:
+        if path == "hnsw":
+            with hnsw_settings(cur, top_n):
+                statement, params = self.search_statement(flt, q, top_n, path, watermark)
+                rows = cur.execute(statement, params, prepare=False).fetchall()
+            if sum(1 for r in rows if r[4] == 0) >= top_n:
+                return rows, False
             logger.debug("HNSW scan returned < %d rows: falling back to exact search", top_n)
             path = "exact"
-            statement, params = self.search_statement(flt, q, top_n, path, watermark)
-            rows = cur.execute(statement, params, prepare=False).fetchall()
-        return rows, path == "exact" and len(rows) <= top_n
+        statement, params = self.search_statement(flt, q, top_n, path, watermark)
+        rows = cur.execute(statement, params, prepare=False).fetchall()
+        return rows, len(rows) <= top_n
 
     def explain(
         self,
@@ -260,8 +262,40 @@ class VectorSearch:
         path, filtered, watermark = self.choose_path(cur, flt, q, top_n, exact_search_limit)
         statement, params = self.search_statement(flt, q, top_n, path, watermark)
         prefix = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) " if analyze else "EXPLAIN ")
-        rows = cur.execute(prefix + statement, params, prepare=False).fetchall()
+        with hnsw_settings(cur, top_n):
+            rows = cur.execute(prefix + statement, params, prepare=False).fetchall()
         return SearchPlan(path=path, filtered_rows=filtered, plan="\n".join(str(r[0]) for r in rows))
+
+
+@contextmanager
+def hnsw_settings(cur: psycopg.Cursor[Any], top_n: int) -> Iterator[None]:
+    """The HNSW scan settings of the module docstring, for the statements of the block.
+
+    ``set_config(..., is_local => true)`` lasts until the transaction ends (no session state,
+    so a transaction-pooling proxy is fine). In a transaction already (a connection outside
+    autocommit), the settings are one statement of it. On an idle autocommit connection
+    the block becomes a transaction whose ``BEGIN`` and settings go in one simple-query message
+    (literal values, no user input), committed at the end (rolled back on an error): the
+    same round trips as before the bound moved out of a transaction, while the exact path
+    needs none.
+    """
+    ef_search = min(_EF_SEARCH_MAX, max(_EF_SEARCH_MIN, top_n))
+    settings = sql.SQL(
+        "SELECT set_config('hnsw.ef_search', {ef}, true), "
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    ).format(ef=sql.Literal(str(ef_search)))
+    conn = cur.connection
+    if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
+        cur.execute(settings)
+        yield
+        return
+    psycopg.ClientCursor(conn).execute(sql.SQL("BEGIN; ") + settings)  # one message, two statements
+    try:
+        yield
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
 
 
 def _seq_range(watermark: int | None, *, tail: bool) -> str | None:
