@@ -235,18 +235,3 @@ def test_kept_contributions_give_the_floats_of_a_fresh_computation(
             expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], df, n, avgdl, len(inside))
             got = sorted(zip(index.seqs[kept[0]].tolist(), kept[1].tolist(), strict=True))
             assert got == sorted((k, s) for k, s, _, _ in expected)
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    st.integers(1, 60),
-    st.integers(0, 3000),
-    st.sampled_from([1, 3, 50, 10**6]),
-    st.randoms(use_true_random=False),
-)
-def test_best_first_is_the_full_sort(count: int, n: int, levels: int, rnd: random.Random) -> None:
-    """Above the sampling size (32 x ``count``) and below it: the order of a full ``(-score, key)`` sort."""
-    keys = np.array(rnd.sample(range(10 * n + 10), n), dtype=np.int64)
-    scores = np.array([rnd.randrange(levels) / 7.0 + 0.5 for _ in range(n)], dtype=np.float64)  # ties
-    full = sorted(range(n), key=lambda i: (-scores[i], keys[i]))[:count]
-    assert best_first(keys, scores, count).tolist() == full

@@ -40,6 +40,7 @@ from memlane.recall.ranking import (
 )
 from memlane.recall.relevance import agent_signal, entity_signal, groups_by_code, groups_by_gap, named_tag
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, VectorCandidates, unique_keys
+from memlane.stores.keyword_postings import best_first
 from memlane.stores.sqlite.ann import AttachedLists, IvfIndex
 from memlane.stores.sqlite.vector_index import IndexRows, RowFilter, VectorIndex
 from tests.conftest import T0
@@ -351,6 +352,27 @@ def test_unique_keys_is_numpy_unique() -> None:
             assert got.dtype == np.int64
             assert got.tolist() == want.tolist(), (n, high)
     assert unique_keys(np.array([[3, 1], [3, 2]])).tolist() == [1, 2, 3]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 60),
+    st.integers(0, 3000),
+    st.sampled_from([1, 3, 50, 10**6]),
+    st.randoms(use_true_random=False),
+)
+def test_the_sampled_cuts_are_the_full_sort(count: int, n: int, levels: int, rnd: random.Random) -> None:
+    """The keyword top-k and the dense pool trim (a sampled cut above 32 x ``count`` rows, else a full
+    partition) choose a full ``(-score, key)`` sort's first rows, in its order."""
+    keys = np.array(rnd.sample(range(10 * n + 10), n), dtype=np.int64)
+    scores = np.array([rnd.randrange(levels) / 7.0 - 0.5 for _ in range(n)], dtype=np.float64)  # ties
+    full = sorted(range(n), key=lambda i: (-scores[i], int(keys[i])))[:count]
+    assert best_first(keys, scores, count).tolist() == full
+    cosine = scores.astype(np.float32)  # rounding keeps the order and the ties (levels 1/7 apart)
+    found = VectorCandidates(keys, cosine, np.zeros(n), np.full(n, np.nan), exhaustive=True).top(count)
+    assert found.keys.tolist() == keys[full].tolist()
+    assert found.cosine.tolist() == cosine[full].tolist()
+    assert found.exhaustive == (n <= count)
 
 
 def _plain_probe(

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from memlane.analysis import tag_words
 from memlane.bm25 import Bm25Params, contribution, idf, length_norm
+from memlane.stores.base import with_best
 
 __all__ = [
     "GAIN_BUDGET",
@@ -141,8 +142,6 @@ class _Segment:
         return np.repeat(np.arange(len(self.start) - 1, dtype=np.int64), np.diff(self.start))
 
 
-_SAMPLE_STRIDE = 8
-""":func:`best_first` bounds its cut below by every 8th score (measured best of 4, 8, 16)."""
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float64)
 
@@ -474,13 +473,9 @@ class KeywordPostings:
 def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int) -> NDArray[np.int64]:
     """Indices of the best ``count`` of ``scores``, best first (ties: lower key first), exact.
 
-    The ``count``-th best score (the cut) is found with ``np.partition``; every row scoring at least
-    that is then sorted by ``(-score, key)``, so rows tied at the cut are chosen by key as a full sort
-    would. Above :data:`_SAMPLE_STRIDE` ``* 4 * count`` scores, the cut is looked for only among
-    the scores at or above a lower bound of it, the ``count``-th best of every
-    :data:`_SAMPLE_STRIDE`-th score (the ``count``-th best of any subset is at most that of the
-    whole): the same cut and the same rows, from partitions of about 1/8 and ``8 * count`` of the
-    scores instead of all (0.57x at 22k matches, 0.37x at 59k, benchmarks/scale.py stores).
+    The ``count``-th best score (the cut) is found by :func:`memlane.stores.base.with_best` (a sampled
+    lower bound, then a partition of the scores above it); every row scoring at least that is then
+    sorted by ``(-score, key)``, so rows tied at the cut are chosen by key as a full sort would.
 
     Args:
         keys: int64 ``[n]`` the rows' keys (the tie order).
@@ -495,17 +490,7 @@ def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int)
         return _NO_ROWS
     if count >= n:
         pick = np.arange(n, dtype=np.int64)
-    elif n < _SAMPLE_STRIDE * 4 * count:
-        pick = np.flatnonzero(scores >= _kth_best(scores, count))
-    else:  # the rows at or above a lower bound of the cut hold every row at or above the cut
-        near = np.flatnonzero(scores >= _kth_best(scores[::_SAMPLE_STRIDE], count))
-        top = scores[near]
-        pick = near[top >= _kth_best(top, count)]
+    else:
+        pick = with_best(scores, count)[0]
     order = np.lexsort((keys[pick], -scores[pick]))
     return pick[order][:count].astype(np.int64)
-
-
-def _kth_best(scores: NDArray[np.float64], k: int) -> float:
-    """The ``k``-th largest of ``scores`` (``1 <= k <= len(scores)``)."""
-    n = len(scores)
-    return float(np.partition(scores, n - k)[n - k])
