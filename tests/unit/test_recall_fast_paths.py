@@ -40,6 +40,8 @@ from memlane.recall.ranking import (
 )
 from memlane.recall.relevance import agent_signal, entity_signal, groups_by_code, groups_by_gap, named_tag
 from memlane.stores.base import EpisodeFilter, KeywordCandidates, VectorCandidates, unique_keys
+from memlane.stores.keyword_postings import best_first
+from memlane.stores.sqlite.ann import AttachedLists, IvfIndex
 from memlane.stores.sqlite.vector_index import IndexRows, RowFilter, VectorIndex
 from tests.conftest import T0
 
@@ -350,3 +352,69 @@ def test_unique_keys_is_numpy_unique() -> None:
             assert got.dtype == np.int64
             assert got.tolist() == want.tolist(), (n, high)
     assert unique_keys(np.array([[3, 1], [3, 2]])).tolist() == [1, 2, 3]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 60),
+    st.integers(0, 3000),
+    st.sampled_from([1, 3, 50, 10**6]),
+    st.randoms(use_true_random=False),
+)
+def test_the_sampled_cuts_are_the_full_sort(count: int, n: int, levels: int, rnd: random.Random) -> None:
+    """The keyword top-k and the dense pool trim (a sampled cut above 32 x ``count`` rows, else a full
+    partition) choose a full ``(-score, key)`` sort's first rows, in its order."""
+    keys = np.array(rnd.sample(range(10 * n + 10), n), dtype=np.int64)
+    scores = np.array([rnd.randrange(levels) / 7.0 - 0.5 for _ in range(n)], dtype=np.float64)  # ties
+    full = sorted(range(n), key=lambda i: (-scores[i], int(keys[i])))[:count]
+    assert best_first(keys, scores, count).tolist() == full
+    cosine = scores.astype(np.float32)  # rounding keeps the order and the ties (levels 1/7 apart)
+    found = VectorCandidates(keys, cosine, np.zeros(n), np.full(n, np.nan), exhaustive=True).top(count)
+    assert found.keys.tolist() == keys[full].tolist()
+    assert found.cosine.tolist() == cosine[full].tolist()
+    assert found.exhaustive == (n <= count)
+
+
+def _plain_probe(
+    ivf: IvfIndex, query: np.ndarray, lists: AttachedLists, mask: np.ndarray, top_n: int, nprobe: int
+):
+    """The probe as written before the partial ranking: a walk over every list ranked by faiss."""
+    import faiss
+
+    ranker = faiss.IndexFlatIP(ivf.centroids.shape[1])
+    ranker.add(ivf.centroids)
+    order = ranker.search(np.ascontiguousarray(query[None, :], dtype=np.float32), ivf.nlist)[1][0]
+    mean = max(1.0, len(lists.positions) / max(1, ivf.nlist))
+    want = max(top_n, int(nprobe * mean))
+    found, seen, examined, i, step = [], 0, 0, 0, nprobe
+    while i < len(order) and seen < want:
+        batch = order[i : i + step]
+        i += len(batch)
+        members = np.concatenate([lists.positions[lists.offsets[x] : lists.offsets[x + 1]] for x in batch])
+        examined += len(members)
+        members = members[mask[members]]
+        found.append(members)
+        seen += len(members)
+        rate = max(seen / max(examined, 1), 1e-3)
+        step = int(min(len(order), max(1, np.ceil(1.2 * (want - seen) / (rate * mean)))))
+    return np.concatenate(found)
+
+
+def test_the_partly_ranked_probe_walks_the_fully_ranked_lists() -> None:
+    rng = np.random.default_rng(3)
+    dims, n = 16, 20_000
+    centres = rng.standard_normal((40, dims)).astype(np.float32)
+    x = centres[rng.integers(0, 40, n)] + 0.3 * rng.standard_normal((n, dims)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x[:50] = x[50:100]  # duplicate rows: centroids may tie
+    ivf = IvfIndex.train(x[rng.choice(n, 4096, replace=False)], n, {})
+    ivf.add(np.arange(1, n + 1, dtype=np.int64), x)
+    lists, missing = ivf.attach(np.arange(1, n + 1, dtype=np.int64))
+    assert ivf.nlist > 64 and len(missing) == 0
+    queries = [*x[rng.integers(0, n, 30)], ivf.centroids[0], np.zeros(dims, dtype=np.float32)]
+    for share in (1.0, 0.5, 0.05, 0.002):
+        mask = rng.random(n) < share
+        for k, query in enumerate(queries):
+            top_n, nprobe = (10, 500)[k % 2], (1, 2, 8, 24)[k % 4]
+            fast = ivf.probe(np.asarray(query, dtype=np.float32), lists, mask, top_n, nprobe)
+            assert fast.tolist() == _plain_probe(ivf, query, lists, mask, top_n, nprobe).tolist()

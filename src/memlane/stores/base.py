@@ -35,6 +35,7 @@ __all__ = [
     "VectorCandidates",
     "check_metadata_path",
     "unique_keys",
+    "with_best",
 ]
 
 
@@ -95,6 +96,39 @@ def unique_keys(keys: NDArray[np.integer[Any]]) -> NDArray[np.int64]:
     first[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     return ordered[first]
+
+
+SAMPLE_STRIDE = 8
+""":func:`with_best` bounds the ``k``-th best value below by every 8th value (measured best of 4, 8, 16)."""
+
+
+def with_best(values: NDArray[np.floating[Any]], k: int) -> tuple[NDArray[np.int64], float]:
+    """The ``k``-th largest of ``values`` and the positions of every value at or above it.
+
+    Above ``SAMPLE_STRIDE * 4 * k`` values, the ``k``-th largest of every :data:`SAMPLE_STRIDE`-th
+    value is a lower bound of it (the ``k``-th best of any subset is at most that of the whole): only
+    the values at or above that bound are partitioned, about ``1/8 + 8 k / n`` of them; below, every
+    value. Measured at ``k`` 500 (2 shared cores): the keyword top-k
+    (:func:`~memlane.stores.keyword_postings.best_first`) 0.57x at 22k scores and 0.37x at 59k,
+    :meth:`VectorCandidates.top` 0.42x at 30-50k cosines.
+
+    Args:
+        values: ``[n]`` finite values, ``n >= k``.
+        k: Rank of the value wanted, ``1 <= k <= n``.
+
+    Returns:
+        ``(at_least, kth)``: the exact ``k``-th largest value and the int64 ascending positions of
+        every value ``>= kth`` (``k`` of them and any tied with the ``k``-th).
+    """
+    n = len(values)
+    if n < SAMPLE_STRIDE * 4 * k:
+        kth = float(np.partition(values, n - k)[n - k])
+        return np.flatnonzero(values >= kth), kth
+    sample = values[::SAMPLE_STRIDE]
+    near = np.flatnonzero(values >= np.partition(sample, len(sample) - k)[len(sample) - k])
+    top = values[near]
+    kth = float(np.partition(top, len(top) - k)[len(top) - k])
+    return near[top >= kth], kth
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,9 +324,9 @@ class VectorCandidates:
         cosine = np.asarray(self.cosine, dtype=np.float64)
         if len(self.keys) > n:
             # Everything strictly above the n-th best cosine, then the ties at it by key.
-            kth = float(np.partition(cosine, len(cosine) - n)[len(cosine) - n])
-            above = np.flatnonzero(cosine > kth)
-            tied = np.flatnonzero(cosine == kth)
+            at_least, kth = with_best(cosine, n)
+            above = at_least[cosine[at_least] > kth]
+            tied = at_least[cosine[at_least] == kth]
             tied = tied[np.argsort(self.keys[tied], kind="stable")][: n - len(above)]
             chosen = np.concatenate([above, tied])
         else:

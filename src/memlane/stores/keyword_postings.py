@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from memlane.analysis import tag_words
 from memlane.bm25 import Bm25Params, contribution, idf, length_norm
+from memlane.stores.base import with_best
 
 __all__ = [
     "GAIN_BUDGET",
@@ -472,16 +473,24 @@ class KeywordPostings:
 def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int) -> NDArray[np.int64]:
     """Indices of the best ``count`` of ``scores``, best first (ties: lower key first), exact.
 
-    ``argpartition`` finds the ``count``-th best score; every row scoring at least that is then
+    The ``count``-th best score (the cut) is found by :func:`memlane.stores.base.with_best` (a sampled
+    lower bound, then a partition of the scores above it); every row scoring at least that is then
     sorted by ``(-score, key)``, so rows tied at the cut are chosen by key as a full sort would.
+
+    Args:
+        keys: int64 ``[n]`` the rows' keys (the tie order).
+        scores: float64 ``[n]`` finite scores.
+        count: How many to return.
+
+    Returns:
+        int64 ``[min(count, n)]`` indices into ``scores``, best first.
     """
     n = len(scores)
     if n == 0 or count <= 0:
         return _NO_ROWS
-    if count < n:
-        cut = np.partition(scores, n - count)[n - count]
-        pick = np.flatnonzero(scores >= cut)
-    else:
+    if count >= n:
         pick = np.arange(n, dtype=np.int64)
+    else:
+        pick = with_best(scores, count)[0]
     order = np.lexsort((keys[pick], -scores[pick]))
     return pick[order][:count].astype(np.int64)

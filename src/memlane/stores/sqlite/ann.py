@@ -74,6 +74,8 @@ _ASSIGN_COARSE = 4
 _BUILD_THREADS = 2
 _BLOCK = 65_536
 _FORMAT = 1
+_FIRST_RANKED = 4
+"""A probe ranks ``4 * nprobe`` lists first (an unfiltered walk needs about ``nprobe``), then 4x more."""
 
 
 def nlist_for(n: int) -> int:
@@ -301,21 +303,17 @@ class IvfIndex:
             top_n: Neighbours the caller needs.
             nprobe: Unfiltered lists' worth of candidates to examine.
         """
-        with _omp_threads(1) as faiss:
-            if self._ranker is None:
-                self._ranker = faiss.IndexFlatIP(self.centroids.shape[1])
-                self._ranker.add(self.centroids)
-            _, ranked = self._ranker.search(
-                np.ascontiguousarray(query[None, :], dtype=np.float32), self.nlist
-            )
-        order = ranked[0]
+        q = np.ascontiguousarray(query[None, :], dtype=np.float32)
+        order = self.ranked_lists(q, _FIRST_RANKED * nprobe)
         mean = max(1.0, len(lists.positions) / max(1, self.nlist))
         want = max(top_n, int(nprobe * mean))
         found: list[NDArray[np.int64]] = []
         seen = examined = i = 0
         step = nprobe
         offsets, positions = lists.offsets, lists.positions
-        while i < len(order) and seen < want:
+        while i < self.nlist and seen < want:
+            if i + step > len(order) < self.nlist:  # the walk goes past the lists ranked so far
+                order = self.ranked_lists(q, max(i + step, _FIRST_RANKED * len(order)))
             batch = order[i : i + step]
             i += len(batch)
             members = np.concatenate([positions[offsets[x] : offsets[x + 1]] for x in batch.tolist()])
@@ -324,8 +322,36 @@ class IvfIndex:
             found.append(members)
             seen += len(members)
             rate = max(seen / max(examined, 1), 1e-3)  # passing share so far: lists still needed
-            step = int(min(len(order), max(1, math.ceil(1.2 * (want - seen) / (rate * mean)))))
+            step = int(min(self.nlist, max(1, math.ceil(1.2 * (want - seen) / (rate * mean)))))
         return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def ranked_lists(self, query: NDArray[np.float32], count: int) -> NDArray[np.int64]:
+        """The first ``count`` (at least) lists of the ranking of every list by centroid score, best first.
+
+        The ranking is faiss ``IndexFlatIP`` over the centroids (one thread). Asked for fewer than
+        all lists, faiss searches ``count + 1``; when those scores strictly decrease, the best
+        ``count`` are the full ranking's first ``count`` in its order (every other list scores at
+        most the last one's, which is below them), so they are returned; a tie or a NaN among
+        them asks for the full ranking instead, whose order for tied scores is faiss's own.
+
+        Args:
+            query: float32 ``[1, dims]``, C-contiguous.
+            count: Lists wanted, >= 1.
+
+        Returns:
+            int64 ``[m]`` list numbers, ``count <= m <= nlist`` (``m = nlist`` when ``count`` is
+            close to it).
+        """
+        with _omp_threads(1) as faiss:
+            if self._ranker is None:
+                self._ranker = faiss.IndexFlatIP(self.centroids.shape[1])
+                self._ranker.add(self.centroids)
+            if 2 * count < self.nlist:
+                scores, ranked = self._ranker.search(query, count + 1)
+                if bool(np.all(scores[0, :-1] > scores[0, 1:])):
+                    return np.asarray(ranked[0, :count], dtype=np.int64)
+            _, ranked = self._ranker.search(query, self.nlist)
+        return np.asarray(ranked[0], dtype=np.int64)
 
     # -- persistence -----------------------------------------------------------------------
 

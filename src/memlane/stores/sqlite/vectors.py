@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.stores.base import IndexReport, VectorCandidates, unique_keys
+from memlane.stores.base import IndexReport, VectorCandidates
 from memlane.stores.sqlite.ann import (
     ANN_THRESHOLD,
     BASE_NPROBE,
@@ -318,7 +318,8 @@ class SQLiteVectors:
             return None
         found = self._ivf.probe(query, lists, mask, top_n, self.nprobe)
         tail = lists.covered + np.flatnonzero(mask[lists.covered :])
-        return unique_keys(np.concatenate([found, tail]))
+        # the lists hold distinct positions, all below the tail's: one sort, no deduplication
+        return np.concatenate([np.sort(found), tail])
 
     def _attached(self, conn: sqlite3.Connection, index: VectorIndex, *, build: bool) -> AttachedLists | None:
         """The IVF lists as positions of ``index``: kept, loaded from ``<db>.ivf`` or (``build``, i.e.
