@@ -31,7 +31,9 @@ Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle st
 
 Statements whose best plan depends on the filter values (lookups, counts, searches, deletes)
 are sent unprepared (``prepare=False``): PostgreSQL plans each with its actual values.
-Keyword search: :mod:`memlane.stores.postgres.fts`. Retrieval counts are buffered
+Keyword search: in-memory postings caught up by snapshot diffs
+(:mod:`memlane.stores.postgres.postings`), or BM25 in the server (:mod:`memlane.stores.postgres.fts`,
+``keyword_index=False``). Retrieval counts are buffered
 (:mod:`memlane.stores.retrievals`). Every ``psycopg``/``psycopg_pool`` exception is translated
 into :class:`~memlane.errors.StoreError` (or a subclass), the original chained as ``__cause__``.
 """
