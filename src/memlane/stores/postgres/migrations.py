@@ -658,22 +658,27 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # statement (a rewritten row also takes the new xid); a deleting transaction that gets the
     # *tried* advisory lock PRUNE_LOCK_KEY drops the entries older than DELETIONS_KEPT and logs the
     # highest pruned xid (pruned_below) instead, so a process behind it re-reads every row key once.
+    # Idempotent (IF NOT EXISTS, OR REPLACE): a schema rolled back to an earlier version re-runs it.
     (
-        sql.SQL("ALTER TABLE {schema}.memlane_episodes ADD COLUMN xid pg_catalog.xid8"),
+        sql.SQL("ALTER TABLE {schema}.memlane_episodes ADD COLUMN IF NOT EXISTS xid pg_catalog.xid8"),
         sql.SQL(
             "ALTER TABLE {schema}.memlane_episodes "
             "ALTER COLUMN xid SET DEFAULT pg_catalog.pg_current_xact_id()"
         ),
-        sql.SQL("CREATE INDEX ix_memlane_episodes_xid ON {schema}.memlane_episodes (xid)"),
+        sql.SQL("CREATE INDEX IF NOT EXISTS ix_memlane_episodes_xid ON {schema}.memlane_episodes (xid)"),
         sql.SQL(
-            "CREATE TABLE {schema}.memlane_deletions ("
+            "CREATE TABLE IF NOT EXISTS {schema}.memlane_deletions ("
             "xid pg_catalog.xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), seq bigint, "
             "pruned_below pg_catalog.xid8, logged_at timestamptz NOT NULL DEFAULT pg_catalog.now())"
         ),
-        sql.SQL("CREATE INDEX ix_memlane_deletions_xid ON {schema}.memlane_deletions (xid)"),
-        sql.SQL("CREATE INDEX ix_memlane_deletions_logged_at ON {schema}.memlane_deletions (logged_at)"),
+        sql.SQL("CREATE INDEX IF NOT EXISTS ix_memlane_deletions_xid ON {schema}.memlane_deletions (xid)"),
         sql.SQL(
-            "CREATE FUNCTION {schema}.memlane_log_deletions() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "CREATE INDEX IF NOT EXISTS ix_memlane_deletions_logged_at "
+            "ON {schema}.memlane_deletions (logged_at)"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_log_deletions() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
             "BEGIN "
             "INSERT INTO {schema}.memlane_deletions (seq) SELECT seq FROM old_rows; "
             "IF pg_catalog.pg_try_advisory_xact_lock(" + str(PRUNE_LOCK_KEY) + "::int8) THEN "
@@ -686,18 +691,21 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "END IF; "
             "RETURN NULL; END $$"
         ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_log_deletions ON {schema}.memlane_episodes"),
         sql.SQL(
             "CREATE TRIGGER memlane_log_deletions AFTER DELETE ON {schema}.memlane_episodes "
             "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
             "EXECUTE FUNCTION {schema}.memlane_log_deletions()"
         ),
         sql.SQL(
-            "CREATE FUNCTION {schema}.memlane_log_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_log_rewrite() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
             "BEGIN "
             "INSERT INTO {schema}.memlane_deletions (seq) VALUES (OLD.seq); "
             "NEW.xid := pg_catalog.pg_current_xact_id(); "
             "RETURN NEW; END $$"
         ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_log_rewrite ON {schema}.memlane_episodes"),
         sql.SQL(
             "CREATE TRIGGER memlane_log_rewrite BEFORE UPDATE OF "
             "tenant_id, session_id, terms, token_count, created_at, importance, tags "
