@@ -235,3 +235,47 @@ def test_kept_contributions_give_the_floats_of_a_fresh_computation(
             expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], df, n, avgdl, len(inside))
             got = sorted(zip(index.seqs[kept[0]].tolist(), kept[1].tolist(), strict=True))
             assert got == sorted((k, s) for k, s, _, _ in expected)
+
+
+def test_scope_size_counts_the_rows_and_tokens_of_each_scope_through_appends_and_deletes() -> None:
+    rng = random.Random(3)
+    index, rows = KeywordPostings(), []
+    for batch in range(8):
+        new = _rows(rng, rows[-1][0] if rows else 0, rng.choice((5, 200)))
+        rows += new
+        _add(index, new)
+        if batch % 3 == 2:
+            rows = [r for r in rows if rng.random() > 0.3]
+            index.retain(np.array([r[0] for r in rows], dtype=np.int64))
+        for scope in [
+            (None, None),
+            ("a", None),
+            ("b", None),
+            ("c", None),
+            ("a", "x"),
+            ("b", "z"),
+            ("a", "w"),
+        ]:
+            held = [r for r in rows if scope[0] in (None, r[1]) and scope[1] in (None, r[2])]
+            assert index.scope_size(scope) == (len(held), float(sum(r[4] for r in held)))
+
+
+def test_best_passing_is_the_best_of_the_rows_passing_the_filter() -> None:
+    rng = np.random.default_rng(5)
+    seqs = np.arange(1, 2001, dtype=np.int64) * 3
+    rows = np.sort(rng.choice(len(seqs), size=900, replace=False)).astype(np.int64)
+    scores = rng.integers(1, 40, size=len(rows)).astype(np.float64)  # many ties
+    for share in (0.0, 0.01, 0.5, 1.0):
+        passes = set(seqs[rng.random(len(seqs)) < share].tolist())
+        checked: list[int] = []
+
+        def check(keys: np.ndarray, passes: set[int] = passes, checked: list[int] = checked) -> np.ndarray:
+            checked.append(len(keys))
+            return np.array([int(k) in passes for k in keys], dtype=bool)
+
+        for top_n in (1, 10, 50):
+            got = keyword_postings.best_passing(seqs, rows, scores, check, top_n)
+            ok = np.array([int(seqs[r]) in passes for r in rows], dtype=bool)
+            expected = np.flatnonzero(ok)[best_first(rows[ok], scores[ok], top_n)]
+            assert got.tolist() == expected.tolist()
+        assert share < 1.0 or checked == [1 + 32, 10 + 32, 50 + 32]  # all pass: one chunk each

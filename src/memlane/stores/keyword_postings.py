@@ -23,15 +23,16 @@ another tenant's or session's rows never change a score.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from memlane.analysis import tag_words
-from memlane.bm25 import Bm25Params, contribution, idf, length_norm
+from memlane.bm25 import DEFAULT_BM25, Bm25Params, contribution, idf, length_norm
 from memlane.stores.base import with_best
+from memlane.stores.common_terms import CommonTermFilter
 
 __all__ = [
     "GAIN_BUDGET",
@@ -41,6 +42,8 @@ __all__ = [
     "PostingRows",
     "Scope",
     "best_first",
+    "best_passing",
+    "scored_matches",
 ]
 
 TAIL_FRACTION = 16
@@ -202,6 +205,7 @@ class KeywordPostings:
         self._tail_from = 0  # index position of the first row of the tail segment
         self._by_session: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
         self._counts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None  # rows per code
+        self._tokens: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # tokens per code
         self._total: NDArray[np.float64] = _NO_TF  # score scratch, all zeros between searches
         self._norms: tuple[tuple[float, float, float], NDArray[np.float64]] | None = None  # (k1, b, avg)
         self._seen: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # match scratch, all False between
@@ -254,6 +258,7 @@ class KeywordPostings:
         """Drop what is derived from the rows held (they are about to change)."""
         self._by_session = None
         self._counts = None
+        self._tokens = None
         self._norms = None
         self._gains.clear()
         self._gain_floats = 0
@@ -339,6 +344,30 @@ class KeywordPostings:
         else:
             code, counts = self._session_codes.get((tenant, session), -1), self._counts[1]
         return 0 <= code < len(counts) and int(counts[code]) == len(self.seqs)
+
+    def scope_size(self, scope: Scope) -> tuple[int, float]:
+        """``(N, total tokens)`` of the held rows of ``scope`` (the BM25 statistics of every stored row).
+
+        The token total is a float64 sum of integer lengths, exact below 2^53, so ``tokens / N``
+        is the ``avgdl`` a backend computes from exact integer sums (``scope_stats``). Kept per
+        tenant and per session code until the rows held change.
+        """
+        tenant, session = scope
+        if tenant is None:
+            return len(self.seqs), float(self.lengths.sum())
+        if self._counts is None:
+            self._counts = np.bincount(self._tenant), np.bincount(self._session)
+        if self._tokens is None:
+            by_tenant = np.bincount(self._tenant, weights=self.lengths).astype(np.float64)
+            self._tokens = by_tenant, np.bincount(self._session, weights=self.lengths).astype(np.float64)
+        counts, tokens = self._counts, self._tokens
+        if session is None:
+            code, side = self._tenant_codes.get(tenant, -1), 0
+        else:
+            code, side = self._session_codes.get((tenant, session), -1), 1
+        if not 0 <= code < len(counts[side]):
+            return 0, 0.0
+        return int(counts[side][code]), float(tokens[side][code])
 
     def neighbours(self, keys: NDArray[np.int64], radius: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Each held key's ``radius`` nearest rows before and after it in its tenant and session.
@@ -494,3 +523,70 @@ def best_first(keys: NDArray[np.int64], scores: NDArray[np.float64], count: int)
         pick = with_best(scores, count)[0]
     order = np.lexsort((keys[pick], -scores[pick]))
     return pick[order][:count].astype(np.int64)
+
+
+def scored_matches(
+    postings: KeywordPostings,
+    terms: Sequence[str],
+    statistics: tuple[int, float],
+    scope: Scope,
+    common: CommonTermFilter,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Index positions (increasing) and BM25 scores of every row of ``scope`` holding a kept term.
+
+    The terms kept are those of :meth:`CommonTermFilter.kept` over their document frequencies in the
+    scope (the postings' own counts); the scores are :meth:`KeywordPostings.score`'s with
+    :data:`~memlane.bm25.DEFAULT_BM25`, the same floats as :func:`memlane.bm25.score_matches`.
+
+    Args:
+        postings: The index, up to date.
+        terms: Distinct non-empty query terms, in query order.
+        statistics: ``(N, avgdl)`` of the scope.
+        scope: ``(tenant_id, session_id)`` of the statistics.
+        common: The common-term rule.
+
+    Returns:
+        Two empty arrays when the scope is empty or no term is kept.
+    """
+    n, avgdl = statistics
+    if not n or not terms:
+        return _NO_ROWS, _NO_TF
+    found = postings.scope_postings(terms, scope)
+    df = common.kept({t: len(rows) for t, (rows, _) in found.items()}, n)
+    if not df:
+        return _NO_ROWS, _NO_TF
+    return postings.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
+
+
+def best_passing(
+    seqs: NDArray[np.int64],
+    rows: NDArray[np.int64],
+    scores: NDArray[np.float64],
+    check: Callable[[NDArray[np.int64]], NDArray[np.bool_]],
+    top_n: int,
+) -> NDArray[np.int64]:
+    """Indices (into ``rows``) of the best ``top_n`` scored rows that pass a filter, best first.
+
+    ``rows`` are index positions (increasing) of the scored rows and ``seqs`` the index's row
+    keys, so ties broken by position are broken by key. Only the rows checked have their keys
+    gathered. The rows are checked best first (:func:`best_first`), ``top_n + 32`` at first, then
+    twice as many each time, until ``top_n`` passed or every row was checked.
+
+    Args:
+        seqs: int64 ``[rows held]`` the index's row keys.
+        rows: int64 ``[m]`` index positions of the scored rows, increasing.
+        scores: float64 ``[m]`` their scores.
+        check: ``check(keys)`` -> bool ``[len(keys)]``, which keys pass the filter (the store's query).
+        top_n: Maximum rows, >= 1.
+    """
+    ranked = best_first(rows, scores, top_n + 32)
+    passed: list[NDArray[np.int64]] = []
+    done, step, count = 0, len(ranked), 0
+    while done < len(rows) and count < top_n:
+        if done == len(ranked):  # the first rows were not enough: rank every match
+            ranked, step = best_first(rows, scores, len(rows)), 2 * step
+        chunk = ranked[done : done + step]
+        done += len(chunk)
+        passed.append(chunk[check(seqs[rows[chunk]])])
+        count += len(passed[-1])
+    return np.concatenate(passed)[:top_n] if passed else _NO_ROWS

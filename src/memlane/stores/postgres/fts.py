@@ -1,5 +1,8 @@
 """Keyword search for the PostgreSQL store: the analysed ``terms`` under a GIN index, BM25 per scope.
 
+This is the server-side path (``PostgresStore(keyword_index=False)``); by default the store answers
+from in-memory postings (:mod:`memlane.stores.postgres.postings`) with the same hits and scores.
+
 The ``terms`` column holds the episode's analysed keyword text, space-joined
 (:mod:`memlane.analysis`, computed by memlane at write time exactly as for SQLite); the index
 is a GIN index over ``string_to_array(terms, ' ')`` (schema migration 8 in

@@ -41,10 +41,12 @@ from memlane.stores.postgres.vector_index import HNSW_MAX_DIMS, WATERMARK_KEY, h
 __all__ = [
     "BIND_LOCK_KEY",
     "BOOTSTRAP",
+    "DELETIONS_KEPT",
     "HNSW_MAX_DIMS",
     "MIGRATIONS",
     "MIGRATIONS_TABLE",
     "MIGRATION_LOCK_KEY",
+    "PRUNE_LOCK_KEY",
     "bind_vector_statements",
     "ext_schema",
     "is_current",
@@ -66,6 +68,13 @@ MIGRATION_LOCK_KEY = _lock_key("memlane.postgres.migrate")
 
 BIND_LOCK_KEY = _lock_key("memlane.postgres.bind_embedding_model")
 """``pg_advisory_xact_lock`` key held while the first embedding model is bound."""
+
+PRUNE_LOCK_KEY = _lock_key("memlane.postgres.prune_deletions")
+"""``pg_try_advisory_xact_lock`` key of the deleting transaction that prunes ``memlane_deletions``
+(one at a time; a deleter that does not get it skips pruning, so deleters never wait on each other)."""
+
+DELETIONS_KEPT = "10 minutes"
+"""How long ``memlane_deletions`` keeps a logged deletion before a deleting transaction prunes it."""
 
 MIGRATIONS_TABLE = "memlane_schema_migrations"
 
@@ -641,6 +650,68 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # is maintained by writes as before, until the first fold (optimize, build_vector_index)
     # replaces it by a partial one. No row is rewritten.
     (record_watermark,),
+    # 17: the changes since a snapshot, for the in-memory keyword postings of every process
+    # (memlane.stores.postgres.postings). Each row records the transaction that wrote it (xid, the
+    # top-level pg_current_xact_id(); rows stored before stay NULL: older than any snapshot a process
+    # catches up from), so a process reads only the rows its last snapshot did not see. Deletes and
+    # rewrites of an indexed column log the old row keys in memlane_deletions, insert-only, by
+    # statement (a rewritten row also takes the new xid); a deleting transaction that gets the
+    # *tried* advisory lock PRUNE_LOCK_KEY drops the entries older than DELETIONS_KEPT and logs the
+    # highest pruned xid (pruned_below) instead, so a process behind it re-reads every row key once.
+    # Idempotent (IF NOT EXISTS, OR REPLACE): a schema rolled back to an earlier version re-runs it.
+    (
+        sql.SQL("ALTER TABLE {schema}.memlane_episodes ADD COLUMN IF NOT EXISTS xid pg_catalog.xid8"),
+        sql.SQL(
+            "ALTER TABLE {schema}.memlane_episodes "
+            "ALTER COLUMN xid SET DEFAULT pg_catalog.pg_current_xact_id()"
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS ix_memlane_episodes_xid ON {schema}.memlane_episodes (xid)"),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {schema}.memlane_deletions ("
+            "xid pg_catalog.xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), seq bigint, "
+            "pruned_below pg_catalog.xid8, logged_at timestamptz NOT NULL DEFAULT pg_catalog.now())"
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS ix_memlane_deletions_xid ON {schema}.memlane_deletions (xid)"),
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS ix_memlane_deletions_logged_at "
+            "ON {schema}.memlane_deletions (logged_at)"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_log_deletions() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "INSERT INTO {schema}.memlane_deletions (seq) SELECT seq FROM old_rows; "
+            "IF pg_catalog.pg_try_advisory_xact_lock(" + str(PRUNE_LOCK_KEY) + "::int8) THEN "
+            "WITH gone AS (DELETE FROM {schema}.memlane_deletions "
+            "WHERE logged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) '"
+            + DELETIONS_KEPT
+            + "'::interval) RETURNING xid, pruned_below) "
+            "INSERT INTO {schema}.memlane_deletions (pruned_below) "
+            "SELECT pg_catalog.max(GREATEST(xid, pruned_below)) FROM gone HAVING pg_catalog.count(*) > 0; "
+            "END IF; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_log_deletions ON {schema}.memlane_episodes"),
+        sql.SQL(
+            "CREATE TRIGGER memlane_log_deletions AFTER DELETE ON {schema}.memlane_episodes "
+            "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+            "EXECUTE FUNCTION {schema}.memlane_log_deletions()"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_log_rewrite() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ "
+            "BEGIN "
+            "INSERT INTO {schema}.memlane_deletions (seq) VALUES (OLD.seq); "
+            "NEW.xid := pg_catalog.pg_current_xact_id(); "
+            "RETURN NEW; END $$"
+        ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_log_rewrite ON {schema}.memlane_episodes"),
+        sql.SQL(
+            "CREATE TRIGGER memlane_log_rewrite BEFORE UPDATE OF "
+            "tenant_id, session_id, terms, token_count, created_at, importance, tags "
+            "ON {schema}.memlane_episodes FOR EACH ROW EXECUTE FUNCTION {schema}.memlane_log_rewrite()"
+        ),
+    ),
 )
 
 

@@ -31,7 +31,9 @@ Filters are composed in :mod:`memlane.stores.postgres.filters`, the lifecycle st
 
 Statements whose best plan depends on the filter values (lookups, counts, searches, deletes)
 are sent unprepared (``prepare=False``): PostgreSQL plans each with its actual values.
-Keyword search: :mod:`memlane.stores.postgres.fts`. Retrieval counts are buffered
+Keyword search: in-memory postings caught up by snapshot diffs
+(:mod:`memlane.stores.postgres.postings`), or BM25 in the server (:mod:`memlane.stores.postgres.fts`,
+``keyword_index=False``). Retrieval counts are buffered
 (:mod:`memlane.stores.retrievals`). Every ``psycopg``/``psycopg_pool`` exception is translated
 into :class:`~memlane.errors.StoreError` (or a subclass), the original chained as ``__cause__``.
 """
@@ -84,6 +86,7 @@ from memlane.stores.postgres.graph import LINK_TABLE, PostgresGraphStore, linked
 from memlane.stores.postgres.ingest import copy_episodes, copy_types
 from memlane.stores.postgres.migrations import BIND_LOCK_KEY, bind_vector_statements, read_version
 from memlane.stores.postgres.neighbours import neighbours_statement
+from memlane.stores.postgres.postings import PostgresKeywordIndex, postings_keyword_search
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
 from memlane.stores.postgres.vector_index import HNSW_MAX_DIMS, INDEX, fold, fold_due, has_index, tail_span
@@ -122,6 +125,10 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             than 1.21 in transaction mode.
         exact_search_limit: Filtered sets up to this many rows are searched exactly; larger
             ones through the HNSW index (see :mod:`memlane.stores.postgres.vector_search`). >= 0.
+        keyword_index: Answer keyword searches from in-memory postings of the schema's rows, caught
+            up per search by what committed since (:mod:`memlane.stores.postgres.postings`: the same
+            rows, order and scores as the server-side path); ``False``: BM25 in the server
+            (:mod:`memlane.stores.postgres.fts`). Default on.
 
     Raises:
         ValidationError: a bad ``schema`` name or pool size.
@@ -140,6 +147,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         timeout_s: float = 30.0,
         connect_kwargs: Mapping[str, Any] | None = None,
         exact_search_limit: int = DEFAULT_EXACT_SEARCH_LIMIT,
+        keyword_index: bool = True,
     ) -> None:
         if exact_search_limit < 0:
             raise ValidationError(f"exact_search_limit must be >= 0, got {exact_search_limit}")
@@ -154,6 +162,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             timeout_s=timeout_s,
             connect_kwargs=connect_kwargs,
         )
+        deletions = sql.SQL("{}.memlane_deletions").format(self._schema)
+        self._keyword_index = PostgresKeywordIndex(self._t, deletions) if keyword_index else None
 
     # -- embedding model binding -------------------------------------------------------
 
@@ -567,7 +577,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """The best ``top_n`` episodes passing ``flt`` that match any term, by per-scope BM25.
 
         See :mod:`memlane.stores.postgres.fts` (index, binding of terms) and
-        :func:`memlane.bm25.score_matches` (scoring).
+        :func:`memlane.bm25.score_matches` (scoring); with the store's ``keyword_index``, the
+        in-memory postings answer (:mod:`memlane.stores.postgres.postings`: the same rows and scores).
 
         Raises:
             ValidationError: a term contains a NUL character.
@@ -577,6 +588,10 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         if not terms:
             return KeywordCandidates.empty()
         reject_nul(terms)
+        if self._keyword_index is not None:
+            with self._keyword_index.lock, self._transaction("keyword_candidates") as cur:
+                request = (flt, terms, top_n)
+                return postings_keyword_search(cur, self._keyword_index, self._t, request, self._common_terms)
         with self._transaction("keyword_candidates") as cur:
             return keyword_search(
                 cur, self._t, (self._scope_stats, self._term_df), flt, terms, top_n, self._common_terms

@@ -38,10 +38,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memlane.bm25 import DEFAULT_BM25, score_matches
+from memlane.bm25 import score_matches
 from memlane.stores.base import KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter
-from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
+from memlane.stores.keyword_postings import (
+    KeywordPostings,
+    PostingRows,
+    best_first,
+    best_passing,
+    scored_matches,
+)
 from memlane.stores.sqlite.base import Snapshot, SnapshotMemo, read_generation, snapshot
 
 __all__ = [
@@ -314,13 +320,9 @@ def indexed_keyword_search(
     terms = [t for t in terms if t]
     postings = index.postings
     n, avgdl = index.memo.get(conn, scope, lambda: scope_statistics(conn, *scope)[:2]) if terms else (0, 0.0)
-    if not n:
+    rows, scores = scored_matches(postings, terms, (n, avgdl), scope, common or CommonTermFilter())
+    if not len(rows):
         return KeywordCandidates.empty()
-    found = postings.scope_postings(terms, scope)
-    df = (common or CommonTermFilter()).kept({t: len(rows) for t, (rows, _) in found.items()}, n)
-    if not df:
-        return KeywordCandidates.empty()
-    rows, scores = postings.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
     if known is not None and known[2]:  # the mask decides every row: filter first, then rank the rest
         ok = known[1][rows]
         passed = (
@@ -329,7 +331,9 @@ def indexed_keyword_search(
             else np.flatnonzero(ok)[best_first(rows[ok], scores[ok], top_n)]
         )
     else:
-        passed = _passing(conn, postings.seqs, rows, scores, (sql_filter, known), top_n)
+        passed = best_passing(
+            postings.seqs, rows, scores, lambda keys: _check(conn, keys, sql_filter, known), top_n
+        )
     chosen = rows[passed]
     return KeywordCandidates(
         postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
@@ -366,35 +370,3 @@ def _check(
         got = [r[0] for r in conn.execute(sql, [json.dumps(keys[ask].tolist()), *params]).fetchall()]
         result[ask] = np.isin(keys[ask], np.asarray(got, dtype=np.int64))
     return result
-
-
-def _passing(
-    conn: sqlite3.Connection,
-    seqs: NDArray[np.int64],
-    rows: NDArray[np.int64],
-    scores: NDArray[np.float64],
-    test: tuple[tuple[str, Sequence[Any]], Known | None],
-    top_n: int,
-) -> NDArray[np.int64]:
-    """Indices (into ``rows``) of the best ``top_n`` scored rows that pass the filter, best first.
-
-    ``rows`` are index positions (increasing) of the scored rows and ``seqs`` the index's row
-    keys, so ties broken by position are broken by key. Only the rows checked have their keys
-    gathered. The rows are checked best first (:func:`best_first`), ``top_n + 32`` at first, then
-    twice as many each time, until ``top_n`` passed or every row was checked. ``test``: the SQL
-    filter and ``known`` of :func:`_check`.
-    """
-    ranked = best_first(rows, scores, top_n + 32)
-    passed: list[NDArray[np.int64]] = []
-    done, step, count = 0, len(ranked), 0
-    while done < len(rows) and count < top_n:
-        if done == len(ranked):  # the first rows were not enough: rank every match
-            ranked, step = best_first(rows, scores, len(rows)), 2 * step
-        chunk = ranked[done : done + step]
-        done += len(chunk)
-        passed.append(chunk[_check(conn, seqs[rows[chunk]], *test)])
-        count += len(passed[-1])
-    return np.concatenate(passed)[:top_n] if passed else _NONE
-
-
-_NONE = np.zeros(0, dtype=np.int64)

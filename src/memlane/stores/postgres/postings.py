@@ -1,0 +1,188 @@
+"""Keyword search of the PostgreSQL store from in-memory postings, caught up by snapshot diffs.
+
+Each store object keeps one :class:`~memlane.stores.keyword_postings.KeywordPostings` of the
+schema's rows (derived data, as the SQLite store's :class:`~memlane.stores.sqlite.fts.KeywordIndex`):
+a recall scores every match of its scope in numpy, takes the scope's statistics (``N``,
+``avgdl``, each term's ``df``) from the postings too, and checks only the best rows against its
+filter in SQL (:func:`~memlane.stores.keyword_postings.best_passing`). The hits and scores are
+those of the server-side path (:func:`memlane.stores.postgres.fts.keyword_search`) and of SQLite.
+
+Catching up (:meth:`PostgresKeywordIndex.refresh`, schema migration 17): the search runs in a
+``REPEATABLE READ`` transaction, so all its statements see one snapshot ``S``
+(``pg_current_snapshot()``). The postings hold exactly the rows visible in the snapshot ``P`` of
+the last refresh. A transaction is visible in ``S`` but not in ``P`` iff it committed in between,
+and every such transaction has ``xid >= xmin(P)``; so the rows to add are those with
+``xid >= xmin(P) AND NOT pg_visible_in_snapshot(xid, P)`` (one range of ``ix_memlane_episodes_xid``)
+and the keys to drop the ``memlane_deletions`` entries matching the same test. A writer still in
+progress at ``S`` is in neither and is read by a later refresh, whatever the order in which
+concurrent writers commit: a row whose key is below the highest held (a transaction that took its
+keys first and committed last) makes the postings drop their rows from that key on and re-read them.
+When ``S`` equals ``P`` (no commit in between) nothing but the snapshot is read. A pruning of
+``memlane_deletions`` past ``xmin(P)`` (its ``pruned_below`` entry) makes the refresh read every
+stored key once instead. A failed refresh leaves the postings to be rebuilt by the next.
+
+Cost: an unchanged database costs a search two short statements (the isolation level, the
+snapshot); a commit anywhere in the database two more (index range scans, usually empty). A
+transaction that keeps an xid open for long holds ``xmin`` back, so each catch-up meanwhile walks
+the index entries of every row written since it began (and reads only the unseen ones). Memory:
+every row of the schema, once per store object (the process's postings are not per tenant).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from numpy.typing import NDArray
+from psycopg import sql
+
+import memlane.stores.postgres.filters as filters
+from memlane.stores.base import EpisodeFilter, KeywordCandidates
+from memlane.stores.common_terms import CommonTermFilter, statistics_scope
+from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_passing, scored_matches
+
+__all__ = ["PostgresKeywordIndex", "postings_keyword_search"]
+
+_BATCH = 50_000
+"""Rows read per ``fetchmany`` while building."""
+
+_COLUMNS = (
+    "SELECT seq, tenant_id, session_id, terms, token_count, "
+    "(extract(epoch FROM created_at) OPERATOR(pg_catalog.*) 1000000)::int8, importance, "
+    "pg_catalog.array_to_json(tags)::text FROM {t}"
+)
+"""The columns of :class:`~memlane.stores.keyword_postings.PostingRows`, in its order (``created_at``
+in exact integer microseconds: ``extract`` is ``numeric``)."""
+
+_UNSEEN = (
+    "xid OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(%s::pg_snapshot) "
+    "AND NOT pg_catalog.pg_visible_in_snapshot(xid, %s::pg_snapshot)"
+)
+"""Rows of the transactions a snapshot (the parameter, twice) did not see."""
+
+
+class PostgresKeywordIndex:
+    """The postings of a schema's rows as of the last snapshot read (see the module docstring).
+
+    Args:
+        table: The schema-qualified ``memlane_episodes``.
+        deletions: The schema-qualified ``memlane_deletions``.
+
+    Not thread-safe by itself: hold :attr:`lock` around :meth:`refresh` and the search.
+    """
+
+    def __init__(self, table: sql.Composable, deletions: sql.Composable) -> None:
+        self.lock = threading.Lock()
+        self.postings = KeywordPostings()
+        self._snapshot: str | None = None  # the snapshot the postings hold exactly, None: rebuild
+        self._rows = sql.SQL(_COLUMNS).format(t=table)
+        self._keys = sql.SQL("SELECT seq FROM {t}").format(t=table)
+        self._deleted = sql.SQL(
+            "SELECT seq, pruned_below OPERATOR(pg_catalog.>=) pg_catalog.pg_snapshot_xmin(%s::pg_snapshot) "
+            "FROM {d} WHERE " + _UNSEEN
+        ).format(d=deletions)
+
+    def refresh(self, cur: psycopg.Cursor[Any]) -> KeywordPostings:
+        """Bring the postings to the transaction's snapshot; call first in a new transaction.
+
+        Sets the transaction ``REPEATABLE READ`` (so the caller's later statements see the same
+        snapshot), then reads what committed since the last refresh.
+
+        Raises:
+            psycopg.Error: the database failed (the next refresh rebuilds the postings).
+        """
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        row = cur.execute("SELECT pg_catalog.pg_current_snapshot()::text").fetchone()
+        assert row is not None
+        now, before = str(row[0]), self._snapshot
+        if now == before:
+            return self.postings
+        self._snapshot = None  # until the reads below succeed
+        if before is None:
+            self.postings = KeywordPostings()
+            self._append(cur, sql.SQL(" ORDER BY seq"), [])
+        else:
+            self._catch_up(cur, before)
+        self._snapshot = now
+        return self.postings
+
+    def _catch_up(self, cur: psycopg.Cursor[Any], before: str) -> None:
+        """Drop the keys deleted and add the rows committed since snapshot ``before``."""
+        found = cur.execute(self._deleted, [before] * 3, prepare=False).fetchall()
+        postings = self.postings
+        if any(bool(pruned) for _, pruned in found):  # entries it did not see were pruned
+            postings.retain(_keys(r[0] for r in cur.execute(self._keys)))
+        elif found:
+            gone = _keys(seq for seq, _ in found if seq is not None)
+            postings.retain(postings.seqs[~np.isin(postings.seqs, gone)])
+        unseen = sql.SQL(" WHERE " + _UNSEEN + " ORDER BY seq")
+        rows = cur.execute(self._rows + unseen, [before, before], prepare=False).fetchall()
+        if rows and int(rows[0][0]) <= postings.last_seq:  # a writer with lower keys committed later
+            first = int(rows[0][0])
+            postings.retain(postings.seqs[postings.seqs < first])
+            self._append(cur, sql.SQL(" WHERE seq OPERATOR(pg_catalog.>=) %s ORDER BY seq"), [first])
+        elif rows:
+            postings.append(PostingRows(*zip(*rows, strict=True)))
+
+    def _append(self, cur: psycopg.Cursor[Any], where: sql.Composable, params: Sequence[Any]) -> None:
+        """Append the rows ``where`` selects (in key order, all above the held keys)."""
+        cur.execute(self._rows + where, params, prepare=False)
+        while batch := cur.fetchmany(_BATCH):
+            self.postings.append(PostingRows(*zip(*batch, strict=True)))
+
+
+def _keys(values: Any) -> NDArray[np.int64]:
+    """Row keys as an int64 array."""
+    return np.fromiter((int(v) for v in values), dtype=np.int64)
+
+
+def postings_keyword_search(
+    cur: psycopg.Cursor[Any],
+    index: PostgresKeywordIndex,
+    table: sql.Composable,
+    request: tuple[EpisodeFilter, Sequence[str], int],
+    common: CommonTermFilter,
+) -> KeywordCandidates:
+    """:func:`memlane.stores.postgres.fts.keyword_search`'s answer from the in-memory postings.
+
+    Refreshes ``index`` (:meth:`PostgresKeywordIndex.refresh`, so call it first in the
+    transaction, under ``index.lock``), scores every match of the filter's scope with the scope's
+    statistics from the postings, then checks the best rows against the filter in SQL, best first,
+    until ``top_n`` pass (:func:`~memlane.stores.keyword_postings.best_passing`).
+
+    Args:
+        cur: A cursor at the start of a transaction.
+        index: The store's postings.
+        table: The schema-qualified episodes table.
+        request: ``(flt, terms, top_n)``: the filter, the distinct non-empty query terms without
+            NUL, and the most rows to return (>= 1).
+        common: The common-term rule.
+
+    Returns:
+        Up to ``top_n`` candidates, best BM25 first (ties: lower key first).
+
+    Raises:
+        psycopg.Error: the database failed (the store translates it).
+    """
+    flt, terms, top_n = request
+    postings = index.refresh(cur)
+    scope = statistics_scope(flt)
+    n, tokens = postings.scope_size(scope)
+    rows, scores = scored_matches(postings, terms, (n, tokens / n if n else 0.0), scope, common)
+    if not len(rows):
+        return KeywordCandidates.empty()
+    where, params = filters.where(flt, "seq OPERATOR(pg_catalog.=) ANY(%s::int8[])")
+    check = sql.SQL("SELECT seq FROM {t}").format(t=table) + where
+
+    def passing(keys: NDArray[np.int64]) -> NDArray[np.bool_]:
+        got = cur.execute(check, [*params, keys.tolist()], prepare=False).fetchall()
+        return np.isin(keys, np.fromiter((r[0] for r in got), dtype=np.int64))
+
+    passed = best_passing(postings.seqs, rows, scores, passing, max(1, int(top_n)))
+    chosen = rows[passed]
+    return KeywordCandidates(
+        postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
+    )

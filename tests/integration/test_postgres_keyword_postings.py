@@ -1,0 +1,232 @@
+"""PostgreSQL keyword search from in-memory postings (memlane.stores.postgres.postings) on a real server.
+
+* Equality: a store answering from its postings and one scoring in the server
+  (``keyword_index=False``) return the same keys, order and scores for random writes, deletes,
+  filters and scopes (both read the same schema; the postings store catches up by snapshot diffs).
+* Concurrent writers, two connections: a transaction that took lower row keys and commits after
+  a later one, a delete still in progress, and a pruned deletion log: every search equals a fresh
+  store's (postings rebuilt from scratch in the same state).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlane import EpisodeInput, EpisodicMemory
+from memlane.embeddings.fake import HashingEmbedder
+from memlane.stores.base import EpisodeFilter, KeywordCandidates
+from tests.conftest import T0
+from tests.pg_server import SKIP_ENV
+
+if os.environ.get(SKIP_ENV) == "1":
+    pytest.skip(f"PostgreSQL tests skipped explicitly ({SKIP_ENV}=1)", allow_module_level=True)
+
+import psycopg
+from psycopg import sql
+
+from memlane.stores.postgres import PostgresStore
+
+WORDS = ("amber", "basalt", "cobalt", "dolomite", "emerald", "feldspar", "garnet", "hematite", "jasper")
+SCOPES = (("t1", "s1"), ("t1", "s2"), ("t2", "s1"))
+
+
+def _hits(found: KeywordCandidates) -> list[tuple[int, float, float, float]]:
+    """Keys, scores, creation times and importance (NaN as -1), in order."""
+    return [
+        (int(k), float(s), float(c), -1.0 if i != i else float(i))
+        for k, s, c, i in zip(
+            found.keys, found.score, found.created_at_seconds, found.importance, strict=True
+        )
+    ]
+
+
+@pytest.fixture(scope="module")
+def pair(pg_url: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+    """A postings store and a server-side store on one schema (kept across the property's examples)."""
+    schema = f"test_kp_{uuid.uuid4().hex[:12]}"
+    stores = (PostgresStore(pg_url, schema=schema), PostgresStore(pg_url, schema=schema, keyword_index=False))
+    yield stores
+    for store in stores:
+        store.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+_texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+_batch = st.lists(
+    st.tuples(_texts, st.sampled_from(SCOPES), st.sampled_from(["note", "fact"]), st.integers(0, 10)),
+    min_size=0,
+    max_size=12,
+)
+_query = st.tuples(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True),
+    st.sampled_from([None, *SCOPES, ("t1", None), ("t2", None)]),
+    st.sampled_from([None, "note"]),
+    st.integers(1, 8),
+)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(_batch, min_size=1, max_size=3),
+    deletes=st.integers(0, 4),
+    queries=st.lists(_query, min_size=1, max_size=5),
+)
+def test_postings_answer_as_the_server_side_path(
+    pair: tuple[PostgresStore, PostgresStore],
+    batches: list[list[tuple[str, tuple[str, str], str, int]]],
+    deletes: int,
+    queries: list[tuple[list[str], tuple[str, str | None] | None, str | None, int]],
+) -> None:
+    postings, server = pair
+    for batch in batches:
+        for (tenant, session), group in _by_scope(batch).items():
+            memory = EpisodicMemory(server, HashingEmbedder(), tenant_id=tenant, session_id=session)
+            memory.remember_episodes(
+                [
+                    EpisodeInput(
+                        event_type,
+                        text,
+                        importance=float(imp) if imp else None,
+                        created_at=T0 - timedelta(minutes=imp),
+                    )
+                    for text, _, event_type, imp in group
+                ]
+            )
+        _check_queries(postings, server, queries)  # the postings catch up between batches
+    for episode in server.list_recent(EpisodeFilter(), deletes):
+        server.delete(episode.id, episode.tenant_id)
+    _check_queries(postings, server, queries)
+
+
+def _by_scope(
+    batch: list[tuple[str, tuple[str, str], str, int]],
+) -> dict[tuple[str, str], list[tuple[str, tuple[str, str], str, int]]]:
+    groups: dict[tuple[str, str], list[tuple[str, tuple[str, str], str, int]]] = {}
+    for item in batch:
+        groups.setdefault(item[1], []).append(item)
+    return groups
+
+
+def _check_queries(
+    postings: PostgresStore,
+    server: PostgresStore,
+    queries: list[tuple[list[str], tuple[str, str | None] | None, str | None, int]],
+) -> None:
+    for terms, scope, event_type, top_n in queries:
+        tenant, session = scope if scope is not None else (None, None)
+        flt = EpisodeFilter(tenant_id=tenant, session_id=session, event_type=event_type)
+        assert _hits(postings.keyword_candidates(flt, terms, top_n)) == _hits(
+            server.keyword_candidates(flt, terms, top_n)
+        )
+
+
+# -- concurrent writers on two connections ------------------------------------------------------
+
+_ALL = EpisodeFilter()
+
+
+def _insert_copy(conn: psycopg.Connection[Any], schema: str, source_id: str, new_id: str, terms: str) -> None:
+    """Insert a copy of ``source_id`` as ``new_id`` holding ``terms``, in ``conn``'s transaction."""
+    columns = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+            "AND table_name = 'memlane_episodes' "
+            "AND column_name NOT IN ('seq', 'xid', 'id', 'terms', 'token_count') "
+            "AND is_generated = 'NEVER' ORDER BY ordinal_position",
+            (schema,),
+        ).fetchall()
+    ]
+    names = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {t} (id, terms, token_count, {names}) "
+            "SELECT %s, %s, %s, {names} FROM {t} WHERE id = %s"
+        ).format(t=sql.Identifier(schema, "memlane_episodes"), names=names),
+        (new_id, terms, len(terms.split()), source_id),
+    )
+
+
+def _delete(conn: psycopg.Connection[Any], schema: str, episode_id: str) -> None:
+    conn.execute(
+        sql.SQL("DELETE FROM {t} WHERE id = %s").format(t=sql.Identifier(schema, "memlane_episodes")),
+        (episode_id,),
+    )
+
+
+def _agrees_with_a_fresh_store(store: PostgresStore, url: str, schema: str, terms: list[str]) -> list[int]:
+    """The store's hits for ``terms`` (all rows), asserted equal to a just-built store's; their keys."""
+    fresh = PostgresStore(url, schema=schema)
+    try:
+        expected = _hits(fresh.keyword_candidates(_ALL, terms, 50))
+    finally:
+        fresh.close()
+    found = _hits(store.keyword_candidates(_ALL, terms, 50))
+    assert found == expected
+    return [k for k, *_ in found]
+
+
+def test_a_writer_with_lower_keys_committing_last_is_caught_up(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t", session_id="s")
+    seed = memory.remember_episodes([EpisodeInput("note", f"{w} rock") for w in WORDS])
+    assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])) == len(WORDS)
+    with psycopg.connect(pg_url) as a, psycopg.connect(pg_url) as b:
+        _insert_copy(a, pg_schema, seed[0].id, "early", "zircon rock")  # takes the lower key
+        _insert_copy(b, pg_schema, seed[0].id, "late", "quartz rock")
+        _delete(a, pg_schema, seed[1].id)  # in progress: still found
+        b.commit()
+        assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["quartz"])) == 1
+        assert _agrees_with_a_fresh_store(store, pg_url, pg_schema, ["zircon"]) == []
+        assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])) == len(WORDS) + 1
+        a.commit()
+    assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["zircon"])) == 1
+    keys = _agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock", "zircon"])
+    assert len(keys) == len(WORDS) + 1  # zircon and quartz in, seed[1] out
+    assert _agrees_with_a_fresh_store(store, pg_url, pg_schema, [WORDS[1]]) == []
+    store.close()
+
+
+def test_a_pruned_deletion_log_makes_a_process_behind_it_reread_the_keys(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t", session_id="s")
+    seed = memory.remember_episodes([EpisodeInput("note", f"{w} rock") for w in WORDS])
+    _agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])  # the postings are built
+    log = sql.Identifier(pg_schema, "memlane_deletions")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        _delete(conn, pg_schema, seed[0].id)
+        conn.execute(sql.SQL("UPDATE {} SET logged_at = logged_at - interval '1 day'").format(log))
+        _delete(conn, pg_schema, seed[1].id)  # gets the prune lock: drops the first entry
+        left = conn.execute(
+            sql.SQL("SELECT seq IS NULL, pruned_below IS NULL FROM {} ORDER BY xid").format(log)
+        )
+        assert sorted(left.fetchall()) == [(False, True), (True, False)]  # the second delete and the mark
+    keys = _agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])
+    assert len(keys) == len(WORDS) - 2
+    store.close()
+
+
+def test_rewriting_an_indexed_column_is_caught_up(pg_url: str, pg_schema: str) -> None:
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t", session_id="s")
+    seed = memory.remember_episodes([EpisodeInput("note", f"{w} rock") for w in WORDS])
+    _agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("UPDATE {} SET terms = 'onyx', token_count = 1 WHERE id = %s").format(
+                sql.Identifier(pg_schema, "memlane_episodes")
+            ),
+            (seed[0].id,),
+        )
+    assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["onyx"])) == 1
+    assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])) == len(WORDS) - 1
+    store.close()
