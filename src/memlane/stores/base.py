@@ -23,6 +23,7 @@ from memlane.models import Episode
 __all__ = [
     "FACET_PATHS",
     "METADATA_OPERATORS",
+    "VALUE_INDEX_ROOTS",
     "EpisodeFilter",
     "IndexReport",
     "KeywordCandidates",
@@ -49,6 +50,20 @@ event type and tenant, at write time (SQLite and PostgreSQL schema migration 13)
 distinct values costs an index probe per value, never a scan. ``("langgraph", "namespace")`` is where
 :class:`memlane.integrations.langgraph.MemlaneStore` keeps an item's namespace. Adding a path is a
 schema migration.
+"""
+
+VALUE_INDEX_ROOTS: tuple[tuple[str, ...], ...] = (("langgraph", "value"),)
+"""Metadata objects whose scalar leaves every store keeps in a value index (a schema migration of each).
+
+For every episode holding an object at one of these paths, each string, number and boolean leaf
+below it (keys of nested objects; array elements are left out) is a row ``(path, kind, value,
+episode)`` of a side table kept by triggers on every write, indexed on ``(path, kind, value)``. A
+:class:`MetadataCondition` on such a leaf (``eq`` with a non-null operand, ``gt gte lt lte``) is
+then an index range probe, which the stores use to drive a filtered read when it is the most
+selective condition (:mod:`memlane.stores.sqlite.value_index`,
+:mod:`memlane.stores.postgres.value_index`); the plain JSON test gives the same rows.
+``("langgraph", "value")`` is where :class:`memlane.integrations.langgraph.MemlaneStore` keeps an
+item's value. Adding a root is a schema migration.
 """
 
 _MAX_PATH_DEPTH = 16
