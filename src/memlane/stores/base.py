@@ -35,7 +35,9 @@ __all__ = [
     "Supersession",
     "VectorCandidates",
     "check_metadata_path",
+    "under_value_root",
     "unique_keys",
+    "value_indexed",
 ]
 
 
@@ -161,6 +163,20 @@ class MetadataCondition:
         if isinstance(self.value, bool):
             return "boolean"
         return "string" if isinstance(self.value, str) else "number"
+
+
+def under_value_root(condition: MetadataCondition) -> bool:
+    """Whether ``condition`` tests a leaf under one of :data:`VALUE_INDEX_ROOTS` (its value is indexed)."""
+    path = condition.path
+    return any(len(path) > len(root) and path[: len(root)] == root for root in VALUE_INDEX_ROOTS)
+
+
+def value_indexed(condition: MetadataCondition) -> bool:
+    """Whether ``condition`` is a value index range: :func:`under_value_root`, not ``ne``, not ``None``.
+
+    (``ne`` and ``eq None`` pass rows without the leaf, which the index does not hold.)
+    """
+    return condition.op != "ne" and condition.kind != "null" and under_value_root(condition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from memlane.stores.base import EpisodeFilter, MetadataCondition
+from memlane.stores.base import EpisodeFilter, MetadataCondition, under_value_root, value_indexed
 from memlane.stores.common import SQL_OPERATORS
 from memlane.stores.sqlite.base import to_us
-from memlane.stores.sqlite.value_index import indexed, probe, under_root
+from memlane.stores.sqlite.value_index import probe
 
 __all__ = ["json_path", "metadata_sql", "source", "tags_sql", "where"]
 
@@ -101,7 +101,7 @@ def source(conn: sqlite3.Connection, flt: EpisodeFilter, wanted: int | None) -> 
     """The ``FROM`` and ``WHERE`` of ``flt``'s rows, and their parameters, by the faster plan for them.
 
     The drivers are ``flt.tags`` and its metadata conditions on the value index
-    (:func:`memlane.stores.sqlite.value_index.indexed`). When the rarest holds at most
+    (:func:`~memlane.stores.base.value_indexed`). When the rarest holds at most
     ``TAG_DRIVEN_ROWS * wanted`` rows (32 times more with a metadata condition off the value
     index's roots, whose selectivity is unknown; any number up to 8,192 when ``wanted`` is
     ``None``: the query reads every row), the rows come from its index (``CROSS JOIN`` keeps
@@ -118,7 +118,7 @@ def source(conn: sqlite3.Connection, flt: EpisodeFilter, wanted: int | None) -> 
         ``(" FROM ...", " WHERE ..." or "", params)``; the columns of ``episodes`` keep their names.
     """
     cap = _TAG_DRIVEN_CAP if wanted is None else TAG_DRIVEN_ROWS * max(1, wanted)
-    if not all(map(under_root, flt.metadata)):
+    if not all(map(under_value_root, flt.metadata)):
         cap *= _METADATA_FACTOR
     cap = min(cap, _TAG_DRIVEN_CAP * _METADATA_FACTOR)
     driver = _rarest(conn, flt, cap)
@@ -151,7 +151,7 @@ def _rarest(conn: sqlite3.Connection, flt: EpisodeFilter, cap: int) -> MetadataC
     best: MetadataCondition | str | None = None
     bound = cap + 1
     for condition in flt.metadata:
-        if indexed(condition):
+        if value_indexed(condition):
             probe_sql, params = probe(condition)
             rows = _count(conn, probe_sql, params, bound)
             if rows < bound:

@@ -2,8 +2,9 @@
 
 Schema migration 15 keeps ``episode_metadata_values (path, kind, value, seq)``: one row per string,
 number and boolean leaf under a root, ``path`` as SQLite's ``json_tree`` spells it (its ``fullkey``),
-``kind`` as :attr:`MetadataCondition.kind` names it. A condition that reads it (:func:`indexed`: a leaf
-under a root, ``eq`` with a non-null operand or an order comparison) selects the rows of one index range
+``kind`` as :attr:`MetadataCondition.kind` names it. A condition that reads it
+(:func:`~memlane.stores.base.value_indexed`: a leaf under a root, ``eq`` with a non-null operand or an
+order comparison) selects the rows of one index range
 (:func:`probe`), the same rows as its JSON test (:func:`memlane.stores.sqlite.filters.metadata_sql`),
 so :func:`memlane.stores.sqlite.filters.source` can read a filter's rows from the rarest one. The
 probe's path is spelled by ``json_tree`` itself, from a one-leaf document built from the condition's
@@ -15,10 +16,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memlane.stores.base import VALUE_INDEX_ROOTS, MetadataCondition
+from memlane.stores.base import MetadataCondition
 from memlane.stores.common import SQL_OPERATORS
 
-__all__ = ["indexed", "probe", "under_root"]
+__all__ = ["probe"]
 
 _PROBE = (
     "SELECT seq FROM episode_metadata_values WHERE path = "
@@ -26,19 +27,8 @@ _PROBE = (
 )
 
 
-def under_root(condition: MetadataCondition) -> bool:
-    """Whether ``condition`` tests a leaf under one of :data:`~memlane.stores.base.VALUE_INDEX_ROOTS`."""
-    path = condition.path
-    return any(len(path) > len(root) and path[: len(root)] == root for root in VALUE_INDEX_ROOTS)
-
-
-def indexed(condition: MetadataCondition) -> bool:
-    """Whether ``condition`` is an index range: :func:`under_root`, not ``ne``, a non-null operand."""
-    return condition.op != "ne" and condition.kind != "null" and under_root(condition)
-
-
 def probe(condition: MetadataCondition) -> tuple[str, list[Any]]:
-    """``SELECT seq`` of the rows passing an :func:`indexed` ``condition`` (fixed SQL text, bound values)."""
+    """``SELECT seq`` of the rows passing a ``value_indexed`` ``condition`` (fixed SQL text, bound values)."""
     document: Any = None
     for key in reversed(condition.path):
         document = {key: document}
