@@ -410,10 +410,11 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 15: the value index (memlane.stores.base.VALUE_INDEX_ROOTS, memlane.stores.sqlite.value_index): every
     # string, number and boolean leaf under metadata path langgraph.value, one row (path, kind, value, seq),
     # the path as SQLite's json_tree spells it (``fullkey``), kind as MetadataCondition.kind names it. Kept
-    # by triggers (a row without the object inserts nothing); the existing rows are backfilled.
+    # by triggers (a row without the object inserts nothing); the existing rows are backfilled. Every
+    # step can run again over its own result (IF NOT EXISTS, OR IGNORE).
     (
         """
-        CREATE TABLE episode_metadata_values (
+        CREATE TABLE IF NOT EXISTS episode_metadata_values (
             path  TEXT    NOT NULL,
             kind  TEXT    NOT NULL,
             value         NOT NULL,
@@ -421,16 +422,17 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             PRIMARY KEY (path, kind, value, seq)
         ) WITHOUT ROWID
         """,
-        "CREATE INDEX ix_episode_metadata_values_seq ON episode_metadata_values (seq)",
-        "CREATE TRIGGER tr_episode_metadata_values_insert AFTER INSERT ON episodes "
+        "CREATE INDEX IF NOT EXISTS ix_episode_metadata_values_seq ON episode_metadata_values (seq)",
+        "CREATE TRIGGER IF NOT EXISTS tr_episode_metadata_values_insert AFTER INSERT ON episodes "
         f"WHEN json_type(new.metadata, {_VALUE_ROOT}) = 'object' BEGIN "
         f"INSERT INTO episode_metadata_values (path, kind, value, seq) {_value_rows('new')}; END",
-        "CREATE TRIGGER tr_episode_metadata_values_update AFTER UPDATE OF metadata ON episodes "
+        "CREATE TRIGGER IF NOT EXISTS tr_episode_metadata_values_update AFTER UPDATE OF metadata ON episodes "
         f"WHEN (old.metadata -> {_VALUE_ROOT}) IS NOT (new.metadata -> {_VALUE_ROOT}) BEGIN "
         "DELETE FROM episode_metadata_values WHERE seq = old.seq; "
         f"INSERT INTO episode_metadata_values (path, kind, value, seq) {_value_rows('new')}; END",
-        "CREATE TRIGGER tr_episode_metadata_values_delete AFTER DELETE ON episodes BEGIN "
+        "CREATE TRIGGER IF NOT EXISTS tr_episode_metadata_values_delete AFTER DELETE ON episodes BEGIN "
         "DELETE FROM episode_metadata_values WHERE seq = old.seq; END",
-        f"INSERT INTO episode_metadata_values (path, kind, value, seq) {_value_rows('e', 'episodes AS e, ')}",
+        f"INSERT OR IGNORE INTO episode_metadata_values (path, kind, value, seq) "
+        f"{_value_rows('e', 'episodes AS e, ')}",
     ),
 )
