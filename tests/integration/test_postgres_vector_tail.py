@@ -146,7 +146,7 @@ def _make_legacy(url: str, schema: str, *, full_index: bool) -> None:
     s = sql.Identifier(schema)
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
         conn.execute(sql.SQL("DELETE FROM {}.memlane_meta WHERE key = %s").format(s), (WATERMARK_KEY,))
-        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version = 16").format(s))
+        conn.execute(sql.SQL("DELETE FROM {}.memlane_schema_migrations WHERE version >= 16").format(s))
         conn.execute(sql.SQL("DROP INDEX {}.{}").format(s, sql.Identifier(INDEX)))
         if full_index:
             conn.execute(
