@@ -329,6 +329,9 @@ def _sql_conditions(path: tuple[str, ...], expected: Any) -> tuple[list[Metadata
             found, child_exact = _sql_conditions((*path, str(key)), child)
             conditions += found
             exact = exact and child_exact and isinstance(key, str)
+        # A nested dict needs an object at ``path``: a condition that a missing leaf passes (``ne``,
+        # ``eq None``) is only a superset in SQL, the Python check decides.
+        exact = exact and not any(c.op == "ne" or c.kind == "null" for c in conditions)
         return conditions, exact
     pairs = list(expected.items()) if isinstance(expected, Mapping) else [("$eq", expected)]
     conditions, exact = [], True

@@ -23,6 +23,7 @@ from memlane.models import Episode
 __all__ = [
     "FACET_PATHS",
     "METADATA_OPERATORS",
+    "VALUE_INDEX_ROOTS",
     "EpisodeFilter",
     "IndexReport",
     "KeywordCandidates",
@@ -34,8 +35,10 @@ __all__ = [
     "Supersession",
     "VectorCandidates",
     "check_metadata_path",
+    "under_value_root",
     "unique_keys",
     "with_best",
+    "value_indexed",
 ]
 
 
@@ -50,6 +53,20 @@ event type and tenant, at write time (SQLite and PostgreSQL schema migration 13)
 distinct values costs an index probe per value, never a scan. ``("langgraph", "namespace")`` is where
 :class:`memlane.integrations.langgraph.MemlaneStore` keeps an item's namespace. Adding a path is a
 schema migration.
+"""
+
+VALUE_INDEX_ROOTS: tuple[tuple[str, ...], ...] = (("langgraph", "value"),)
+"""Metadata objects whose scalar leaves every store keeps in a value index (a schema migration of each).
+
+For every episode holding an object at one of these paths, each string, number and boolean leaf
+below it (keys of nested objects; array elements are left out) is a row ``(path, kind, value,
+episode)`` of a side table kept by triggers on every write, indexed on ``(path, kind, value)``. A
+:class:`MetadataCondition` on such a leaf (``eq`` with a non-null operand, ``gt gte lt lte``) is
+then an index range probe, which the stores use to drive a filtered read when it is the most
+selective condition (:mod:`memlane.stores.sqlite.value_index`,
+:mod:`memlane.stores.postgres.value_index`); the plain JSON test gives the same rows.
+``("langgraph", "value")`` is where :class:`memlane.integrations.langgraph.MemlaneStore` keeps an
+item's value. Adding a root is a schema migration.
 """
 
 _MAX_PATH_DEPTH = 16
@@ -180,6 +197,20 @@ class MetadataCondition:
         if isinstance(self.value, bool):
             return "boolean"
         return "string" if isinstance(self.value, str) else "number"
+
+
+def under_value_root(condition: MetadataCondition) -> bool:
+    """Whether ``condition`` tests a leaf under one of :data:`VALUE_INDEX_ROOTS` (its value is indexed)."""
+    path = condition.path
+    return any(len(path) > len(root) and path[: len(root)] == root for root in VALUE_INDEX_ROOTS)
+
+
+def value_indexed(condition: MetadataCondition) -> bool:
+    """Whether ``condition`` is a value index range: :func:`under_value_root`, not ``ne``, not ``None``.
+
+    (``ne`` and ``eq None`` pass rows without the leaf, which the index does not hold.)
+    """
+    return condition.op != "ne" and condition.kind != "null" and under_value_root(condition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,6 +185,7 @@ class PostgresConnection:
         self._ext = ext
         fmt = {"schema": self._schema, "ext": ext}
         self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
+        self._values = sql.SQL("{schema}.memlane_episode_metadata_values").format(**fmt)
         self._scope_stats = sql.SQL("{schema}.memlane_scope_stats").format(**fmt)
         self._scope_stats_pending = sql.SQL("{schema}.memlane_scope_stats_pending").format(**fmt)
         self._term_df = sql.SQL("{schema}.memlane_term_df").format(**fmt)

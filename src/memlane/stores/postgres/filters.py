@@ -10,10 +10,10 @@ from typing import Any
 
 from psycopg import sql
 
-from memlane.stores.base import EpisodeFilter, MetadataCondition
+from memlane.stores.base import EpisodeFilter, MetadataCondition, value_indexed
 from memlane.stores.common import SQL_OPERATORS
 
-__all__ = ["metadata_sql", "where"]
+__all__ = ["metadata_sql", "value_sql", "where"]
 
 _AT = "metadata #> %s::text[]"
 _TEXT_AT = "(metadata #>> %s::text[])"
@@ -37,12 +37,18 @@ _VALID_AS_KNOWN = sql.SQL(
 """``valid_at`` and ``current_at`` together, as in :mod:`memlane.stores.sqlite.filters`."""
 
 
-def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
+def where(
+    flt: EpisodeFilter, *extra: str, values: sql.Composable | None = None
+) -> tuple[sql.Composed, list[Any]]:
     """The WHERE clause of ``flt`` over ``memlane_episodes``, and its parameters.
 
     Args:
         flt: The filter (see :class:`~memlane.stores.base.EpisodeFilter` for what each field means).
         *extra: Fixed SQL conditions ANDed to it (never user input).
+        values: The schema's value index table (``memlane_episode_metadata_values``): metadata
+            conditions on it (:func:`~memlane.stores.base.value_indexed`) read it
+            (:func:`value_sql`), the others test the JSON; ``None``: every one tests the JSON.
+            Either way the same rows pass.
 
     Returns:
         ``(" WHERE ...", params)``, or an empty clause and ``[]`` when nothing is filtered.
@@ -73,13 +79,43 @@ def where(flt: EpisodeFilter, *extra: str) -> tuple[sql.Composed, list[Any]]:
         clauses.append(sql.SQL("tags @> %s::text[]"))
         params.append(list(flt.tags))
     for meta in flt.metadata:
-        clause, values = metadata_sql(meta)
-        clauses.append(sql.SQL(clause))  # fixed text: only the operator varies, from SQL_OPERATORS
-        params.extend(values)
+        clause, bound = _metadata_clause(meta, values)
+        clauses.append(clause)
+        params.extend(bound)
     clauses.extend(sql.SQL(e) for e in extra)
     if not clauses:
         return sql.Composed([]), params
     return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), params
+
+
+def _metadata_clause(
+    condition: MetadataCondition, values: sql.Composable | None
+) -> tuple[sql.Composable, list[Any]]:
+    """``condition`` from the value index ``values`` when it is on it, else its JSON test."""
+    if values is not None and value_indexed(condition):
+        return value_sql(condition, values)
+    text, bound = metadata_sql(condition)
+    return sql.SQL(text), bound  # fixed text: only the operator varies, from SQL_OPERATORS
+
+
+def value_sql(condition: MetadataCondition, values: sql.Composable) -> tuple[sql.Composed, list[Any]]:
+    """A :func:`~memlane.stores.base.value_indexed` ``condition`` as a probe of the value index ``values``.
+
+    Schema migration 18 keeps a row ``(seq, path, kind, value_text | value_num)`` for every string,
+    number and boolean leaf under :data:`~memlane.stores.base.VALUE_INDEX_ROOTS`: numbers in
+    ``value_num`` (``numeric``), strings and booleans (``'true'``/``'false'``) in ``value_text``
+    (``COLLATE "C"``), each column with its ``(path, ..., seq)`` index, so the condition is one
+    index range, the rows of :func:`metadata_sql`'s JSON test. Fixed SQL text, bound values.
+    """
+    operator = SQL_OPERATORS[condition.op]
+    path = list(condition.path)
+    if condition.kind == "number":
+        test, params = f"value_num {operator} %s::numeric", [path, condition.value]
+    else:
+        operand = condition.value if condition.kind == "string" else "true" if condition.value else "false"
+        test, params = f"kind = %s AND value_text {operator} %s", [path, condition.kind, operand]
+    probe = sql.SQL("seq IN (SELECT seq FROM {values} WHERE path = %s::text[] AND " + test + ")")
+    return probe.format(values=values), params
 
 
 def metadata_sql(condition: MetadataCondition) -> tuple[str, list[Any]]:

@@ -712,6 +712,99 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "ON {schema}.memlane_episodes FOR EACH ROW EXECUTE FUNCTION {schema}.memlane_log_rewrite()"
         ),
     ),
+    # 18: the value index (memlane.stores.base.VALUE_INDEX_ROOTS, memlane.stores.postgres.filters): every
+    # string, number and boolean leaf under metadata path langgraph.value, one row (tenant_id, seq, path,
+    # kind, value_text or value_num), the path as a text[] of keys from the metadata's root, kind as
+    # MetadataCondition.kind names it (a boolean's value_text is 'true'/'false'), strings in code-point
+    # order (COLLATE "C"). Kept by triggers: inserts and deletes once per statement (transition tables),
+    # an UPDATE that sets metadata per row when the value changed; the existing rows are backfilled.
+    # Every step can run again over its own result (IF NOT EXISTS, OR REPLACE, the backfill redone).
+    (
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {schema}.memlane_episode_metadata_values (tenant_id text NOT NULL, "
+            "seq bigint NOT NULL, path text[] NOT NULL, kind text NOT NULL, "
+            'value_text text COLLATE "C", value_num numeric)'
+        ),
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS ix_memlane_episode_metadata_values_text "
+            "ON {schema}.memlane_episode_metadata_values (path, kind, value_text, seq) "
+            "WHERE value_text IS NOT NULL"
+        ),
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS ix_memlane_episode_metadata_values_num "
+            "ON {schema}.memlane_episode_metadata_values (path, value_num, seq) WHERE value_num IS NOT NULL"
+        ),
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS ix_memlane_episode_metadata_values_seq "
+            "ON {schema}.memlane_episode_metadata_values (seq)"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_value_leaves(doc json) "
+            "RETURNS TABLE (path text[], kind text, value_text text, value_num numeric) "
+            "LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$ "
+            "WITH RECURSIVE walk(path, value) AS ("
+            "SELECT ARRAY['langgraph', 'value'], doc #> '{{langgraph,value}}' "
+            "WHERE json_typeof(doc #> '{{langgraph,value}}') = 'object' "
+            "UNION ALL SELECT walk.path || e.key, e.value FROM walk, "
+            "json_each(CASE WHEN json_typeof(walk.value) = 'object' THEN walk.value "
+            "ELSE '{{}}'::json END) AS e) "
+            "SELECT path, CASE json_typeof(value) WHEN 'number' THEN 'number' WHEN 'string' THEN 'string' "
+            "ELSE 'boolean' END, CASE WHEN json_typeof(value) <> 'number' THEN value #>> '{{}}' END, "
+            "CASE WHEN json_typeof(value) = 'number' THEN (value #>> '{{}}')::numeric END "
+            "FROM walk WHERE json_typeof(value) IN ('string', 'number', 'boolean') $$"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_values_insert() RETURNS trigger LANGUAGE plpgsql "
+            "SET search_path = pg_catalog, pg_temp AS $$ BEGIN "
+            "INSERT INTO {schema}.memlane_episode_metadata_values "
+            "SELECT n.tenant_id, n.seq, l.path, l.kind, l.value_text, l.value_num "
+            "FROM new_rows AS n, {schema}.memlane_value_leaves(n.metadata) AS l "
+            "WHERE n.metadata #> '{{langgraph,value}}' IS NOT NULL; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_values_insert ON {schema}.memlane_episodes"),
+        sql.SQL(
+            "CREATE TRIGGER memlane_values_insert AFTER INSERT ON {schema}.memlane_episodes "
+            "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+            "EXECUTE FUNCTION {schema}.memlane_values_insert()"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_values_delete() RETURNS trigger LANGUAGE plpgsql "
+            "SET search_path = pg_catalog, pg_temp AS $$ BEGIN "
+            "DELETE FROM {schema}.memlane_episode_metadata_values AS v USING old_rows AS o "
+            "WHERE v.seq = o.seq AND o.metadata #> '{{langgraph,value}}' IS NOT NULL; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_values_delete ON {schema}.memlane_episodes"),
+        sql.SQL(
+            "CREATE TRIGGER memlane_values_delete AFTER DELETE ON {schema}.memlane_episodes "
+            "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+            "EXECUTE FUNCTION {schema}.memlane_values_delete()"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_values_update() RETURNS trigger LANGUAGE plpgsql "
+            "SET search_path = pg_catalog, pg_temp AS $$ BEGIN "
+            "DELETE FROM {schema}.memlane_episode_metadata_values WHERE seq = OLD.seq; "
+            "INSERT INTO {schema}.memlane_episode_metadata_values "
+            "SELECT NEW.tenant_id, NEW.seq, l.path, l.kind, l.value_text, l.value_num "
+            "FROM {schema}.memlane_value_leaves(NEW.metadata) AS l; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_values_update ON {schema}.memlane_episodes"),
+        sql.SQL(
+            "CREATE TRIGGER memlane_values_update AFTER UPDATE OF metadata ON {schema}.memlane_episodes "
+            "FOR EACH ROW WHEN ((OLD.metadata #> '{{langgraph,value}}')::jsonb "
+            "IS DISTINCT FROM (NEW.metadata #> '{{langgraph,value}}')::jsonb) "
+            "EXECUTE FUNCTION {schema}.memlane_values_update()"
+        ),
+        sql.SQL("DELETE FROM {schema}.memlane_episode_metadata_values"),
+        sql.SQL(
+            "INSERT INTO {schema}.memlane_episode_metadata_values "
+            "SELECT e.tenant_id, e.seq, l.path, l.kind, l.value_text, l.value_num "
+            "FROM {schema}.memlane_episodes AS e, {schema}.memlane_value_leaves(e.metadata) AS l "
+            "WHERE e.metadata #> '{{langgraph,value}}' IS NOT NULL"
+        ),
+    ),
 )
 
 

@@ -396,8 +396,11 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     # -- reads -------------------------------------------------------------------------
 
     def list_recent(self, flt: EpisodeFilter, limit: int) -> list[Episode]:
-        """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert)."""
-        where, params = filters.where(flt)
+        """Up to ``limit`` episodes passing ``flt``, newest ``created_at`` first (ties: newest insert).
+
+        Metadata conditions on the value index read it (:func:`memlane.stores.postgres.filters.value_sql`).
+        """
+        where, params = filters.where(flt, values=self._values)
         query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at DESC, seq DESC LIMIT %s").format(
             cols=_COLUMNS, t=self._t, where=where
         )
@@ -436,8 +439,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         return [CODEC.episode(r) for r in rows]
 
     def count(self, flt: EpisodeFilter) -> int:
-        """Number of episodes passing ``flt``."""
-        where, params = filters.where(flt)
+        """Number of episodes passing ``flt`` (the value index read as in :meth:`list_recent`)."""
+        where, params = filters.where(flt, values=self._values)
         with self._transaction("count") as cur:
             row = cur.execute(
                 sql.SQL("SELECT count(*) FROM {t}{where}").format(t=self._t, where=where),

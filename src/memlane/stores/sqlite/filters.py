@@ -4,7 +4,9 @@ Times are compared as Unix microseconds; tags are looked up in ``episode_tags (t
 so an AND of ``n`` tags is an ``INTERSECT`` of ``n`` index lookups (:func:`tags_sql`). SQLite has no
 statistics on how many rows a tag holds, and left alone it walks a scope's time index testing every row
 against the tag list; :func:`source` counts the tags' rows first (a capped index range) and, when one is
-rare, reads the rows from the tag index instead (:func:`source`). Either plan returns the same rows.
+rare, reads the rows from the tag index instead. Metadata conditions on the value index
+(:mod:`memlane.stores.sqlite.value_index`) are counted and read the same way; elsewhere (:func:`where`)
+they are JSON tests of ``episodes.metadata``. Every plan returns the same rows.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from memlane.stores.base import EpisodeFilter, MetadataCondition
+from memlane.stores.base import EpisodeFilter, MetadataCondition, under_value_root, value_indexed
 from memlane.stores.common import SQL_OPERATORS
 from memlane.stores.sqlite.base import to_us
+from memlane.stores.sqlite.value_index import probe
 
 __all__ = ["json_path", "metadata_sql", "source", "tags_sql", "where"]
 
@@ -95,16 +98,19 @@ _METADATA_FACTOR = 32
 
 
 def source(conn: sqlite3.Connection, flt: EpisodeFilter, wanted: int | None) -> tuple[str, str, list[Any]]:
-    """The ``FROM`` and ``WHERE`` of ``flt``'s rows, and their parameters, with the faster plan for its tags.
+    """The ``FROM`` and ``WHERE`` of ``flt``'s rows, and their parameters, by the faster plan for them.
 
-    When the rarest of ``flt.tags`` holds at most ``TAG_DRIVEN_ROWS * wanted`` rows (32 times more with
-    metadata conditions, whose selectivity is unknown; any number up to 8,192 when ``wanted`` is
-    ``None``: the query reads every row), the rows come from the tag index (``CROSS JOIN`` keeps
-    SQLite from reordering it) and the other conditions are tested on those rows only; otherwise
-    the plain :func:`where` over ``episodes``, which an ``ORDER BY ... LIMIT`` can stop early.
+    The drivers are ``flt.tags`` and its metadata conditions on the value index
+    (:func:`~memlane.stores.base.value_indexed`). When the rarest holds at most
+    ``TAG_DRIVEN_ROWS * wanted`` rows (32 times more with a metadata condition off the value
+    index's roots, whose selectivity is unknown; any number up to 8,192 when ``wanted`` is
+    ``None``: the query reads every row), the rows come from its index (``CROSS JOIN`` keeps
+    SQLite from reordering it) and the other conditions are tested on those rows only;
+    otherwise the plain :func:`where` over ``episodes``, which an ``ORDER BY ... LIMIT`` can
+    stop early. Every plan returns the rows of :func:`where`.
 
     Args:
-        conn: The connection (one capped count per tag is read).
+        conn: The connection (one capped count per driver is read).
         flt: The filter.
         wanted: Rows the query stops after (its ``LIMIT``), or ``None`` when it reads them all.
 
@@ -112,26 +118,54 @@ def source(conn: sqlite3.Connection, flt: EpisodeFilter, wanted: int | None) -> 
         ``(" FROM ...", " WHERE ..." or "", params)``; the columns of ``episodes`` keep their names.
     """
     cap = _TAG_DRIVEN_CAP if wanted is None else TAG_DRIVEN_ROWS * max(1, wanted)
-    if flt.metadata:
+    if not all(map(under_value_root, flt.metadata)):
         cap *= _METADATA_FACTOR
     cap = min(cap, _TAG_DRIVEN_CAP * _METADATA_FACTOR)
-    if not flt.tags or _rarest_tag_rows(conn, flt.tags, cap + 1) > cap:
+    driver = _rarest(conn, flt, cap)
+    if driver is None:
         where_sql, params = where(flt)
         return " FROM episodes", where_sql, params
+    if isinstance(driver, MetadataCondition):
+        rest, params = where(
+            replace(flt, tags=(), metadata=tuple(m for m in flt.metadata if m is not driver))
+        )
+        driven, driven_params = probe(driver)
+        driven = driven.replace("SELECT seq FROM", "SELECT seq AS driven_seq FROM", 1)
+        tagged = ["EXISTS (SELECT 1 FROM episode_tags WHERE tag = ? AND seq = episodes.seq)"] * len(flt.tags)
+        rest = " AND ".join(filter(None, [rest.removeprefix(" WHERE "), *tagged]))
+        from_sql = f" FROM ({driven}) AS driven CROSS JOIN episodes ON episodes.seq = driven.driven_seq"
+        return from_sql, " WHERE " + rest if rest else "", [*driven_params, *params, *flt.tags]
     rest, params = where(replace(flt, tags=()))
-    tagged = tags_sql(len(flt.tags)).replace("SELECT seq FROM", "SELECT seq AS tagged_seq FROM", 1)
-    from_sql = f" FROM ({tagged}) AS tagged CROSS JOIN episodes ON episodes.seq = tagged.tagged_seq"
+    tagged_sql = tags_sql(len(flt.tags)).replace("SELECT seq FROM", "SELECT seq AS tagged_seq FROM", 1)
+    from_sql = f" FROM ({tagged_sql}) AS tagged CROSS JOIN episodes ON episodes.seq = tagged.tagged_seq"
     return from_sql, rest, [*flt.tags, *params]
 
 
-def _rarest_tag_rows(conn: sqlite3.Connection, tags: tuple[str, ...], cap: int) -> int:
-    """Rows of the rarest of ``tags``, counted up to ``cap`` (an index range of at most ``cap`` entries)."""
-    probe = "SELECT count(*) FROM (SELECT 1 FROM episode_tags WHERE tag = ? LIMIT ?)"
-    sql = "SELECT min(n) FROM (" + " UNION ALL ".join([f"SELECT ({probe}) AS n"] * len(tags)) + ")"
-    params: list[Any] = []
-    for tag in tags:
-        params += [tag, cap]
-    return int(conn.execute(sql, params).fetchone()[0])
+def _rarest(conn: sqlite3.Connection, flt: EpisodeFilter, cap: int) -> MetadataCondition | str | None:
+    """The driver of ``flt`` with the fewest rows if they are at most ``cap``: a value-index condition, else
+    ``"tags"`` (the INTERSECT of every tag, driven by the rarest); ``None`` when none is that rare.
+
+    Each count is an index range of at most one more entry than the best so far: value probes first
+    (usually the rarest), then the tags.
+    """
+    best: MetadataCondition | str | None = None
+    bound = cap + 1
+    for condition in flt.metadata:
+        if value_indexed(condition):
+            probe_sql, params = probe(condition)
+            rows = _count(conn, probe_sql, params, bound)
+            if rows < bound:
+                best, bound = condition, rows
+    for tag in flt.tags:
+        rows = _count(conn, "SELECT seq FROM episode_tags WHERE tag = ?", [tag], bound)
+        if rows < bound:
+            best, bound = "tags", rows
+    return best
+
+
+def _count(conn: sqlite3.Connection, rows_sql: str, params: list[Any], cap: int) -> int:
+    """Rows of ``rows_sql``, counted up to ``cap``."""
+    return int(conn.execute(f"SELECT count(*) FROM ({rows_sql} LIMIT ?)", [*params, cap]).fetchone()[0])
 
 
 def tags_sql(n: int) -> str:

@@ -34,6 +34,24 @@ def backfill_terms(conn: sqlite3.Connection) -> None:
         conn.executemany("UPDATE episodes SET terms = ?, token_count = ? WHERE seq = ?", rows)
 
 
+_VALUE_ROOT = """'$."langgraph"."value"'"""
+"""The value index's root (migration 15; memlane.stores.base.VALUE_INDEX_ROOTS), as SQL text."""
+
+
+def _value_rows(row: str, source: str = "") -> str:
+    """Migration 15: the value index rows of episode ``row`` (``new`` in a trigger); ``source`` opens FROM."""
+    kind = (
+        "CASE t.type WHEN 'text' THEN 'string' WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' "
+        "ELSE 'boolean' END"
+    )
+    return (
+        f"SELECT t.fullkey, {kind}, t.atom, {row}.seq "
+        f"FROM {source}json_tree({row}.metadata, {_VALUE_ROOT}) AS t "
+        f"WHERE json_type({row}.metadata, {_VALUE_ROOT}) = 'object' "
+        "AND t.type IN ('text', 'integer', 'real', 'true', 'false')"
+    )
+
+
 MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # 1: episodes, their tags, and store metadata.
     (
@@ -388,5 +406,33 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         """,
         "INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild')",
         "CREATE VIRTUAL TABLE episodes_fts_terms USING fts5vocab(episodes_fts, 'row')",
+    ),
+    # 15: the value index (memlane.stores.base.VALUE_INDEX_ROOTS, memlane.stores.sqlite.value_index): every
+    # string, number and boolean leaf under metadata path langgraph.value, one row (path, kind, value, seq),
+    # the path as SQLite's json_tree spells it (``fullkey``), kind as MetadataCondition.kind names it. Kept
+    # by triggers (a row without the object inserts nothing); the existing rows are backfilled. Every
+    # step can run again over its own result (IF NOT EXISTS, OR IGNORE).
+    (
+        """
+        CREATE TABLE IF NOT EXISTS episode_metadata_values (
+            path  TEXT    NOT NULL,
+            kind  TEXT    NOT NULL,
+            value         NOT NULL,
+            seq   INTEGER NOT NULL,
+            PRIMARY KEY (path, kind, value, seq)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX IF NOT EXISTS ix_episode_metadata_values_seq ON episode_metadata_values (seq)",
+        "CREATE TRIGGER IF NOT EXISTS tr_episode_metadata_values_insert AFTER INSERT ON episodes "
+        f"WHEN json_type(new.metadata, {_VALUE_ROOT}) = 'object' BEGIN "
+        f"INSERT INTO episode_metadata_values (path, kind, value, seq) {_value_rows('new')}; END",
+        "CREATE TRIGGER IF NOT EXISTS tr_episode_metadata_values_update AFTER UPDATE OF metadata ON episodes "
+        f"WHEN (old.metadata -> {_VALUE_ROOT}) IS NOT (new.metadata -> {_VALUE_ROOT}) BEGIN "
+        "DELETE FROM episode_metadata_values WHERE seq = old.seq; "
+        f"INSERT INTO episode_metadata_values (path, kind, value, seq) {_value_rows('new')}; END",
+        "CREATE TRIGGER IF NOT EXISTS tr_episode_metadata_values_delete AFTER DELETE ON episodes BEGIN "
+        "DELETE FROM episode_metadata_values WHERE seq = old.seq; END",
+        f"INSERT OR IGNORE INTO episode_metadata_values (path, kind, value, seq) "
+        f"{_value_rows('e', 'episodes AS e, ')}",
     ),
 )
