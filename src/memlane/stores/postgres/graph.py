@@ -39,8 +39,8 @@ LINK_TABLE = _TABLES["links"]
 
 _LINK_INSERT = (
     "INSERT INTO {links} (tenant_id, entity_id, episode_id, session_id, created_at) "
-    "SELECT * FROM ROWS FROM (pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::text[]), "
-    "pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::timestamptz[])) "
+    "SELECT * FROM ROWS FROM (pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), "
+    "pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::timestamptz[])) "
     "ON CONFLICT (tenant_id, entity_id, episode_id) DO NOTHING"
 )
 

@@ -61,7 +61,7 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
     if len(unique) != len(ids):
         raise DuplicateEpisodeError("an episode id repeats in the batch (episodes are append-only)")
     row = cur.execute(
-        sql.SQL("SELECT id FROM {t} WHERE id = ANY(%s::text[]) LIMIT 1").format(t=t),
+        sql.SQL("SELECT id FROM {t} WHERE id = ANY(%b::text[]) LIMIT 1").format(t=t),
         (list(unique),),
         prepare=False,
     ).fetchone()
@@ -105,13 +105,13 @@ def stats_deltas(
 
 _ADD_SCOPE_STATS = sql.SQL(
     "INSERT INTO {p} (txid, tenant_id, session_id, rows, tokens) SELECT pg_catalog.txid_current(), * FROM "
-    "ROWS FROM (pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::text[]), "
-    "pg_catalog.unnest(%s::int8[]), pg_catalog.unnest(%s::int8[]))"
+    "ROWS FROM (pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), "
+    "pg_catalog.unnest(%b::int8[]), pg_catalog.unnest(%b::int8[]))"
 )
 _ADD_TERM_DF = sql.SQL(
     "INSERT INTO {p} (txid, tenant_id, session_id, term, df) SELECT pg_catalog.txid_current(), * FROM "
-    "ROWS FROM (pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::text[]), "
-    "pg_catalog.unnest(%s::text[]), pg_catalog.unnest(%s::int8[]))"
+    "ROWS FROM (pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), "
+    "pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::int8[]))"
 )
 
 
