@@ -376,3 +376,23 @@ def test_a_back_dated_value_ends_where_the_next_recorded_value_starts(graph: Epi
         assert [f.object for f in graph.query_facts("dana", as_of=T0 - years_ago * year + DAY)] == [city]
     again = graph.remember_fact("Dana", "lives in", "Paris", valid_from=T0 - 6 * year)
     assert again.duplicate and again.fact.id == paris.id  # re-running an import stores nothing
+
+
+def test_links_written_in_bulk_keep_one_row_per_link(make_memory: MemoryFactory) -> None:
+    """A batch of links with repeats, then links already held: one row per (tenant, entity, episode)."""
+    from memlane.stores.graph_base import EntityLink
+
+    memory = make_memory(scope="tenant")
+    graph = memory.store.graph_store  # type: ignore[attr-defined]
+    links = [
+        EntityLink("t", f"s{i % 3}", f"ent-{i % 7}", f"ep-{i:04d}", T0 + timedelta(seconds=i))
+        for i in range(300)
+    ]
+    graph.link_episodes([*links, links[0], links[5]])  # repeats within one call
+    graph.link_episodes(links[:50])  # links already held are kept, not doubled
+    assert graph.counts("t", 0.0).episode_links == 300
+    newest = [f"ep-{i:04d}" for i in range(300) if i % 7 == 3][::-1][:5]
+    assert graph.linked_episodes("t", None, ["ent-3"], 5) == newest
+    in_s1 = [f"ep-{i:04d}" for i in range(300) if i % 7 == 3 and i % 3 == 1][::-1]
+    assert graph.linked_episodes("t", "s1", ["ent-3"], 100) == in_s1
+    assert graph.linked_episodes("other", None, ["ent-3"], 5) == []

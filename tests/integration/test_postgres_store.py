@@ -768,3 +768,41 @@ def test_keyword_top_k_in_the_server_keeps_every_hit_of_scoring_all_matches(
         memory.close()
     assert all(len(hits) == top_n for hits in found[0][:3])  # more rows match than are returned
     assert found[0] == found[1]
+
+
+def test_keyword_statistics_of_batches_equal_a_recount(pg_url: str, pg_schema: str) -> None:
+    """The deltas counted from the written rows (:func:`stats_deltas`) equal a recount of the stored rows.
+
+    Batches over several scopes, rows without keyword terms, repeated terms within a row; and the
+    Python reading of a terms column agrees with ``string_to_array(terms, ' ')`` on edge strings.
+    """
+    from memlane.stores.postgres.lifecycle import stats_deltas
+
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t1", clock=FrozenClock(T0))
+    scopes = [memory, memory.with_context(session_id="s2"), memory.with_context(tenant_id="t2")]
+    for n, scope in enumerate(scopes):
+        texts = [f"cat cat {i % 4} dog {i}" for i in range(30 + n)] + ["...", "the a of"]
+        scope.remember_episodes([EpisodeInput("note", t) for t in texts])
+    kept, recount = _term_df(pg_url, pg_schema)
+    assert kept == recount and len(kept) > 30
+    schema = sql.Identifier(pg_schema)
+    stats = sql.SQL("SELECT tenant_id, session_id, rows, tokens FROM {}.memlane_scope_stats ORDER BY 1, 2")
+    rows = sql.SQL(
+        "SELECT tenant_id, session_id, count(*), sum(token_count) FROM {}.memlane_episodes GROUP BY 1, 2 "
+        "ORDER BY 1, 2"
+    )
+    assert _fetchall(pg_url, stats.format(schema)) == _fetchall(pg_url, rows.format(schema))
+    memory.close()
+    edges = ["a", "a b a", "a  b", " a", "", None]
+    _, term_df = stats_deltas([("t", f"s{i}", terms, 0) for i, terms in enumerate(edges)])
+    python = sorted(zip(*term_df, strict=True))
+    server = _fetchall(
+        pg_url,
+        sql.SQL(
+            "SELECT 't', 's' || (i - 1), u.term, count(DISTINCT u.term) FROM unnest(%s::text[]) WITH "
+            "ORDINALITY AS x(terms, i), unnest(string_to_array(x.terms, ' ')) AS u(term) GROUP BY 2, 3"
+        ),
+        (edges,),
+    )
+    assert python == sorted(tuple(r) for r in server)

@@ -19,7 +19,7 @@ from psycopg import Cursor, sql
 
 import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, LinkedEpisodes
-from memlane.stores.graph_base import GraphStoreBase
+from memlane.stores.graph_base import EntityLink, GraphStoreBase
 from memlane.stores.postgres.base import CODEC, PostgresHost, reject_nul
 
 __all__ = ["LINK_TABLE", "PostgresGraphStore", "linked_episodes"]
@@ -36,6 +36,13 @@ _TABLES = {
 
 LINK_TABLE = _TABLES["links"]
 """The episode -> entity link table (in the store's schema)."""
+
+_LINK_INSERT = (
+    "INSERT INTO {links} (tenant_id, entity_id, episode_id, session_id, created_at) "
+    "SELECT * FROM ROWS FROM (pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), "
+    "pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::timestamptz[])) "
+    "ON CONFLICT (tenant_id, entity_id, episode_id) DO NOTHING"
+)
 
 
 class _Run:
@@ -90,6 +97,26 @@ class PostgresGraphStore(GraphStoreBase):
             yield _Run(cur, self._render)
 
     _write = _read
+
+    def link_episodes(self, links: Sequence[EntityLink]) -> None:
+        """Record episode -> entity links (see :meth:`~memlane.stores.graph_base.GraphStore.link_episodes`).
+
+        One ``INSERT ... SELECT FROM unnest(...)`` of five array parameters instead of a statement
+        per link (a batch of 1,000 episodes holds about 1,300 links: 190 ms as ``executemany``
+        on the shared machine). Rows go in key order, so concurrent writers lock
+        overlapping links in one order.
+
+        Raises:
+            ValidationError: a text contains a NUL character.
+            StoreError: the database failed.
+        """
+        if not links:
+            return
+        rows = sorted((k.tenant_id, k.entity_id, k.episode_id, k.session_id, k.created_at) for k in links)
+        columns = [list(c) for c in zip(*rows, strict=True)]
+        reject_nul(p for c in columns[:4] for p in c)
+        with self._store.transaction("link_episodes") as cur:
+            cur.execute(sql.SQL(_LINK_INSERT).format(links=self._tables["links"]), columns)
 
     def __repr__(self) -> str:
         return f"PostgresGraphStore({self._store.location!r})"

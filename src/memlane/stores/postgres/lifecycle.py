@@ -8,8 +8,10 @@ deletes) are sent unprepared.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 import psycopg
@@ -22,6 +24,7 @@ from memlane.stores.postgres.base import CODEC, reject_nul
 from memlane.stores.retrievals import Pending
 
 __all__ = [
+    "add_keyword_stats",
     "archive",
     "archive_merged",
     "delete",
@@ -30,6 +33,7 @@ __all__ = [
     "record_retrievals",
     "refuse_taken_ids",
     "retire",
+    "stats_deltas",
 ]
 
 Cursor = psycopg.Cursor[Any]
@@ -57,7 +61,7 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
     if len(unique) != len(ids):
         raise DuplicateEpisodeError("an episode id repeats in the batch (episodes are append-only)")
     row = cur.execute(
-        sql.SQL("SELECT id FROM {t} WHERE id = ANY(%s::text[]) LIMIT 1").format(t=t),
+        sql.SQL("SELECT id FROM {t} WHERE id = ANY(%b::text[]) LIMIT 1").format(t=t),
         (list(unique),),
         prepare=False,
     ).fetchone()
@@ -65,61 +69,80 @@ def refuse_taken_ids(cur: Cursor, t: sql.Composed, ids: Sequence[str]) -> None:
         raise DuplicateEpisodeError(f"episode id {row[0]!r} already exists (episodes are append-only)")
 
 
-def add_term_df(cur: Cursor, t: sql.Composed, pending: sql.Composed, ids: Sequence[str]) -> None:
-    """Add the rows just written (``ids``) to the per-scope document frequencies, one statement.
+def stats_deltas(
+    rows: Iterable[tuple[str, str, str | None, int | None]],
+) -> tuple[list[list[Any]], list[list[Any]]]:
+    """The keyword-statistics deltas of new rows, as the columns of the two pending tables.
 
-    The deltas go to ``memlane_term_df_pending`` (schema migration 14), folded into
-    ``memlane_term_df`` at commit with the scope statistics (see :func:`add_scope_stats`); call it
-    in the transaction that calls :func:`add_scope_stats`, whose pending row triggers the fold.
+    Per scope, the rows and their summed ``token_count`` (``memlane_scope_stats_pending``); per
+    scope and term, the rows holding the term (``memlane_term_df_pending``): a row counts once for
+    each distinct element of ``string_to_array(terms, ' ')``, the rule of schema migration 14's
+    recount and of the delete trigger, in SQL (``str.split(" ")`` of a non-empty terms column is
+    the same list; an empty or null column has none).
+
+    Args:
+        rows: ``(tenant_id, session_id, terms column, token_count)`` of each new row.
+
+    Returns:
+        ``([tenant_ids, session_ids, rows, tokens], [tenant_ids, session_ids, terms, dfs])``.
+    """
+    by_scope: dict[tuple[str, str], list[tuple[str | None, int | None]]] = {}
+    for tenant, session, terms, tokens in rows:
+        by_scope.setdefault((tenant, session), []).append((terms, tokens))
+    scopes: list[list[Any]] = [[], [], [], []]
+    term_df: list[list[Any]] = [[], [], [], []]
+    for (tenant, session), found in by_scope.items():
+        scope = (tenant, session, len(found), sum(n or 0 for _, n in found))
+        for column, value in zip(scopes, scope, strict=True):
+            column.append(value)
+        counts = Counter(chain.from_iterable(set(terms.split(" ")) for terms, _ in found if terms))
+        term_df[0].extend([tenant] * len(counts))
+        term_df[1].extend([session] * len(counts))
+        term_df[2].extend(counts.keys())
+        term_df[3].extend(counts.values())
+    return scopes, term_df
+
+
+_ADD_SCOPE_STATS = sql.SQL(
+    "INSERT INTO {p} (txid, tenant_id, session_id, rows, tokens) SELECT pg_catalog.txid_current(), * FROM "
+    "ROWS FROM (pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), "
+    "pg_catalog.unnest(%b::int8[]), pg_catalog.unnest(%b::int8[]))"
+)
+_ADD_TERM_DF = sql.SQL(
+    "INSERT INTO {p} (txid, tenant_id, session_id, term, df) SELECT pg_catalog.txid_current(), * FROM "
+    "ROWS FROM (pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::text[]), "
+    "pg_catalog.unnest(%b::text[]), pg_catalog.unnest(%b::int8[]))"
+)
+
+
+def add_keyword_stats(
+    cur: Cursor,
+    pending: tuple[sql.Composed, sql.Composed],
+    rows: Iterable[tuple[str, str, str | None, int | None]],
+) -> None:
+    """Add the rows being written to the scope statistics and the per-scope document frequencies.
+
+    The deltas (:func:`stats_deltas`, counted from the rows the transaction writes rather than
+    re-read from the table: two array inserts instead of two lookups of the new rows and a
+    ``DISTINCT``/``GROUP BY`` over their terms) go to ``memlane_scope_stats_pending`` (schema
+    migration 12) and ``memlane_term_df_pending`` (migration 14). A deferred trigger on the first
+    folds both into ``memlane_scope_stats`` and ``memlane_term_df`` at commit, locking the scopes'
+    rows, then the terms' rows, in key order: concurrent writers never deadlock on them, whatever
+    scopes and order they write.
 
     Args:
         cur: A cursor in the writing transaction.
-        t: The schema-qualified episodes table.
-        pending: The schema-qualified ``memlane_term_df_pending`` table.
-        ids: The episode ids the transaction inserted (unique across tenants).
+        pending: The schema-qualified ``memlane_scope_stats_pending`` and ``memlane_term_df_pending``.
+        rows: ``(tenant_id, session_id, terms column, token_count)`` of each row the transaction inserts.
 
     Raises:
         psycopg.Error: the database failed (the caller's transaction rolls back).
     """
-    if not ids:
-        return
-    cur.execute(
-        sql.SQL(
-            "INSERT INTO {p} (txid, tenant_id, session_id, term, df) SELECT pg_catalog.txid_current(), "
-            "tenant_id, session_id, term, count(*) FROM (SELECT DISTINCT e.seq, e.tenant_id, e.session_id, "
-            "u.term FROM {t} AS e, pg_catalog.unnest(pg_catalog.string_to_array(e.terms, ' ')) AS u(term) "
-            "WHERE e.id OPERATOR(pg_catalog.=) ANY(%s::text[])) AS d GROUP BY tenant_id, session_id, term"
-        ).format(p=pending, t=t),
-        [list(ids)],
-    )
-
-
-def add_scope_stats(cur: Cursor, t: sql.Composed, stats: sql.Composed, ids: Sequence[str]) -> None:
-    """Add the rows just written (``ids``) to the scope statistics, one statement.
-
-    The delta goes to ``memlane_scope_stats_pending`` (schema migration 12), which a deferred
-    trigger folds into ``memlane_scope_stats`` (migration 10) at commit, locking the scopes' rows in
-    key order: concurrent writers never deadlock on them, whatever scopes and order they write.
-
-    Args:
-        cur: A cursor in the writing transaction.
-        t: The schema-qualified episodes table.
-        stats: The schema-qualified ``memlane_scope_stats_pending`` table.
-        ids: The episode ids the transaction inserted (unique across tenants).
-
-    Raises:
-        psycopg.Error: the database failed (the caller's transaction rolls back).
-    """
-    if not ids:
-        return
-    cur.execute(
-        sql.SQL(
-            "INSERT INTO {s} (txid, tenant_id, session_id, rows, tokens) SELECT pg_catalog.txid_current(), "
-            "tenant_id, session_id, count(*), coalesce(sum(token_count), 0) FROM {t} "
-            "WHERE id OPERATOR(pg_catalog.=) ANY(%s::text[]) GROUP BY tenant_id, session_id"
-        ).format(s=stats, t=t),
-        [list(ids)],
-    )
+    scopes, term_df = stats_deltas(rows)
+    if scopes[0]:
+        cur.execute(_ADD_SCOPE_STATS.format(p=pending[0]), scopes)
+    if term_df[0]:
+        cur.execute(_ADD_TERM_DF.format(p=pending[1]), term_df)
 
 
 def retire(cur: Cursor, t: sql.Composed, supersessions: Sequence[Supersession]) -> None:

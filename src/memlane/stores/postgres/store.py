@@ -98,6 +98,9 @@ __all__ = ["DEFAULT_EXACT_SEARCH_LIMIT", "PostgresStore", "SearchPlan"]
 logger = logging.getLogger(__name__)
 
 _PGVECTOR_MAX_DIMS = 16_000  # the largest vector(n) pgvector accepts
+_TERMS_AT = -2
+"""Position of the ``terms`` column in :meth:`~memlane.stores.common.RowCodec.episode_row`'s tuples
+(``token_count`` follows it; ``tenant_id`` and ``session_id`` are at 1 and 2)."""
 _COLUMNS = sql.SQL(
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, created_at, metadata, "
     "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
@@ -264,9 +267,11 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             with self._transaction("insert") as cur:
                 lifecycle.refuse_taken_ids(cur, self._t, [ep.id for ep in episodes])
                 copy_episodes(cur, self._copy, copy_types(self._vector_oid), rows)
-                ids = [ep.id for ep in episodes]
-                lifecycle.add_scope_stats(cur, self._t, self._scope_stats_pending, ids)
-                lifecycle.add_term_df(cur, self._t, self._term_df_pending, ids)
+                lifecycle.add_keyword_stats(
+                    cur,
+                    (self._scope_stats_pending, self._term_df_pending),
+                    ((r[1], r[2], r[_TERMS_AT], r[_TERMS_AT + 1]) for r in rows),
+                )
                 lifecycle.retire(cur, self._t, supersessions)
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
