@@ -37,8 +37,8 @@ __all__ = [
     "check_metadata_path",
     "under_value_root",
     "unique_keys",
-    "with_best",
     "value_indexed",
+    "with_best",
 ]
 
 
