@@ -230,3 +230,52 @@ def test_rewriting_an_indexed_column_is_caught_up(pg_url: str, pg_schema: str) -
     assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["onyx"])) == 1
     assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])) == len(WORDS) - 1
     store.close()
+
+
+# -- a selective filter: its passing keys read once ---------------------------------------------
+
+
+def test_a_selective_filter_is_read_once_with_the_same_hits(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4 % of 134 matches pass a tag: the postings path reads the tag's keys once, same hits."""
+    import memlane.stores.postgres.postings as postings_module
+
+    reads: list[tuple[str, ...]] = []
+    original = postings_module._FilterCheck._read
+
+    def counted(self: Any, *extra: str, keys: Any = None) -> Any:
+        reads.append(extra)
+        return original(self, *extra, keys=keys)
+
+    monkeypatch.setattr(postings_module._FilterCheck, "_read", counted)
+    postings = PostgresStore(pg_url, schema=pg_schema)
+    server = PostgresStore(pg_url, schema=pg_schema, keyword_index=False)
+    try:
+        memory = EpisodicMemory(server, HashingEmbedder(), tenant_id="t1", session_id="s1")
+        memory.remember_episodes(
+            [
+                EpisodeInput(
+                    "note" if i % 2 else "fact",
+                    f"{WORDS[i % len(WORDS)]} {'cobalt ' * (i % 5)}".strip(),
+                    tags=["rare"] if i % 270 == 0 else ["common"],
+                    created_at=T0 - timedelta(minutes=i),
+                )
+                for i in range(1200)
+            ]
+        )
+        for flt, selective in (
+            (EpisodeFilter(tenant_id="t1", session_id="s1", tags=("rare",)), True),
+            (EpisodeFilter(tenant_id="t1", session_id="s1", event_type="note"), False),
+        ):
+            reads.clear()
+            for top_n in (1, 10, 50):
+                got = postings.keyword_candidates(flt, ["amber"], top_n)
+                assert _hits(got) == _hits(server.keyword_candidates(flt, ["amber"], top_n))
+                assert len(got.keys) == min(top_n, 5 if selective else 67)  # amber: i % 9 == 0
+            whole_reads = [extra for extra in reads if not extra]
+            # at most once per search (none when the first rows checked were enough), never when not selective
+            assert (1 <= len(whole_reads) <= 3) is selective
+    finally:
+        postings.close()
+        server.close()

@@ -139,6 +139,65 @@ def _keys(values: Any) -> NDArray[np.int64]:
     return np.fromiter((int(v) for v in values), dtype=np.int64)
 
 
+def _selective(checked: int, passed: int, sizes: tuple[int, int]) -> bool:
+    """Whether reading every row a filter passes costs fewer rows than checking candidates for it.
+
+    After ``checked`` candidates of which ``passed`` passed (share ``s``), the scope of ``n`` rows holds
+    about ``s * n`` passing rows, and ``wanted`` more passes need about ``(wanted - passed) / s`` more
+    candidates checked: read the passing rows once when the first is smaller. A share of 0 says the
+    filter passes (almost) nothing: read its rows.
+
+    Args:
+        checked: Candidates checked so far (> 0).
+        passed: How many of them passed (<= ``checked``).
+        sizes: ``(n, wanted)``: the scope's rows and the passes the search needs.
+    """
+    n, wanted = sizes
+    share = passed / checked
+    return share == 0.0 or share * n < (wanted - passed) / share
+
+
+class _FilterCheck:
+    """``check(keys)`` -> which keys pass a filter, for :func:`best_passing`.
+
+    The first call asks the server about those keys; when the share of them that passed says the
+    filter is selective (:func:`_selective`: a 1 % tag at 100,000 rows), the next call reads every
+    key the filter passes once, in the same transaction (so the same snapshot), and it and later
+    calls test membership in memory instead of sending ever larger key lists. The same keys pass
+    either way.
+
+    Args:
+        cur: The search's cursor (inside its transaction).
+        table: The schema-qualified episodes table.
+        flt: The filter.
+        sizes: ``(n, wanted)``: the scope's rows and the passes the search needs.
+    """
+
+    def __init__(
+        self, cur: psycopg.Cursor[Any], table: sql.Composable, flt: EpisodeFilter, sizes: tuple[int, int]
+    ) -> None:
+        self._cur, self._flt, self._sizes = cur, flt, sizes
+        self._select = sql.SQL("SELECT seq FROM {t}").format(t=table)
+        self._selective = False
+        self._allowed: NDArray[np.int64] | None = None
+
+    def _read(self, *extra: str, keys: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
+        where, params = filters.where(self._flt, *extra)
+        if keys is not None:
+            params = [*params, keys.tolist()]
+        got = self._cur.execute(self._select + where, params, prepare=False).fetchall()
+        return np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
+
+    def __call__(self, keys: NDArray[np.int64]) -> NDArray[np.bool_]:
+        if self._selective:
+            if self._allowed is None:
+                self._allowed = self._read()
+            return np.isin(keys, self._allowed)
+        result = np.isin(keys, self._read("seq OPERATOR(pg_catalog.=) ANY(%s::int8[])", keys=keys))
+        self._selective = _selective(len(keys), int(result.sum()), self._sizes)
+        return result
+
+
 def postings_keyword_search(
     cur: psycopg.Cursor[Any],
     index: PostgresKeywordIndex,
@@ -174,14 +233,9 @@ def postings_keyword_search(
     rows, scores = scored_matches(postings, terms, (n, tokens / n if n else 0.0), scope, common)
     if not len(rows):
         return KeywordCandidates.empty()
-    where, params = filters.where(flt, "seq OPERATOR(pg_catalog.=) ANY(%s::int8[])")
-    check = sql.SQL("SELECT seq FROM {t}").format(t=table) + where
-
-    def passing(keys: NDArray[np.int64]) -> NDArray[np.bool_]:
-        got = cur.execute(check, [*params, keys.tolist()], prepare=False).fetchall()
-        return np.isin(keys, np.fromiter((r[0] for r in got), dtype=np.int64))
-
-    passed = best_passing(postings.seqs, rows, scores, passing, max(1, int(top_n)))
+    wanted = max(1, int(top_n))
+    passing = _FilterCheck(cur, table, flt, (n, wanted))
+    passed = best_passing(postings.seqs, rows, scores, passing, wanted)
     chosen = rows[passed]
     return KeywordCandidates(
         postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
