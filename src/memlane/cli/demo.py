@@ -61,7 +61,7 @@ RECALLS = (
     DemoRecall(
         "A preference, default balanced weights",
         "what seat does the user prefer?",
-        note="Relevance finds the window-seat preference; recency and importance order the rest.",
+        note="Relevance finds the window-seat preference; recency and importance break near-ties only.",
     ),
     DemoRecall(
         "A specific question: relevance weighs most",
