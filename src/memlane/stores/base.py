@@ -64,7 +64,7 @@ episode)`` of a side table kept by triggers on every write, indexed on ``(path, 
 :class:`MetadataCondition` on such a leaf (``eq`` with a non-null operand, ``gt gte lt lte``) is
 then an index range probe, which the stores use to drive a filtered read when it is the most
 selective condition (:mod:`memlane.stores.sqlite.value_index`,
-:mod:`memlane.stores.postgres.value_index`); the plain JSON test gives the same rows.
+:func:`memlane.stores.postgres.filters.value_sql`); the plain JSON test gives the same rows.
 ``("langgraph", "value")`` is where :class:`memlane.integrations.langgraph.MemlaneStore` keeps an
 item's value. Adding a root is a schema migration.
 """

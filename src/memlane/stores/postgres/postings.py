@@ -185,8 +185,7 @@ class _FilterCheck:
         where, params = filters.where(self._flt, *extra)
         if keys is not None:
             params = [*params, keys.tolist()]
-        got = self._cur.execute(self._select + where, params, prepare=False).fetchall()
-        return np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
+        return _keys(r[0] for r in self._cur.execute(self._select + where, params, prepare=False))
 
     def __call__(self, keys: NDArray[np.int64]) -> NDArray[np.bool_]:
         if self._selective:
