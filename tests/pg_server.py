@@ -99,3 +99,27 @@ def pg_schema(pg_url: str) -> Iterator[str]:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("SET lock_timeout = '10s'")
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+def schema_at_version(url: str, schema: Any, version: int) -> None:
+    """Create ``schema`` (a ``psycopg.sql.Identifier``) at migration ``version``, with the steps
+    memlane released up to it (an old store, for the migration tests)."""
+    import psycopg
+    from psycopg import sql
+
+    from memlane.stores.postgres import migrations as pg_migrations
+
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
+        ext = pg_migrations.ext_schema(conn)
+        conn.execute(pg_migrations.BOOTSTRAP.format(schema=schema))
+        for number, steps in enumerate(pg_migrations.MIGRATIONS[:version], start=1):
+            for step in steps:
+                if isinstance(step, sql.SQL):
+                    conn.execute(step.format(schema=schema, ext=ext))
+                else:
+                    step(conn, schema)
+            conn.execute(
+                sql.SQL("INSERT INTO {}.memlane_schema_migrations (version) VALUES (%s)").format(schema),
+                (number,),
+            )

@@ -22,6 +22,7 @@ from memlane.stores.postgres import PostgresStore
 from memlane.stores.postgres import migrations as pg_migrations
 from tests.backends import open_store, postgres_db
 from tests.conftest import T0
+from tests.pg_server import schema_at_version
 
 GLOBAL_TABLES = {"memlane_meta", "memlane_schema_migrations"}
 """Store-wide tables: replicated to every node (reference tables), not distributed by tenant."""
@@ -58,27 +59,9 @@ def test_every_unique_index_of_a_tenant_table_includes_tenant_id(pg_url: str, pg
 # -- migration 9 on a store that already holds rows ---------------------------------------------------
 
 
-def _old_schema(url: str, schema: sql.Identifier, version: int) -> None:
-    """Create ``schema`` at migration ``version`` with the statements memlane released then."""
-    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
-        ext = pg_migrations.ext_schema(conn)
-        conn.execute(pg_migrations.BOOTSTRAP.format(schema=schema))
-        for number, steps in enumerate(pg_migrations.MIGRATIONS[:version], start=1):
-            for step in steps:
-                if isinstance(step, sql.SQL):
-                    conn.execute(step.format(schema=schema, ext=ext))
-                else:
-                    step(conn, schema)
-            conn.execute(
-                sql.SQL("INSERT INTO {}.memlane_schema_migrations (version) VALUES (%s)").format(schema),
-                (number,),
-            )
-
-
 def test_migration_9_keys_existing_rows_by_tenant_without_losing_any(pg_url: str, pg_schema: str) -> None:
     schema = sql.Identifier(pg_schema)
-    _old_schema(pg_url, schema, 8)
+    schema_at_version(pg_url, schema, 8)
     with psycopg.connect(pg_url, autocommit=True) as conn, conn.transaction():
         for i, tenant in enumerate(("acme", "globex")):
             conn.execute(

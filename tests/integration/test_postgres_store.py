@@ -647,19 +647,24 @@ def test_recall_through_the_facade_with_retention(pg_url: str, pg_schema: str) -
 def test_retrieval_counts_are_buffered_off_the_recall_path(pg_url: str, pg_schema: str) -> None:
     """The PostgreSQL store shares the buffered bookkeeping (memlane.stores.retrievals) with SQLite."""
     memory = EpisodicMemory(PostgresStore(pg_url, schema=pg_schema), HashingEmbedder())
-    count = sql.SQL("SELECT retrieve_count FROM {}.memlane_episodes WHERE id = %s").format(
-        sql.Identifier(pg_schema)
-    )
+    reader = PostgresStore(pg_url, schema=pg_schema)  # another store object: sees only what was written
+
+    def count(episode_id: str) -> int:
+        found = reader.get(episode_id)
+        assert found is not None
+        return found.retrieve_count
+
     try:
         ep = memory.remember_episode("pref", "user prefers window seats")
         assert [h.episode.id for h in memory.recall_episodes("window seats")] == [ep.id]
-        assert _fetchall(pg_url, count, (ep.id,)) == [(0,)]  # the recall wrote nothing
+        assert count(ep.id) == 0  # the recall wrote nothing
         memory.remember_episode("pref", "user likes tea")  # the next write transaction carries it
-        assert _fetchall(pg_url, count, (ep.id,)) == [(1,)]
+        assert count(ep.id) == 1
         memory.recall_episodes("window seats")
     finally:
         memory.close()  # a clean shutdown writes what is pending
-    assert _fetchall(pg_url, count, (ep.id,)) == [(2,)]
+    assert count(ep.id) == 2
+    reader.close()
 
 
 _RECOUNT = (

@@ -185,6 +185,11 @@ class PostgresConnection:
         self._ext = ext
         fmt = {"schema": self._schema, "ext": ext}
         self._t = sql.SQL("{schema}.memlane_episodes").format(**fmt)
+        self._retrieved = sql.SQL("{schema}.memlane_retrievals").format(**fmt)
+        # the episodes as read: each with its retrievals counted since insert (lifecycle.record_retrievals)
+        self._episodes = sql.SQL("{t} LEFT JOIN {r} USING (tenant_id, seq)").format(
+            t=self._t, r=self._retrieved
+        )
         self._values = sql.SQL("{schema}.memlane_episode_metadata_values").format(**fmt)
         self._scope_stats = sql.SQL("{schema}.memlane_scope_stats").format(**fmt)
         self._scope_stats_pending = sql.SQL("{schema}.memlane_scope_stats_pending").format(**fmt)

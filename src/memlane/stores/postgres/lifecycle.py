@@ -2,8 +2,8 @@
 
 Each function runs in the caller's transaction (a cursor from the store) over the
 schema-qualified ``memlane_episodes`` table ``t``. Tags and vectors live in the episode's
-row, so a ``DELETE`` removes them too. Statements whose plan depends on the values (range
-deletes) are sent unprepared.
+row, so a ``DELETE`` removes them too (its ``memlane_retrievals`` row goes by a trigger).
+Statements whose plan depends on the values (range deletes) are sent unprepared.
 """
 
 from __future__ import annotations
@@ -208,17 +208,46 @@ def archive(cur: Cursor, t: sql.Composed, episode_ids: Sequence[str], at: dateti
     return int(cur.rowcount)
 
 
-def record_retrievals(cur: Cursor, t: sql.Composed, pending: Pending) -> int:
-    """Add buffered retrieval counts (:mod:`memlane.stores.retrievals`) in one statement; return rows."""
+_RECORD_RETRIEVALS = sql.SQL(
+    "INSERT INTO {r} AS r (tenant_id, seq, added_retrievals, added_last_retrieved_at) "
+    "SELECT e.tenant_id, p.seq, p.n, p.at "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::timestamptz[]) AS p(seq, n, at) "
+    "JOIN {t} AS e ON e.seq = p.seq ORDER BY p.seq "
+    "ON CONFLICT (tenant_id, seq) DO UPDATE SET "
+    "added_retrievals = r.added_retrievals + excluded.added_retrievals, "
+    "added_last_retrieved_at = greatest(r.added_last_retrieved_at, excluded.added_last_retrieved_at)"
+)
+
+
+def record_retrievals(cur: Cursor, tables: tuple[sql.Composed, sql.Composed], pending: Pending) -> int:
+    """Add buffered retrieval counts (:mod:`memlane.stores.retrievals`) in one statement; return rows.
+
+    The counts go to ``memlane_retrievals`` (schema migration 19), not to the episode rows: one
+    upsert of narrow rows with one index, where an ``UPDATE`` of the episodes wrote a new ~2 KB
+    row version into every episode index. An episode's effective ``retrieve_count`` is its own
+    column (the value written at insert) plus ``added_retrievals``, its ``last_retrieved_at`` the
+    later of the two (``PostgresStore``'s ``_COLUMNS``). Keys of episodes deleted meanwhile are
+    dropped (the join to the episodes). The rows are upserted in key order, so concurrent flushes
+    over overlapping keys never deadlock. A flush racing a delete of the same episode can leave
+    a row for a ``seq`` no episode has (the delete trigger ran before the insert): harmless,
+    since seqs are never reused and every read starts from the episodes.
+
+    Args:
+        cur: A cursor in the writing transaction.
+        tables: The schema-qualified ``memlane_episodes`` and ``memlane_retrievals``.
+        pending: Row key -> (retrievals to add, latest retrieval time).
+
+    Returns:
+        The number of row keys given (``len(pending)``).
+
+    Raises:
+        psycopg.Error: the database failed (the caller's transaction rolls back).
+    """
     if not pending:
         return 0
-    keys = list(pending)
+    keys = sorted(pending)
     cur.execute(
-        sql.SQL(
-            "UPDATE {t} AS e SET retrieve_count = e.retrieve_count + p.n, "
-            "last_retrieved_at = greatest(e.last_retrieved_at, p.at) "
-            "FROM unnest(%s::bigint[], %s::bigint[], %s::timestamptz[]) AS p(seq, n, at) WHERE e.seq = p.seq"
-        ).format(t=t),
+        _RECORD_RETRIEVALS.format(t=tables[0], r=tables[1]),
         (keys, [pending[k][0] for k in keys], [pending[k][1] for k in keys]),
     )
     return len(keys)

@@ -805,6 +805,34 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "WHERE e.metadata #> '{{langgraph,value}}' IS NOT NULL"
         ),
     ),
+    # 19: retrieval bookkeeping off the episode rows (memlane.stores.postgres.lifecycle.record_retrievals):
+    # the counts added since insert live in memlane_retrievals, one narrow row per retrieved episode
+    # with one index (its key), so a flush is an upsert there instead of an UPDATE of the ~2 KB inline
+    # episode rows (rarely HOT: every new row version went into all the episodes' indexes). The
+    # episodes' retrieve_count / last_retrieved_at keep the values written at insert (existing counts
+    # stay there, nothing is copied); the effective values add both (PostgresStore's _COLUMNS).
+    # Deleting episodes deletes their rows here (a statement trigger on the transition table).
+    # Every step can run again over its own result (IF NOT EXISTS, OR REPLACE).
+    (
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {schema}.memlane_retrievals (tenant_id text NOT NULL, "
+            "seq bigint NOT NULL, added_retrievals bigint NOT NULL, added_last_retrieved_at timestamptz "
+            "NOT NULL, PRIMARY KEY (tenant_id, seq))"
+        ),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.memlane_retrievals_delete() RETURNS trigger "
+            "LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$ BEGIN "
+            "DELETE FROM {schema}.memlane_retrievals AS r USING old_rows AS o "
+            "WHERE r.tenant_id = o.tenant_id AND r.seq = o.seq; "
+            "RETURN NULL; END $$"
+        ),
+        sql.SQL("DROP TRIGGER IF EXISTS memlane_retrievals_delete ON {schema}.memlane_episodes"),
+        sql.SQL(
+            "CREATE TRIGGER memlane_retrievals_delete AFTER DELETE ON {schema}.memlane_episodes "
+            "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+            "EXECUTE FUNCTION {schema}.memlane_retrievals_delete()"
+        ),
+    ),
 )
 
 

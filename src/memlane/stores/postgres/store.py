@@ -34,8 +34,10 @@ are sent unprepared (``prepare=False``): PostgreSQL plans each with its actual v
 Keyword search: in-memory postings caught up by snapshot diffs
 (:mod:`memlane.stores.postgres.postings`), or BM25 in the server (:mod:`memlane.stores.postgres.fts`,
 ``keyword_index=False``). Retrieval counts are buffered
-(:mod:`memlane.stores.retrievals`). Every ``psycopg``/``psycopg_pool`` exception is translated
-into :class:`~memlane.errors.StoreError` (or a subclass), the original chained as ``__cause__``.
+(:mod:`memlane.stores.retrievals`) and added up in ``memlane_retrievals``, off the episode rows
+(:func:`memlane.stores.postgres.lifecycle.record_retrievals`). Every ``psycopg``/``psycopg_pool``
+exception is translated into :class:`~memlane.errors.StoreError` (or a subclass), the original
+chained as ``__cause__``.
 """
 
 from __future__ import annotations
@@ -104,8 +106,12 @@ _TERMS_AT = -2
 _COLUMNS = sql.SQL(
     "seq, id, tenant_id, session_id, event_type, content, tags, importance, created_at, metadata, "
     "embedding_model, valid_from, valid_until, recorded_at, invalidated_at, superseded_by, supersede_reason, "
-    "archived_at, session_scoped, retrieve_count, last_retrieved_at"
+    "archived_at, session_scoped, retrieve_count + coalesce(added_retrievals, 0), "
+    "greatest(last_retrieved_at, added_last_retrieved_at)"
 )
+"""An episode's columns as :meth:`~memlane.stores.common.RowCodec.episode` reads them, from the
+episodes joined to their retrievals (``self._episodes``): the counts written at insert plus those
+added since (:func:`memlane.stores.postgres.lifecycle.record_retrievals`; ``greatest`` ignores nulls)."""
 
 
 class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
@@ -275,7 +281,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
                 lifecycle.retire(cur, self._t, supersessions)
                 if merge is not None:
                     lifecycle.archive_merged(cur, self._t, merge)
-                lifecycle.record_retrievals(cur, self._t, pending)
+                lifecycle.record_retrievals(cur, (self._t, self._retrieved), pending)
                 due = batch.vectors is not None and fold_due(*tail_span(cur, self._t, self._meta))
         except BaseException:
             self._retrievals.put_back(pending)
@@ -350,13 +356,13 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             return lifecycle.archive(cur, self._t, episode_ids, at)
 
     def _write_retrievals(self, pending: Pending, *, soon: bool) -> int | None:
-        """Buffered retrieval counts in one ``UPDATE ... FROM unnest(...)`` (:class:`BufferedRetrievals`).
+        """Buffered retrieval counts in one upsert of ``memlane_retrievals`` (:class:`BufferedRetrievals`).
 
         Committed with ``synchronous_commit = off`` (the commit does not wait for the WAL flush).
         """
         with self._transaction("record_retrievals") as cur:
             cur.execute("SET LOCAL synchronous_commit = off")
-            return lifecycle.record_retrievals(cur, self._t, pending)
+            return lifecycle.record_retrievals(cur, (self._t, self._retrieved), pending)
 
     def close(self) -> None:
         """Write buffered retrieval counts, then close the owned connection pool. Idempotent."""
@@ -407,7 +413,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """
         where, params = filters.where(flt, values=self._values)
         query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at DESC, seq DESC LIMIT %s").format(
-            cols=_COLUMNS, t=self._t, where=where
+            cols=_COLUMNS, t=self._episodes, where=where
         )
         with self._transaction("list_recent") as cur:
             return [
@@ -416,7 +422,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with ``episode_id``, or ``None``."""
-        query = sql.SQL("SELECT {cols} FROM {t} WHERE id = %s").format(cols=_COLUMNS, t=self._t)
+        query = sql.SQL("SELECT {cols} FROM {t} WHERE id = %s").format(cols=_COLUMNS, t=self._episodes)
         with self._transaction("get") as cur:
             row = cur.execute(query, (episode_id,)).fetchone()
         return None if row is None else CODEC.episode(row)
@@ -426,7 +432,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         if len(keys) == 0:
             return {}
         query = sql.SQL("SELECT {cols} FROM {t} WHERE seq = ANY(%s::bigint[])").format(
-            cols=_COLUMNS, t=self._t
+            cols=_COLUMNS, t=self._episodes
         )
         with self._read("fetch") as cur:
             rows = cur.execute(query, ([int(k) for k in keys],)).fetchall()
@@ -437,7 +443,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         if not episode_ids:
             return []
         query = sql.SQL("SELECT {cols} FROM {t} WHERE superseded_by = ANY(%s::text[]) ORDER BY seq").format(
-            cols=_COLUMNS, t=self._t
+            cols=_COLUMNS, t=self._episodes
         )
         with self._transaction("superseded_links") as cur:
             rows = cur.execute(query, (list(episode_ids),)).fetchall()
@@ -463,7 +469,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """
         where, params = filters.where(flt, "(created_at, seq) > (%s, %s)")
         query = sql.SQL("SELECT {cols} FROM {t}{where} ORDER BY created_at, seq LIMIT %s").format(
-            cols=_COLUMNS, t=self._t, where=where
+            cols=_COLUMNS, t=self._episodes, where=where
         )
 
         def read(last: tuple[Any, int]) -> list[Any]:
