@@ -192,13 +192,20 @@ def render_markdown(results: list[dict[str, Any]]) -> str:
         "| HOT of the UPDATEs | load |",
         "|---:|---:|---:|---:|---:|---|",
     ]
-    for r in results:
-        lines.append(
-            f"| {r['rows']} | {r['median_s']['before']:.4f} | {r['median_s']['now']:.4f} "
-            f"| {r['ratio_now_over_before']:.3f} | {r['episode_hot_updates']}/{r['episode_updates']} "
-            f"| {', '.join(f'{x:.2f}' for x in r['loadavg'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *(_row(r) for r in results)]) + "\n"
+
+
+def _row(r: dict[str, Any]) -> str:
+    """One size's Markdown table row."""
+    cells = [
+        str(r["rows"]),
+        f"{r['median_s']['before']:.4f}",
+        f"{r['median_s']['now']:.4f}",
+        f"{r['ratio_now_over_before']:.3f}",
+        f"{r['episode_hot_updates']}/{r['episode_updates']}",
+        ", ".join(f"{x:.2f}" for x in r["loadavg"]),
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
