@@ -135,10 +135,15 @@ def _plans(url: str, schema: str, seqs: list[int]) -> dict[str, str]:
     """The EXPLAIN of each episode read the store sends (recorded from its cursors)."""
     pool = ConnectionPool(url, min_size=1, max_size=1, kwargs={"cursor_factory": _Recording}, open=True)
     store = PostgresStore(pool, schema=schema)
+    one = store.fetch(seqs[:1])[seqs[0]]
     reads = {
         "get": lambda: store.get("none"),
         "fetch": lambda: store.fetch(seqs[:10]),
-        "list_recent": lambda: store.list_recent(EpisodeFilter(tenant_id="default"), 10),
+        "list_recent": lambda: store.list_recent(EpisodeFilter(tenant_id=one.tenant_id), 10),
+        "list_recent (session)": lambda: store.list_recent(
+            EpisodeFilter(tenant_id=one.tenant_id, session_id=one.session_id), 10
+        ),
+        "list_recent (unknown tenant)": lambda: store.list_recent(EpisodeFilter(tenant_id="none"), 10),
         "iter_episodes": lambda: next(store.iter_episodes(EpisodeFilter(), batch_size=100), None),
     }
     plans: dict[str, str] = {}

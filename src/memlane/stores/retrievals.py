@@ -3,7 +3,8 @@
 Every ranked recall counts one retrieval of the episodes it returned (``config.track_retrievals``).
 Writing that count at once costs a write transaction per recall (a few ms, and on SQLite a wait
 for any other writer's lock). A store instead adds the counts to a :class:`RetrievalBuffer` held
-in memory and writes them in one batched ``UPDATE``:
+in memory and writes them in one batched statement (SQLite: an ``UPDATE`` of the episodes' two
+columns; PostgreSQL: an upsert of the narrow ``memlane_retrievals``, off the wide episode rows):
 
 * inside the next write transaction of the same store object (an insert or merge), at no extra
   commit;
