@@ -1,4 +1,4 @@
-"""PostgreSQL retrieval bookkeeping kept off the episode rows (``memlane_retrievals``, schema migration 19).
+"""PostgreSQL retrieval bookkeeping kept off the episode rows (``memlane_retrievals``, schema migration 20).
 
 A flush upserts the counts added since insert into the narrow side table; every episode read adds
 them to the episode's own ``retrieve_count`` / ``last_retrieved_at`` (the values written at

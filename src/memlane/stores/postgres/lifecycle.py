@@ -222,7 +222,7 @@ _RECORD_RETRIEVALS = sql.SQL(
 def record_retrievals(cur: Cursor, tables: tuple[sql.Composed, sql.Composed], pending: Pending) -> int:
     """Add buffered retrieval counts (:mod:`memlane.stores.retrievals`) in one statement; return rows.
 
-    The counts go to ``memlane_retrievals`` (schema migration 19), not to the episode rows: one
+    The counts go to ``memlane_retrievals`` (schema migration 20), not to the episode rows: one
     upsert of narrow rows with one index, where an ``UPDATE`` of the episodes wrote a new ~2 KB
     row version into every episode index. An episode's effective ``retrieve_count`` is its own
     column (the value written at insert) plus ``added_retrievals``, its ``last_retrieved_at`` the

@@ -316,7 +316,8 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """Fold the unindexed tail into the HNSW index now (:mod:`memlane.stores.postgres.vector_index`).
 
         After a bulk ingest, so that recalls search the new rows through the index instead of
-        scanning them exactly. A no-op when the tail is empty; before a model is bound or above
+        scanning them exactly; then vacuums the episodes table (:meth:`_vacuum`). The fold is a
+        no-op when the tail is empty; before a model is bound or above
         2,000 dims there is no index. Results never change beyond what an ANN index may change:
         every cosine returned is exact.
 
@@ -335,7 +336,25 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             indexed = cur.execute(
                 sql.SQL("SELECT count(embedding) FROM {t} WHERE seq <= %s").format(t=self._t), (watermark,)
             ).fetchone()
+        self._vacuum()
         return IndexReport(vectors=0, ann_rows=int(indexed[0]) if indexed else 0, ann_trained=built)
+
+    def _vacuum(self) -> None:
+        """``VACUUM (ANALYZE)`` the episodes table, as autovacuum would later (part of :meth:`optimize`).
+
+        After a bulk ingest the new pages are not yet all-visible, so the planner cannot use the
+        index-only scan of the vector search's bounded count (schema migration 19) and scans the
+        heap; vacuuming sets the visibility map and refreshes the statistics now. ``VACUUM`` cannot
+        run in a transaction: a borrowed connection outside autocommit is switched for it and back.
+        """
+        statement = sql.SQL("VACUUM (ANALYZE) {t}").format(t=self._t)
+        with self._translate("optimize"), self._pool.connection(timeout=self._timeout) as conn:
+            autocommit = conn.autocommit
+            conn.autocommit = True
+            try:
+                conn.execute(statement)
+            finally:
+                conn.autocommit = autocommit
 
     def delete_created_before(
         self, cutoff: datetime, keep_importance_from: float | None = None, tenant_id: str | None = None
