@@ -65,6 +65,7 @@ from memlane.stores.common import (
     supersede_params,
 )
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
+from memlane.stores.keyword_postings import indexed_neighbours
 from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
 from memlane.stores.sqlite.ann import ANN_THRESHOLD
 from memlane.stores.sqlite.base import (
@@ -79,7 +80,7 @@ from memlane.stores.sqlite.base import (
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import KeywordIndex, index_new_rows, indexed_keyword_search, keyword_search
 from memlane.stores.sqlite.graph import SQLiteGraphStore, linked_episodes
-from memlane.stores.sqlite.neighbours import indexed_neighbours, stored_neighbours
+from memlane.stores.sqlite.neighbours import stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.sqlite.vector_index import RowFilter
