@@ -454,9 +454,10 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and the ``radius`` stored neighbours of each key (see :meth:`Store.neighbours`).
 
-        Index range scans or probes of ``ix_episodes_session_seq``
-        (:mod:`memlane.stores.sqlite.neighbours`): the cost grows with the number of keys, never
-        with the size of their sessions.
+        With the store's ``keyword_index`` (the default), from the in-memory postings
+        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`); without it, index range
+        scans or probes of ``ix_episodes_session_seq`` (:mod:`memlane.stores.sqlite.neighbours`).
+        Either way the cost grows with the number of keys, never with the size of their sessions.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         with self._translate("neighbours"):
