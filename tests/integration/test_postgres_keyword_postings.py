@@ -2,10 +2,13 @@
 
 * Equality: a store answering from its postings and one scoring in the server
   (``keyword_index=False``) return the same keys, order and scores for random writes, deletes,
-  filters and scopes (both read the same schema; the postings store catches up by snapshot diffs).
+  filters and scopes (both read the same schema; the postings store catches up by snapshot diffs),
+  and the same neighbours (keys, adjacent keys, sessions, tags) as the neighbour statement for
+  random interleaved writes with tags, deletes, radii and key samples.
 * Concurrent writers, two connections: a transaction that took lower row keys and commits after
-  a later one, a delete still in progress, and a pruned deletion log: every search equals a fresh
-  store's (postings rebuilt from scratch in the same state).
+  a later one, a delete still in progress, a pruned deletion log and rewritten rows: every search
+  equals a fresh store's (postings rebuilt from scratch in the same state), every neighbours
+  answer the statement's.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from hypothesis import strategies as st
 
 from memlane import EpisodeInput, EpisodicMemory
 from memlane.embeddings.fake import HashingEmbedder
-from memlane.stores.base import EpisodeFilter, KeywordCandidates
+from memlane.stores.base import EpisodeFilter, KeywordCandidates, Neighbours
 from tests.conftest import T0
 from tests.pg_server import SKIP_ENV
 
@@ -129,6 +132,72 @@ def _check_queries(
         )
 
 
+def _neighbours(found: Neighbours) -> list[tuple[Any, ...]]:
+    """Each row's key, session, tags, the tags' words and adjacent keys, in order."""
+    return [
+        (key, session, tags, [sorted(found.words(t)) for t in tags], adjacent)
+        for key, session, tags, adjacent in zip(
+            found.keys.tolist(), found.session_ids, found.tags, found.adjacent.tolist(), strict=True
+        )
+    ]
+
+
+def _stored_keys(store: PostgresStore) -> list[int]:
+    """Every row key of the store's schema, ascending (read beside the store)."""
+    with store._transaction("keys") as cur:
+        return [int(r[0]) for r in cur.execute(sql.SQL("SELECT seq FROM {} ORDER BY seq").format(store._t))]
+
+
+def _same_neighbours(store: PostgresStore, statement: PostgresStore, keys: list[int], radius: int) -> None:
+    found = _neighbours(store.neighbours(_ALL, keys, radius))
+    assert found == _neighbours(statement.neighbours(_ALL, keys, radius))
+    assert len(found) == len(set(keys) & set(_stored_keys(statement)))
+
+
+TAG_LISTS = ([], ["red"], ["red", "blue"], ["naïve tag"], ['quote"d'])
+_turns = st.lists(st.tuples(st.sampled_from(SCOPES), st.sampled_from(TAG_LISTS), st.booleans()), max_size=10)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batches=st.lists(_turns, min_size=1, max_size=4),
+    deletes=st.lists(st.integers(0, 10**6), max_size=4),
+    picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=40),
+    radius=st.integers(1, 3),
+)
+def test_postings_neighbours_equal_the_statement(
+    pair: tuple[PostgresStore, PostgresStore],
+    batches: list[list[tuple[tuple[str, str], list[str], bool]]],
+    deletes: list[int],
+    picks: list[int],
+    radius: int,
+) -> None:
+    """Turns of random scopes (one at a time, or a run with the next) by the other store, then deletes."""
+    postings, statement = pair
+
+    def check() -> None:
+        keys = _stored_keys(statement)
+        sample = [keys[p % len(keys)] for p in picks] if keys else []
+        for chosen in (sample, keys, [*sample[:3], 10**12]):
+            _same_neighbours(postings, statement, chosen, radius)
+
+    for batch in batches:
+        pending: list[EpisodeInput] = []
+        for i, ((tenant, session), tags, run_on) in enumerate(batch):
+            pending.append(EpisodeInput("turn", f"{WORDS[i % len(WORDS)]} turn", tags=tags))
+            if not run_on or i == len(batch) - 1:
+                memory = EpisodicMemory(statement, HashingEmbedder(), tenant_id=tenant, session_id=session)
+                memory.remember_episodes(pending)
+                pending = []
+        check()  # the postings catch up after the other store's commits
+    episodes = statement.list_recent(_ALL, 10_000)
+    for pick in deletes:
+        if episodes:
+            gone = episodes.pop(pick % len(episodes))
+            statement.delete(gone.id, gone.tenant_id)
+    check()
+
+
 # -- concurrent writers on two connections ------------------------------------------------------
 
 _ALL = EpisodeFilter()
@@ -164,13 +233,19 @@ def _delete(conn: psycopg.Connection[Any], schema: str, episode_id: str) -> None
 
 
 def _agrees_with_a_fresh_store(store: PostgresStore, url: str, schema: str, terms: list[str]) -> list[int]:
-    """The store's hits for ``terms`` (all rows), asserted equal to a just-built store's; their keys."""
+    """The store's hits for ``terms`` (all rows), asserted equal to a just-built store's; their keys.
+
+    Also its neighbours of every stored key, asserted equal to the neighbour statement's.
+    """
     fresh = PostgresStore(url, schema=schema)
+    statement = PostgresStore(url, schema=schema, keyword_index=False)
     try:
         expected = _hits(fresh.keyword_candidates(_ALL, terms, 50))
+        _same_neighbours(store, statement, [*_stored_keys(statement), 10**12], 2)  # refreshes first
+        found = _hits(store.keyword_candidates(_ALL, terms, 50))
     finally:
         fresh.close()
-    found = _hits(store.keyword_candidates(_ALL, terms, 50))
+        statement.close()
     assert found == expected
     return [k for k, *_ in found]
 
@@ -226,6 +301,12 @@ def test_rewriting_an_indexed_column_is_caught_up(pg_url: str, pg_schema: str) -
                 sql.Identifier(pg_schema, "memlane_episodes")
             ),
             (seed[0].id,),
+        )
+        conn.execute(  # a row moved to another session, with other tags: its neighbours change
+            sql.SQL("UPDATE {} SET session_id = 'moved', tags = ARRAY['blue'] WHERE id = %s").format(
+                sql.Identifier(pg_schema, "memlane_episodes")
+            ),
+            (seed[4].id,),
         )
     assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["onyx"])) == 1
     assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["rock"])) == len(WORDS) - 1

@@ -1,7 +1,10 @@
-"""The PostgreSQL store's neighbour statement (adjacent rows, probes where a run breaks) equals probes only.
+"""The PostgreSQL store's three neighbour paths give one answer: postings, the statement, probes only.
 
-Both equal the neighbours computed from the stored rows: the ``radius`` rows before and after each
-key in its (tenant, session), by ``seq``; ``-1`` where there is none (see ``Store.neighbours``).
+The in-memory postings (``keyword_index=True``, the default), the neighbour statement (adjacent rows,
+probes where a run breaks; ``keyword_index=False``) and the probes-only statement all equal the
+neighbours computed from the stored rows: the ``radius`` rows before and after each key in its
+(tenant, session), by ``seq``; ``-1`` where there is none (see ``Store.neighbours``). The postings
+and the statement also give the same sessions and tags.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ def _answer(store: PostgresStore, keys: list[int], radius: int) -> list[tuple[in
     return [(int(k), [int(a) for a in adj]) for k, adj in zip(found.keys, found.adjacent, strict=True)]
 
 
+def _labels(store: PostgresStore, keys: list[int]) -> list[tuple[int, str, tuple[str, ...]]]:
+    """Each found key's session and tags."""
+    found = store.neighbours(EpisodeFilter(), keys)
+    return list(zip(found.keys.tolist(), found.session_ids, found.tags, strict=True))
+
+
 def _probes_only(pg_url: str, schema: str, keys: list[int], radius: int) -> list[tuple[int, list[int]]]:
     statement = plans.neighbours_statement(
         sql.SQL("{}.memlane_episodes").format(sql.Identifier(schema)), radius, adjacent=False
@@ -55,17 +64,20 @@ def _stored(pg_url: str, schema: str) -> list[tuple[int, str, str]]:
         return [(int(seq), str(t), str(s)) for seq, t, s in conn.execute(table).fetchall()]
 
 
-def test_adjacent_rows_and_probes_agree(pg_url: str, pg_schema: str) -> None:
+def test_postings_adjacent_rows_and_probes_agree(pg_url: str, pg_schema: str) -> None:
     store = PostgresStore(pg_url, schema=pg_schema)
+    statement = PostgresStore(pg_url, schema=pg_schema, keyword_index=False)
     rng = random.Random(5)
     memories = {
-        (t, s): EpisodicMemory(store, HashingEmbedder(), tenant_id=t, session_id=s, owns_store=False)
+        (t, s): EpisodicMemory(statement, HashingEmbedder(), tenant_id=t, session_id=s, owns_store=False)
         for t in ("t1", "t2")
         for s in ("a", "b")
     }
     scopes = list(memories)
+    assert _answer(store, [1, 2], 2) == []  # the postings are built (empty) before the writes
     for i in range(300):  # sessions interleaved, so a session's keys are mostly not contiguous
-        memories[rng.choice(scopes)].remember_episodes([EpisodeInput("turn", f"turn {i}")])
+        tags = [["x"], [], ["x", "y"], ["naïve tag"]][i % 4]
+        memories[rng.choice(scopes)].remember_episodes([EpisodeInput("turn", f"turn {i}", tags=tags)])
     runs = {  # and runs: whole batches of one session (the adjacent rows answer)
         scope: memories[scope].remember_episodes([EpisodeInput("turn", f"run {j}") for j in range(40)])
         for scope in scopes
@@ -78,5 +90,9 @@ def test_adjacent_rows_and_probes_agree(pg_url: str, pg_schema: str) -> None:
         for radius in (1, 2, 3):
             expected = _expected(rows, sample, radius)
             assert _answer(store, sample, radius) == expected
+            assert _answer(statement, sample, radius) == expected
             assert _probes_only(pg_url, pg_schema, sample, radius) == expected
+        assert _labels(store, sample) == _labels(statement, sample)
+    assert len(_labels(store, keys)) == len(keys)
     store.close()
+    statement.close()

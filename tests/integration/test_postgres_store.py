@@ -409,7 +409,7 @@ def test_retention_is_one_indexed_delete(random_data: RandomData) -> None:
 
 
 def _recall_reads(store: PostgresStore) -> None:
-    """The single-statement reads of a recall: neighbours and fetch."""
+    """The reads of a recall after its search: neighbours (the postings caught up) and fetch."""
     store.insert([_episode(i, ("x",)) for i in range(3)], _unit(np.random.default_rng(2), 3))
     found = store.neighbours(EpisodeFilter(), [1, 2, 3])
     assert found.keys.tolist() == [1, 2, 3] and found.adjacent[1].tolist() == [-1, 1, 3, -1]

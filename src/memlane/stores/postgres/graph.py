@@ -20,7 +20,7 @@ from psycopg import Cursor, sql
 import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, LinkedEpisodes
 from memlane.stores.graph_base import EntityLink, GraphStoreBase
-from memlane.stores.postgres.base import CODEC, PostgresHost, reject_nul
+from memlane.stores.postgres.base import CODEC, PostgresHost, key_array, reject_nul
 
 __all__ = ["LINK_TABLE", "PostgresGraphStore", "linked_episodes"]
 
@@ -155,7 +155,9 @@ def linked_episodes(
         ).format(t=episodes, where=where, links=links)
         rows = [
             tuple(r)
-            for r in cur.execute(statement, [*params, tenant_id, wanted, requested, int(extra)]).fetchall()
+            for r in cur.execute(
+                statement, [*params, tenant_id, wanted, key_array(requested), int(extra)]
+            ).fetchall()
         ]
     found: list[tuple[Any, ...]] = []
     every = requested + [int(r[0]) for r in rows]
@@ -165,5 +167,5 @@ def linked_episodes(
             "l.episode_id = e.id WHERE e.seq = ANY(%s::int8[]) AND l.tenant_id = %s "
             "AND l.entity_id = ANY(%s::text[])"
         ).format(t=episodes, links=links)
-        found = [tuple(r) for r in cur.execute(statement, [every, tenant_id, wanted]).fetchall()]
+        found = [tuple(r) for r in cur.execute(statement, [key_array(every), tenant_id, wanted]).fetchall()]
     return LinkedEpisodes.from_rows(found, rows)

@@ -43,6 +43,7 @@ import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_passing, scored_matches
+from memlane.stores.postgres.base import key_array
 
 __all__ = ["PostgresKeywordIndex", "postings_keyword_search"]
 
@@ -184,7 +185,7 @@ class _FilterCheck:
     def _read(self, *extra: str, keys: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
         where, params = filters.where(self._flt, *extra)
         if keys is not None:
-            params = [*params, keys.tolist()]
+            params = [*params, key_array(keys.tolist())]
         return _keys(r[0] for r in self._cur.execute(self._select + where, params, prepare=False))
 
     def __call__(self, keys: NDArray[np.int64]) -> NDArray[np.bool_]:

@@ -81,6 +81,7 @@ from memlane.stores.common import (
     paginate,
     store_stats,
 )
+from memlane.stores.keyword_postings import indexed_neighbours
 from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul, reject_nul_episodes
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
@@ -643,14 +644,27 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
-        One statement (:mod:`memlane.stores.postgres.neighbours`): the rows ``seq ± 1 .. radius`` of
-        every key in one index scan, an index probe of ``ix_memlane_episodes_session_seq`` only where
-        a session's run of rows is broken; no session is ever scanned whole for a few keys.
+        With the store's ``keyword_index`` (the default), from the in-memory postings
+        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`, as SQLite): one transaction
+        brings them to its snapshot
+        (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.refresh`: on an unchanged
+        database two short statements, after a commit two more index range scans) and the
+        neighbours are read in memory; the postings' lock is held for that transaction only
+        (taken before the pooled connection, as in :meth:`keyword_candidates`). Without it, one
+        statement (:mod:`memlane.stores.postgres.neighbours`): the rows ``seq ± 1 .. radius`` of
+        every key in one index scan, an index probe of ``ix_memlane_episodes_session_seq`` only
+        where a session's run of rows is broken. Both give the same answer.
+
+        Raises:
+            StoreError: the database failed.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
+        radius = max(1, int(radius))
         if len(keys) == 0:
             return Neighbours.from_rows([], radius)
-        radius = max(1, int(radius))
+        if self._keyword_index is not None:
+            with self._keyword_index.lock, self._transaction("neighbours") as cur:
+                return indexed_neighbours(self._keyword_index.refresh(cur), keys, radius)
         statement = neighbours_statement(self._t, radius)
         with self._read("neighbours") as cur:
             rows = cur.execute(statement, {"keys": [int(k) for k in keys]}).fetchall()

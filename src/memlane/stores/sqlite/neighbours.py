@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from memlane.stores.base import Neighbours, unique_keys
-from memlane.stores.keyword_postings import KeywordPostings
+from memlane.stores.base import Neighbours
 
-__all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "indexed_neighbours", "stored_neighbours"]
+__all__ = ["RANGE_ROWS_EXTRA", "RANGE_ROWS_PER_KEY", "stored_neighbours"]
 
 RANGE_ROWS_PER_KEY = 8
 """The dense plan reads at most this many rows of the key range per candidate (plus the extra)."""
@@ -123,24 +122,3 @@ def stored_neighbours(conn: sqlite3.Connection, keys: Sequence[int], radius: int
             parsed[tags] = tuple(json.loads(tags))
         out.append((seq, session, parsed[tags], *adjacent[int(seq)]))
     return Neighbours.from_rows(out, radius)
-
-
-def indexed_neighbours(postings: KeywordPostings, keys: Sequence[int], radius: int) -> Neighbours:
-    """:func:`stored_neighbours`'s answer from the keyword index (no SQL, no probe per candidate).
-
-    The refreshed index holds every stored row with its tenant, session and tags (each distinct
-    tag list parsed once, when its first row entered the index): the neighbours come from
-    :meth:`KeywordPostings.neighbours`, the session and tag codes are gathers, and the tags'
-    words come from the index's cache (:meth:`KeywordPostings.tag_words`).
-    """
-    wanted = unique_keys(np.asarray(keys, dtype=np.int64))
-    rows, adjacent = postings.neighbours(wanted, radius)
-    return Neighbours(
-        keys=postings.seqs[rows],
-        session_codes=postings.name_codes[postings.session_of[rows]],
-        session_names=postings.names,
-        tag_codes=postings.tag_codes[rows],
-        tag_lists=postings.tag_lists,
-        adjacent=adjacent,
-        words=postings.tag_words,
-    )

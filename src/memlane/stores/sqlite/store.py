@@ -65,6 +65,7 @@ from memlane.stores.common import (
     supersede_params,
 )
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
+from memlane.stores.keyword_postings import indexed_neighbours
 from memlane.stores.retrievals import BufferedRetrievals, Pending, RetrievalBuffer
 from memlane.stores.sqlite.ann import ANN_THRESHOLD
 from memlane.stores.sqlite.base import (
@@ -79,7 +80,7 @@ from memlane.stores.sqlite.base import (
 from memlane.stores.sqlite.connection import SQLiteConnection
 from memlane.stores.sqlite.fts import KeywordIndex, index_new_rows, indexed_keyword_search, keyword_search
 from memlane.stores.sqlite.graph import SQLiteGraphStore, linked_episodes
-from memlane.stores.sqlite.neighbours import indexed_neighbours, stored_neighbours
+from memlane.stores.sqlite.neighbours import stored_neighbours
 from memlane.stores.sqlite.reembed import SQLiteReembed
 from memlane.stores.sqlite.sessions import SQLiteSessionStore
 from memlane.stores.sqlite.vector_index import RowFilter
@@ -453,9 +454,10 @@ class SQLiteStore(SQLiteConnection, BufferedRetrievals, EpisodeStoreBase):
     def neighbours(self, flt: EpisodeFilter, keys: Sequence[int], radius: int = 2) -> Neighbours:
         """Session, tags and the ``radius`` stored neighbours of each key (see :meth:`Store.neighbours`).
 
-        Index range scans or probes of ``ix_episodes_session_seq``
-        (:mod:`memlane.stores.sqlite.neighbours`): the cost grows with the number of keys, never
-        with the size of their sessions.
+        With the store's ``keyword_index`` (the default), from the in-memory postings
+        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`); without it, index range
+        scans or probes of ``ix_episodes_session_seq`` (:mod:`memlane.stores.sqlite.neighbours`).
+        Either way the cost grows with the number of keys, never with the size of their sessions.
         """
         del flt  # the neighbours are the stored turns; the ranking drops non-candidates
         with self._translate("neighbours"):
