@@ -269,21 +269,42 @@ def test_a_failed_load_is_reported_and_waiting_requests_get_a_503() -> None:
     assert [str(f) for f in failures] == ["no store"] and front.failure is failures[0]
 
 
-def test_memlane_serve_reports_a_failed_load_and_exits(tmp_path: Path) -> None:
-    """No API keys: the app refuses to build after the socket is already listening; the command
-    still stops with the app's message and a failing exit status."""
-    (tmp_path / "memlane.yaml").write_text(
-        "memory:\n  path: x.db\nepisodic_memory:\n  embedding_provider: hashing\nserver:\n  port: 0\n",
-        encoding="utf-8",
-    )
+def _serve(tmp_path: Path, config: str) -> subprocess.CompletedProcess[str]:
+    """``memlane --config memlane.yaml serve`` (uvicorn's default log level) with ``config``, to its exit."""
+    (tmp_path / "memlane.yaml").write_text(config, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "memlane", "--config", "memlane.yaml", "serve", "--log-level", "warning"],
+    return subprocess.run(
+        [sys.executable, "-m", "memlane", "--config", "memlane.yaml", "serve"],
         capture_output=True,
         text=True,
         env=env,
         cwd=tmp_path,
         timeout=120,
     )
+
+
+def test_memlane_serve_reports_a_failed_load_and_exits(tmp_path: Path) -> None:
+    """The store cannot be opened (its path is a directory): the app fails to load after the socket
+    is already listening; the command still stops with the store's message and a failing status."""
+    (tmp_path / "adir").mkdir()
+    key = "sha256:" + "ab" * 32
+    done = _serve(
+        tmp_path,
+        "memory:\n  path: adir\nepisodic_memory:\n  embedding_provider: hashing\n"
+        f"server:\n  port: 0\n  api_keys:\n    {key}: acme\n",
+    )
+    assert done.returncode != 0
+    assert "unable to open database file" in done.stderr
+    assert "Uvicorn running" in done.stderr  # it was listening (/health answered) when the load failed
+
+
+def test_memlane_serve_without_api_keys_refuses_before_listening(tmp_path: Path) -> None:
+    """No API keys: every request would be refused, so the command stops before binding the port
+    (it never announces a server that is running)."""
+    done = _serve(
+        tmp_path,
+        "memory:\n  path: x.db\nepisodic_memory:\n  embedding_provider: hashing\nserver:\n  port: 0\n",
+    )
     assert done.returncode != 0
     assert "server.api_keys: no API keys configured" in done.stderr
+    assert "Uvicorn running" not in done.stderr

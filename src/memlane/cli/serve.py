@@ -87,6 +87,7 @@ def serve(state: CliState, host: str | None, port: int | None, log_level: str) -
 
     settings = state.settings.server
     max_limit = state.settings.episodic_or_default.max_limit
+    settings.check_servable(max_limit)  # before the port listens: never "running", then refusing all
 
     def load() -> Any:  # in a thread, while /health is already answered
         from memlane.server.http import create_app

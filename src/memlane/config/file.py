@@ -244,6 +244,27 @@ class ServerSettings:
         """The configured key (tenant and role) of ``presented``, or ``None``; as :meth:`tenant_for_key`."""
         return find_api_key(self.api_keys, presented)
 
+    def check_servable(self, max_limit: int) -> None:
+        """Refuse settings no HTTP server can serve (:func:`memlane.server.http.create_app` calls it).
+
+        ``memlane serve`` calls it before binding its port, so a server that could only refuse
+        every request never prints that it is running.
+
+        Args:
+            max_limit: Largest ``limit`` a request may ask for.
+
+        Raises:
+            ConfigError: no API keys are configured (every request would be refused), or
+                ``max_limit`` < 1.
+        """
+        if not self.api_keys:
+            raise ConfigError(
+                "server.api_keys: no API keys configured; add 'sha256:<hex>: <tenant>' entries "
+                "(memlane api-key TENANT prints one)"
+            )
+        if max_limit < 1:
+            raise ConfigError(f"max_limit must be >= 1, got {max_limit}")
+
 
 @dataclass(frozen=True, slots=True)
 class MemlaneConfig:

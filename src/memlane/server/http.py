@@ -56,7 +56,7 @@ from starlette.types import Scope as AsgiScope
 from memlane import EpisodicMemory, __version__
 from memlane import wire as wire_format
 from memlane.config.file import DEFAULT_MAX_LIMIT, ServerSettings
-from memlane.errors import ConfigError, MemlaneError
+from memlane.errors import MemlaneError
 from memlane.models import Scope
 from memlane.operations import handlers as operations
 from memlane.operations.fields import Request, bounded
@@ -296,13 +296,7 @@ def create_app(
         ConfigError: no API keys are configured (every request would be refused), or
             ``max_limit`` < 1.
     """
-    if not settings.api_keys:
-        raise ConfigError(
-            "server.api_keys: no API keys configured; add 'sha256:<hex>: <tenant>' entries "
-            "(memlane api-key TENANT prints one)"
-        )
-    if max_limit < 1:
-        raise ConfigError(f"max_limit must be >= 1, got {max_limit}")
+    settings.check_servable(max_limit)
     state = AppState(
         settings=settings, max_limit=max_limit, factory=memory_factory, failures=key_failures or KeyFailures()
     )
