@@ -84,13 +84,17 @@ def ranking_terms(config: MemoryConfig | None = None) -> list[tuple[str, str]]:
         terms += [("relevance", _fusion_term(profile.fusion)), dense, keyword]
     terms.append(("relevance~", "blended with session neighbours +-1/+-2 and the group's best"))
     terms.append(
-        ("relevance^", f"entity: 1-(1-relevance)*(1-{profile.boosts.entity:g}) if the query names its one tag")
+        (
+            "relevance^",
+            f"entity: 1-(1-relevance)*(1-{profile.boosts.entity:g}) if the query names its one tag",
+        )
     )
     if config.temporal:
         terms.append(
             (
                 "relevance*",
-                f"time_window: 1-(1-relevance)*(1-{profile.boosts.time_window:g}) in a window the query names",
+                f"time_window: 1-(1-relevance)*(1-{profile.boosts.time_window:g})"
+                " in a window the query names",
             )
         )
     if profile.boosts.graph > 0:
