@@ -1,7 +1,7 @@
 """One PostgreSQL retrieval flush: the ``UPDATE`` of the episode rows (before) vs the side-table upsert (now).
 
 A flush writes the buffered counts of up to :data:`~memlane.stores.retrievals.FLUSH_EVERY` recalls
-(64 x 10 hits = 640 row keys). Before schema migration 19 that was one
+(64 x 10 hits = 640 row keys). Before schema migration 20 that was one
 ``UPDATE memlane_episodes ... FROM unnest(...)``: episode rows are ~2 KB and inline (4 a page), so
 a new row version rarely fits its page (not HOT) and goes into every episode index, the partial
 HNSW one included. Now it is one upsert into ``memlane_retrievals``

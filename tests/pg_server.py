@@ -113,13 +113,5 @@ def schema_at_version(url: str, schema: Any, version: int) -> None:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
         ext = pg_migrations.ext_schema(conn)
         conn.execute(pg_migrations.BOOTSTRAP.format(schema=schema))
-        for number, steps in enumerate(pg_migrations.MIGRATIONS[:version], start=1):
-            for step in steps:
-                if isinstance(step, sql.SQL):
-                    conn.execute(step.format(schema=schema, ext=ext))
-                else:
-                    step(conn, schema)
-            conn.execute(
-                sql.SQL("INSERT INTO {}.memlane_schema_migrations (version) VALUES (%s)").format(schema),
-                (number,),
-            )
+        for number in range(1, version + 1):
+            pg_migrations.apply_migration(conn, schema, ext, number)

@@ -47,6 +47,7 @@ __all__ = [
     "MIGRATIONS_TABLE",
     "MIGRATION_LOCK_KEY",
     "PRUNE_LOCK_KEY",
+    "apply_migration",
     "bind_vector_statements",
     "ext_schema",
     "is_current",
@@ -905,6 +906,28 @@ def ext_schema(conn: psycopg.Connection[Any]) -> sql.Identifier:
     return sql.Identifier(row[0])
 
 
+def apply_migration(
+    conn: psycopg.Connection[Any], schema: sql.Identifier, ext: sql.Identifier, number: int
+) -> None:
+    """Run the steps of migration ``number`` (1-based) on ``schema`` and record it (caller's transaction).
+
+    Args:
+        conn: A connection inside the migrating transaction.
+        schema: The schema, at version ``number - 1``.
+        ext: The schema of pgvector's objects (:func:`ext_schema`).
+        number: The migration, ``1 <= number <= len(MIGRATIONS)``.
+    """
+    for step in MIGRATIONS[number - 1]:
+        if isinstance(step, sql.SQL):
+            conn.execute(step.format(schema=schema, ext=ext))
+        else:
+            step(conn, schema)
+    conn.execute(
+        sql.SQL("INSERT INTO {schema}.memlane_schema_migrations (version) VALUES (%s)").format(schema=schema),
+        (number,),
+    )
+
+
 def migrate(conn: psycopg.Connection[Any], schema: str, location: str) -> None:
     """Create pgvector, the schema and the tables as needed, under an advisory lock (one transaction).
 
@@ -955,16 +978,6 @@ def migrate(conn: psycopg.Connection[Any], schema: str, location: str) -> None:
                 f"{location} schema {schema!r} has a memlane_episodes table that memlane did "
                 "not create (no migration record): refusing to use it"
             )
-        for number in range(version, len(MIGRATIONS)):
-            for statement in MIGRATIONS[number]:
-                if isinstance(statement, sql.SQL):
-                    conn.execute(statement.format(schema=schema_id, ext=ext))
-                else:
-                    statement(conn, schema_id)
-            conn.execute(
-                sql.SQL("INSERT INTO {schema}.memlane_schema_migrations (version) VALUES (%s)").format(
-                    schema=schema_id
-                ),
-                (number + 1,),
-            )
-            logger.info("migrated %s schema %r to version %d", location, schema, number + 1)
+        for number in range(version + 1, len(MIGRATIONS) + 1):
+            apply_migration(conn, schema_id, ext, number)
+            logger.info("migrated %s schema %r to version %d", location, schema, number)
