@@ -36,6 +36,7 @@ __all__ = [
     "VectorBinaryDumper",
     "VectorParam",
     "key_array",
+    "parse_key_array",
     "redact",
     "reject_nul",
     "reject_nul_episodes",
@@ -68,6 +69,20 @@ def key_array(keys: Any) -> str:
     so nothing but digits and ``-`` reaches the literal.
     """
     return "{" + ",".join(map(str, map(int, keys))) + "}"
+
+
+def parse_key_array(text: str | None) -> NDArray[np.int64]:
+    """An ``int8[]`` value read as text (``"{1,2,3}"``; ``None``, an empty aggregate: none) as int64.
+
+    The inverse of :func:`key_array`: one value per statement instead of a row per key, which
+    psycopg would decode one by one (533 rows of a recall's filter check: 0.2 ms more a statement).
+
+    Raises:
+        ValueError: ``text`` is not a one-dimensional array of integers.
+    """
+    if text is None or text == "{}":
+        return np.zeros(0, dtype=np.int64)
+    return np.array(text[1:-1].split(","), dtype=np.int64)
 
 
 class VectorParam:

@@ -21,8 +21,19 @@ When ``S`` equals ``P`` (no commit in between) nothing but the snapshot is read.
 ``memlane_deletions`` past ``xmin(P)`` (its ``pruned_below`` entry) makes the refresh read every
 stored key once instead. A failed refresh leaves the postings to be rebuilt by the next.
 
-Cost: an unchanged database costs a search two short statements (the isolation level, the
-snapshot); a commit anywhere in the database two more (index range scans, usually empty). A
+Optimistic reads (:func:`optimistic_keyword_search`, :meth:`PostgresKeywordIndex.holds_current`):
+while no transaction commits, the postings are already at the snapshot a new statement takes, so
+a search needs no transaction of its own: each of its statements (the filter check) also returns
+the snapshot it ran in, and when that equals the postings' snapshot ``P`` the statement saw the
+very rows the postings hold, as a statement of the ``REPEATABLE READ`` transaction at ``P`` would
+have (the same snapshot sees the same committed rows). A search that ran no statement asks for
+the snapshot alone. Any other snapshot (a commit in between) makes the store run the search
+again the plain way, in a transaction that catches up first; the answer is the same either way.
+
+Cost: an unchanged database costs a search one statement (its filter check, with the snapshot:
+no ``BEGIN``, isolation level, snapshot read or ``COMMIT``) and the neighbours one snapshot read;
+a commit anywhere in the database the plain path's: the isolation level, the snapshot, two index
+range scans (usually empty), then the search's statements. A
 transaction that keeps an xid open for long holds ``xmin`` back, so each catch-up meanwhile walks
 the index entries of every row written since it began (and reads only the unseen ones). Memory:
 every row of the schema, once per store object (the process's postings are not per tenant).
@@ -43,9 +54,9 @@ import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_passing, scored_matches
-from memlane.stores.postgres.base import key_array
+from memlane.stores.postgres.base import key_array, parse_key_array
 
-__all__ = ["PostgresKeywordIndex", "postings_keyword_search"]
+__all__ = ["PostgresKeywordIndex", "optimistic_keyword_search", "postings_keyword_search"]
 
 _BATCH = 50_000
 """Rows read per ``fetchmany`` while building."""
@@ -63,6 +74,13 @@ _UNSEEN = (
     "AND NOT pg_catalog.pg_visible_in_snapshot(xid, %s::pg_snapshot)"
 )
 """Rows of the transactions a snapshot (the parameter, twice) did not see."""
+
+_SNAPSHOT = "pg_catalog.pg_current_snapshot()::text"
+"""The snapshot of the statement (of the transaction under ``REPEATABLE READ``), as text."""
+
+
+class _MovedError(Exception):
+    """An optimistic statement ran in another snapshot than the postings hold (a commit in between)."""
 
 
 class PostgresKeywordIndex:
@@ -96,9 +114,7 @@ class PostgresKeywordIndex:
             psycopg.Error: the database failed (the next refresh rebuilds the postings).
         """
         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        row = cur.execute("SELECT pg_catalog.pg_current_snapshot()::text").fetchone()
-        assert row is not None
-        now, before = str(row[0]), self._snapshot
+        now, before = _current(cur), self._snapshot
         if now == before:
             return self.postings
         self._snapshot = None  # until the reads below succeed
@@ -109,6 +125,22 @@ class PostgresKeywordIndex:
             self._catch_up(cur, before)
         self._snapshot = now
         return self.postings
+
+    @property
+    def snapshot(self) -> str | None:
+        """The snapshot (``pg_snapshot`` text) the postings hold exactly, or ``None`` (rebuild first)."""
+        return self._snapshot
+
+    def holds_current(self, cur: psycopg.Cursor[Any]) -> bool:
+        """Whether the postings hold the snapshot a new statement on ``cur`` takes (one statement).
+
+        If so they are the rows that statement sees, so an answer from them alone is that of a
+        :meth:`refresh`-ed transaction now; if not, :meth:`refresh` in a new transaction.
+
+        Raises:
+            psycopg.Error: the database failed.
+        """
+        return self._snapshot is not None and _current(cur) == self._snapshot
 
     def _catch_up(self, cur: psycopg.Cursor[Any], before: str) -> None:
         """Drop the keys deleted and add the rows committed since snapshot ``before``."""
@@ -133,6 +165,13 @@ class PostgresKeywordIndex:
         cur.execute(self._rows + where, params, prepare=False)
         while batch := cur.fetchmany(_BATCH):
             self.postings.append(PostingRows(*zip(*batch, strict=True)))
+
+
+def _current(cur: psycopg.Cursor[Any]) -> str:
+    """The snapshot of a new statement on ``cur`` (of its transaction under ``REPEATABLE READ``)."""
+    row = cur.execute("SELECT " + _SNAPSHOT).fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 def _keys(values: Any) -> NDArray[np.int64]:
@@ -163,30 +202,49 @@ class _FilterCheck:
 
     The first call asks the server about those keys; when the share of them that passed says the
     filter is selective (:func:`_selective`: a 1 % tag at 100,000 rows), the next call reads every
-    key the filter passes once, in the same transaction (so the same snapshot), and it and later
-    calls test membership in memory instead of sending ever larger key lists. The same keys pass
-    either way.
+    key the filter passes once, in the same snapshot, and it and later calls test membership in
+    memory instead of sending ever larger key lists. The same keys pass either way.
+
+    Each statement returns the passing keys as one ``int8[]`` value (not a row per key) and the
+    snapshot it ran in, which must be ``snapshot`` (the postings'): else it raises :class:`_MovedError`.
 
     Args:
-        cur: The search's cursor (inside its transaction).
+        cur: The search's cursor (in its transaction, or in autocommit for an optimistic search).
         table: The schema-qualified episodes table.
         flt: The filter.
         sizes: ``(n, wanted)``: the scope's rows and the passes the search needs.
+        snapshot: The snapshot the postings hold.
     """
 
     def __init__(
-        self, cur: psycopg.Cursor[Any], table: sql.Composable, flt: EpisodeFilter, sizes: tuple[int, int]
+        self,
+        cur: psycopg.Cursor[Any],
+        table: sql.Composable,
+        flt: EpisodeFilter,
+        sizes: tuple[int, int],
+        snapshot: str,
     ) -> None:
-        self._cur, self._flt, self._sizes = cur, flt, sizes
-        self._select = sql.SQL("SELECT seq FROM {t}").format(t=table)
+        self._cur, self._flt, self._sizes, self._snapshot = cur, flt, sizes, snapshot
+        self._table = table
         self._selective = False
         self._allowed: NDArray[np.int64] | None = None
+        self.statements = 0
 
     def _read(self, *extra: str, keys: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
         where, params = filters.where(self._flt, *extra)
         if keys is not None:
             params = [*params, key_array(keys.tolist())]
-        return _keys(r[0] for r in self._cur.execute(self._select + where, params, prepare=False))
+        statement = sql.SQL(
+            "SELECT " + _SNAPSHOT + ", (SELECT pg_catalog.array_agg(seq)::text FROM {t}{where})"
+        )
+        row = self._cur.execute(
+            statement.format(t=self._table, where=where), params, prepare=False
+        ).fetchone()
+        self.statements += 1
+        assert row is not None
+        if str(row[0]) != self._snapshot:
+            raise _MovedError
+        return parse_key_array(row[1])
 
     def __call__(self, keys: NDArray[np.int64]) -> NDArray[np.bool_]:
         if self._selective:
@@ -226,17 +284,69 @@ def postings_keyword_search(
     Raises:
         psycopg.Error: the database failed (the store translates it).
     """
+    index.refresh(cur)
+    return _search(cur, index, table, request, common)[0]
+
+
+def optimistic_keyword_search(
+    cur: psycopg.Cursor[Any],
+    index: PostgresKeywordIndex,
+    table: sql.Composable,
+    request: tuple[EpisodeFilter, Sequence[str], int],
+    common: CommonTermFilter,
+) -> KeywordCandidates | None:
+    """:func:`postings_keyword_search`'s answer without a transaction, or ``None`` after a commit.
+
+    Searches the postings as they are (no refresh; call it under ``index.lock``) and verifies that
+    every statement ran in their snapshot (see the module docstring); a search that ran none reads
+    the snapshot once (:meth:`PostgresKeywordIndex.holds_current`).
+
+    Args:
+        cur: A cursor on which each statement may be its own transaction (autocommit).
+        index: The store's postings, built (:attr:`PostgresKeywordIndex.snapshot` not ``None``).
+        table, request, common: As for :func:`postings_keyword_search`.
+
+    Returns:
+        :func:`postings_keyword_search`'s candidates, or ``None``: the database moved on since the
+        postings' snapshot (run :func:`postings_keyword_search` in a transaction instead).
+
+    Raises:
+        psycopg.Error: the database failed (the store translates it).
+    """
+    try:
+        found, statements = _search(cur, index, table, request, common)
+    except _MovedError:
+        return None
+    if statements == 0 and not index.holds_current(cur):
+        return None
+    return found
+
+
+def _search(
+    cur: psycopg.Cursor[Any],
+    index: PostgresKeywordIndex,
+    table: sql.Composable,
+    request: tuple[EpisodeFilter, Sequence[str], int],
+    common: CommonTermFilter,
+) -> tuple[KeywordCandidates, int]:
+    """The search over the postings at :attr:`PostgresKeywordIndex.snapshot`, and its statement count.
+
+    Raises:
+        _MovedError: a filter check ran in another snapshot.
+    """
     flt, terms, top_n = request
-    postings = index.refresh(cur)
+    postings, snapshot = index.postings, index.snapshot
+    assert snapshot is not None  # refreshed or checked by the caller
     scope = statistics_scope(flt)
     n, tokens = postings.scope_size(scope)
     rows, scores = scored_matches(postings, terms, (n, tokens / n if n else 0.0), scope, common)
     if not len(rows):
-        return KeywordCandidates.empty()
+        return KeywordCandidates.empty(), 0
     wanted = max(1, int(top_n))
-    passing = _FilterCheck(cur, table, flt, (n, wanted))
+    passing = _FilterCheck(cur, table, flt, (n, wanted), snapshot)
     passed = best_passing(postings.seqs, rows, scores, passing, wanted)
     chosen = rows[passed]
-    return KeywordCandidates(
+    found = KeywordCandidates(
         postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
     )
+    return found, passing.statements

@@ -37,7 +37,7 @@ from psycopg.types.json import Json
 from memlane.errors import StoreError
 from memlane.stores.base import VectorCandidates
 from memlane.stores.common import check_dims
-from memlane.stores.postgres.base import CODEC, PostgresHost
+from memlane.stores.postgres.base import CODEC, PostgresHost, key_array
 from memlane.stores.sessions_base import (
     NO_VECTOR_MODEL,
     SessionAppend,
@@ -265,7 +265,7 @@ class PostgresSessionStore(SessionStoreBase):
                     "FROM {w} w JOIN {s} s ON s.tenant_id = w.tenant_id AND s.seq = w.session_seq "
                     "WHERE w.seq = ANY(%s::bigint[])"
                 ).format(cols=_S_HEADER, w=self._windows, s=self._sessions),
-                ([int(k) for k in keys],),
+                (key_array(keys),),
             ).fetchall()
         return {int(r[0]): window_from_row(r, CODEC) for r in rows}
 

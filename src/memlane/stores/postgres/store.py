@@ -82,14 +82,18 @@ from memlane.stores.common import (
     store_stats,
 )
 from memlane.stores.keyword_postings import indexed_neighbours
-from memlane.stores.postgres.base import CODEC, VectorParam, reject_nul, reject_nul_episodes
+from memlane.stores.postgres.base import CODEC, VectorParam, key_array, reject_nul, reject_nul_episodes
 from memlane.stores.postgres.connection import PostgresConnection
 from memlane.stores.postgres.fts import keyword_search
 from memlane.stores.postgres.graph import LINK_TABLE, PostgresGraphStore, linked_episodes
 from memlane.stores.postgres.ingest import copy_episodes, copy_types
 from memlane.stores.postgres.migrations import BIND_LOCK_KEY, bind_vector_statements, read_version
 from memlane.stores.postgres.neighbours import neighbours_statement
-from memlane.stores.postgres.postings import PostgresKeywordIndex, postings_keyword_search
+from memlane.stores.postgres.postings import (
+    PostgresKeywordIndex,
+    optimistic_keyword_search,
+    postings_keyword_search,
+)
 from memlane.stores.postgres.reembed import PostgresReembed
 from memlane.stores.postgres.sessions import PostgresSessionStore
 from memlane.stores.postgres.vector_index import HNSW_MAX_DIMS, INDEX, fold, fold_due, has_index, tail_span
@@ -455,7 +459,7 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             cols=_COLUMNS, t=self._episodes
         )
         with self._read("fetch") as cur:
-            rows = cur.execute(query, ([int(k) for k in keys],)).fetchall()
+            rows = cur.execute(query, (key_array(keys),)).fetchall()
         return {int(r[0]): CODEC.episode(r) for r in rows}
 
     def superseded_links(self, episode_ids: Sequence[str]) -> list[Episode]:
@@ -612,7 +616,10 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
 
         See :mod:`memlane.stores.postgres.fts` (index, binding of terms) and
         :func:`memlane.bm25.score_matches` (scoring); with the store's ``keyword_index``, the
-        in-memory postings answer (:mod:`memlane.stores.postgres.postings`: the same rows and scores).
+        in-memory postings answer (:mod:`memlane.stores.postgres.postings`: the same rows and scores),
+        without a transaction while nothing committed since their snapshot
+        (:func:`~memlane.stores.postgres.postings.optimistic_keyword_search`), else in one that
+        catches them up first.
 
         Raises:
             ValidationError: a term contains a NUL character.
@@ -622,10 +629,17 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         if not terms:
             return KeywordCandidates.empty()
         reject_nul(terms)
-        if self._keyword_index is not None:
-            with self._keyword_index.lock, self._transaction("keyword_candidates") as cur:
-                request = (flt, terms, top_n)
-                return postings_keyword_search(cur, self._keyword_index, self._t, request, self._common_terms)
+        index = self._keyword_index
+        if index is not None:
+            request = (flt, terms, top_n)
+            with index.lock:
+                if index.snapshot is not None:  # nothing committed since: no transaction needed
+                    with self._read("keyword_candidates") as cur:
+                        found = optimistic_keyword_search(cur, index, self._t, request, self._common_terms)
+                    if found is not None:
+                        return found
+                with self._transaction("keyword_candidates") as cur:
+                    return postings_keyword_search(cur, index, self._t, request, self._common_terms)
         with self._transaction("keyword_candidates") as cur:
             return keyword_search(
                 cur, self._t, (self._scope_stats, self._term_df), flt, terms, top_n, self._common_terms
@@ -645,12 +659,14 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
         With the store's ``keyword_index`` (the default), from the in-memory postings
-        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`, as SQLite): one transaction
-        brings them to its snapshot
-        (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.refresh`: on an unchanged
-        database two short statements, after a commit two more index range scans) and the
-        neighbours are read in memory; the postings' lock is held for that transaction only
-        (taken before the pooled connection, as in :meth:`keyword_candidates`). Without it, one
+        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`, as SQLite): when one
+        statement's snapshot is the one they hold
+        (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.holds_current`: nothing
+        committed since) they answer as they are; otherwise one transaction brings them to its
+        snapshot first (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.refresh`: two
+        short statements and two index range scans). The neighbours are read in memory; the
+        postings' lock is held for those statements only (taken before the pooled connection, as
+        in :meth:`keyword_candidates`). Without it, one
         statement (:mod:`memlane.stores.postgres.neighbours`): the rows ``seq ± 1 .. radius`` of
         every key in one index scan, an index probe of ``ix_memlane_episodes_session_seq`` only
         where a session's run of rows is broken. Both give the same answer.
@@ -662,12 +678,19 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         radius = max(1, int(radius))
         if len(keys) == 0:
             return Neighbours.from_rows([], radius)
-        if self._keyword_index is not None:
-            with self._keyword_index.lock, self._transaction("neighbours") as cur:
-                return indexed_neighbours(self._keyword_index.refresh(cur), keys, radius)
+        index = self._keyword_index
+        if index is not None:
+            with index.lock:
+                if index.snapshot is not None:
+                    with self._read("neighbours") as cur:
+                        current = index.holds_current(cur)
+                    if current:
+                        return indexed_neighbours(index.postings, keys, radius)
+                with self._transaction("neighbours") as cur:
+                    return indexed_neighbours(index.refresh(cur), keys, radius)
         statement = neighbours_statement(self._t, radius)
         with self._read("neighbours") as cur:
-            rows = cur.execute(statement, {"keys": [int(k) for k in keys]}).fetchall()
+            rows = cur.execute(statement, {"keys": key_array(keys)}).fetchall()
         return Neighbours.from_rows(rows, radius)
 
     def explain_vector_candidates(
