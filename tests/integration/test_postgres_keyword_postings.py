@@ -360,3 +360,110 @@ def test_a_selective_filter_is_read_once_with_the_same_hits(
     finally:
         postings.close()
         server.close()
+
+
+# -- optimistic reads: no transaction while nothing committed ---------------------------------
+
+
+def _seeded(pg_url: str, pg_schema: str) -> PostgresStore:
+    """A postings store over 1,200 rows (a 0.4 % tag among them), its postings built."""
+    store = PostgresStore(pg_url, schema=pg_schema)
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t1", session_id="s1")
+    memory.remember_episodes(
+        [
+            EpisodeInput(
+                "note" if i % 2 else "fact",
+                f"{WORDS[i % len(WORDS)]} {'cobalt ' * (i % 5)}".strip(),
+                tags=["rare"] if i % 270 == 0 else ["common"],
+                created_at=T0 - timedelta(minutes=i),
+            )
+            for i in range(1200)
+        ]
+    )
+    store.keyword_candidates(EpisodeFilter(), ["amber"], 1)  # builds the postings
+    return store
+
+
+_FILTERS = (
+    EpisodeFilter(),
+    EpisodeFilter(tenant_id="t1", session_id="s1", tags=("rare",)),  # selective: several statements
+    EpisodeFilter(tenant_id="t1", event_type="note", exclude_archived=True, current_at=T0),
+    EpisodeFilter(tenant_id="t2"),  # nothing in scope: no statement
+)
+
+
+def _both_paths(store: PostgresStore, flt: EpisodeFilter, terms: list[str], top_n: int) -> tuple[Any, Any]:
+    """``(optimistic answer or None, plain answer)`` of one search over the same postings."""
+    from memlane.stores.postgres.postings import optimistic_keyword_search, postings_keyword_search
+
+    index = store._keyword_index
+    assert index is not None
+    request = (flt, terms, top_n)
+    with index.lock:
+        with store._read("test") as cur:
+            fast = optimistic_keyword_search(cur, index, store._t, request, store._common_terms)
+        with store._transaction("test") as cur:
+            plain = postings_keyword_search(cur, index, store._t, request, store._common_terms)
+    return fast, plain
+
+
+def test_an_optimistic_search_answers_as_the_plain_path(pg_url: str, pg_schema: str) -> None:
+    store = _seeded(pg_url, pg_schema)
+    try:
+        for flt in _FILTERS:
+            for terms in (["amber"], ["cobalt", "garnet"], ["zircon"]):
+                for top_n in (1, 10, 500):
+                    fast, plain = _both_paths(store, flt, terms, top_n)
+                    assert fast is not None
+                    assert _hits(fast) == _hits(plain)
+    finally:
+        store.close()
+
+
+def test_a_commit_since_the_snapshot_sends_searches_the_plain_way(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit anywhere before (or during) an optimistic search: ``None``, and the store catches up."""
+    import memlane.stores.postgres.postings as postings_module
+
+    store = _seeded(pg_url, pg_schema)
+    source = store.list_recent(EpisodeFilter(), 1)[0].id
+    try:
+        for n, flt in enumerate(_FILTERS):
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                _insert_copy(conn, pg_schema, source, f"new{n}", "amber zircon")
+            fast, _ = _both_paths(store, flt, ["amber"], 10)  # the plain path catches up after it
+            assert fast is None
+            fast, plain = _both_paths(store, flt, ["amber"], 10)  # nothing committed since
+            assert fast is not None and _hits(fast) == _hits(plain)
+        keys = _stored_keys(store)
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            _insert_copy(conn, pg_schema, source, "between", "amber zircon")
+        index = store._keyword_index
+        assert index is not None
+        with store._read("test") as cur:
+            assert not index.holds_current(cur)  # the neighbours catch up too
+        statement = PostgresStore(pg_url, schema=pg_schema, keyword_index=False)
+        try:
+            _same_neighbours(store, statement, keys, 2)
+        finally:
+            statement.close()
+
+        original = postings_module._FilterCheck._read
+        inserted: list[str] = []
+
+        def commit_after_the_first(self: Any, *extra: str, keys: Any = None) -> Any:
+            found = original(self, *extra, keys=keys)
+            if not inserted:  # a writer commits between the search's statements
+                inserted.append(f"mid{len(inserted)}")
+                with psycopg.connect(pg_url, autocommit=True) as conn:
+                    _insert_copy(conn, pg_schema, source, inserted[-1], "amber zircon")
+            return found
+
+        monkeypatch.setattr(postings_module._FilterCheck, "_read", commit_after_the_first)
+        fast, _ = _both_paths(store, _FILTERS[1], ["amber"], 50)
+        assert inserted and fast is None
+        monkeypatch.undo()
+        assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["zircon"])) == len(_FILTERS) + 2
+    finally:
+        store.close()
