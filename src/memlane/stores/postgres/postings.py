@@ -237,8 +237,11 @@ class _FilterCheck:
         statement = sql.SQL(
             "SELECT " + _SNAPSHOT + ", (SELECT pg_catalog.array_agg(seq)::text FROM {t}{where})"
         )
+        # a key list bounds the rows whatever the plan: prepared after a few uses (no planning, about
+        # 0.4 ms at 533 keys); the whole filter's rows are planned with its values
+        prepare = None if keys is not None else False
         row = self._cur.execute(
-            statement.format(t=self._table, where=where), params, prepare=False
+            statement.format(t=self._table, where=where), params, prepare=prepare
         ).fetchone()
         self.statements += 1
         assert row is not None
