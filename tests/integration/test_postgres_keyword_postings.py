@@ -399,11 +399,10 @@ def _both_paths(store: PostgresStore, flt: EpisodeFilter, terms: list[str], top_
     index = store._keyword_index
     assert index is not None
     request = (flt, terms, top_n)
-    with index.lock:
-        with store._read("test") as cur:
-            fast = optimistic_keyword_search(cur, index, store._t, request, store._common_terms)
-        with store._transaction("test") as cur:
-            plain = postings_keyword_search(cur, index, store._t, request, store._common_terms)
+    with store._read("test") as cur:
+        fast = optimistic_keyword_search(cur, index, store._t, request, store._common_terms)
+    with store._transaction("test") as cur:
+        plain = postings_keyword_search(cur, index, store._t, request, store._common_terms)
     return fast, plain
 
 
@@ -425,6 +424,7 @@ def test_a_commit_since_the_snapshot_sends_searches_the_plain_way(
 ) -> None:
     """A commit anywhere before (or during) an optimistic search: ``None``, and the store catches up."""
     import memlane.stores.postgres.postings as postings_module
+    from memlane.stores.postgres.postings import current_snapshot
 
     store = _seeded(pg_url, pg_schema)
     source = store.list_recent(EpisodeFilter(), 1)[0].id
@@ -442,7 +442,7 @@ def test_a_commit_since_the_snapshot_sends_searches_the_plain_way(
         index = store._keyword_index
         assert index is not None
         with store._read("test") as cur:
-            assert not index.holds_current(cur)  # the neighbours catch up too
+            assert current_snapshot(cur) != index.snapshot  # the neighbours catch up too
         statement = PostgresStore(pg_url, schema=pg_schema, keyword_index=False)
         try:
             _same_neighbours(store, statement, keys, 2)
@@ -467,3 +467,63 @@ def test_a_commit_since_the_snapshot_sends_searches_the_plain_way(
         assert len(_agrees_with_a_fresh_store(store, pg_url, pg_schema, ["zircon"])) == len(_FILTERS) + 2
     finally:
         store.close()
+
+
+def test_threads_search_while_another_process_writes(pg_url: str, pg_schema: str) -> None:
+    """Searches in 6 threads over 2 pooled connections while rows of another tenant commit: each
+    answer equals the one before any write (the lock covers only the refresh and the scoring)."""
+    import threading
+
+    seeded = _seeded(pg_url, pg_schema)
+    seeded.close()
+    store = PostgresStore(pg_url, schema=pg_schema, min_size=1, max_size=2)
+    requests = [
+        (flt, terms, top_n)
+        for flt in (_FILTERS[1], _FILTERS[2], EpisodeFilter(tenant_id="t1"))
+        for terms in (["amber"], ["cobalt", "garnet"])
+        for top_n in (5, 200)
+    ]
+    expected = [_hits(store.keyword_candidates(*r)) for r in requests]
+    keys = _stored_keys(store)[:300]
+    near = _neighbours(store.neighbours(_ALL, keys, 2))
+    source = store.list_recent(EpisodeFilter(), 1)[0].id
+    errors: list[BaseException] = []
+    done = threading.Event()
+    written: list[int] = []
+
+    def search() -> None:
+        try:
+            for _ in range(8):
+                for request, hits in zip(requests, expected, strict=True):
+                    assert _hits(store.keyword_candidates(*request)) == hits
+                assert _neighbours(store.neighbours(_ALL, keys, 2)) == near
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    def write() -> None:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            n = 0
+            while not done.is_set():
+                with conn.transaction():  # the copy is another tenant's row when it commits
+                    _insert_copy(conn, pg_schema, source, f"other{n}", "zzz")
+                    conn.execute(
+                        sql.SQL("UPDATE {} SET tenant_id = 'tw', session_id = 'sw' WHERE id = %s").format(
+                            sql.Identifier(pg_schema, "memlane_episodes")
+                        ),
+                        (f"other{n}",),
+                    )
+                n += 1
+            written.append(n)
+
+    writer = threading.Thread(target=write)
+    threads = [threading.Thread(target=search) for _ in range(6)]
+    writer.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    writer.join()
+    store.close()
+    assert errors == []
+    assert written[0] > 0

@@ -21,7 +21,7 @@ When ``S`` equals ``P`` (no commit in between) nothing but the snapshot is read.
 ``memlane_deletions`` past ``xmin(P)`` (its ``pruned_below`` entry) makes the refresh read every
 stored key once instead. A failed refresh leaves the postings to be rebuilt by the next.
 
-Optimistic reads (:func:`optimistic_keyword_search`, :meth:`PostgresKeywordIndex.holds_current`):
+Optimistic reads (:func:`optimistic_keyword_search`, :func:`current_snapshot`):
 while no transaction commits, the postings are already at the snapshot a new statement takes, so
 a search needs no transaction of its own: each of its statements (the filter check) also returns
 the snapshot it ran in, and when that equals the postings' snapshot ``P`` the statement saw the
@@ -29,6 +29,7 @@ very rows the postings hold, as a statement of the ``REPEATABLE READ`` transacti
 have (the same snapshot sees the same committed rows). A search that ran no statement asks for
 the snapshot alone. Any other snapshot (a commit in between) makes the store run the search
 again the plain way, in a transaction that catches up first; the answer is the same either way.
+The postings' lock covers the refresh and the scoring, not the filter check's round trips.
 
 Cost: an unchanged database costs a search one statement (its filter check, with the snapshot:
 no ``BEGIN``, isolation level, snapshot read or ``COMMIT``) and the neighbours one snapshot read;
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
@@ -56,7 +57,7 @@ from memlane.stores.common_terms import CommonTermFilter, statistics_scope
 from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_passing, scored_matches
 from memlane.stores.postgres.base import key_array, parse_key_array
 
-__all__ = ["PostgresKeywordIndex", "optimistic_keyword_search", "postings_keyword_search"]
+__all__ = ["PostgresKeywordIndex", "current_snapshot", "optimistic_keyword_search", "postings_keyword_search"]
 
 _BATCH = 50_000
 """Rows read per ``fetchmany`` while building."""
@@ -90,7 +91,9 @@ class PostgresKeywordIndex:
         table: The schema-qualified ``memlane_episodes``.
         deletions: The schema-qualified ``memlane_deletions``.
 
-    Not thread-safe by itself: hold :attr:`lock` around :meth:`refresh` and the search.
+    Not thread-safe by itself: hold :attr:`lock` around :meth:`refresh` and any read of
+    :attr:`postings` (the searches here take it; a refresh replaces the postings' arrays, so arrays
+    taken under the lock stay valid after it is released).
     """
 
     def __init__(self, table: sql.Composable, deletions: sql.Composable) -> None:
@@ -114,7 +117,7 @@ class PostgresKeywordIndex:
             psycopg.Error: the database failed (the next refresh rebuilds the postings).
         """
         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        now, before = _current(cur), self._snapshot
+        now, before = current_snapshot(cur), self._snapshot
         if now == before:
             return self.postings
         self._snapshot = None  # until the reads below succeed
@@ -130,17 +133,6 @@ class PostgresKeywordIndex:
     def snapshot(self) -> str | None:
         """The snapshot (``pg_snapshot`` text) the postings hold exactly, or ``None`` (rebuild first)."""
         return self._snapshot
-
-    def holds_current(self, cur: psycopg.Cursor[Any]) -> bool:
-        """Whether the postings hold the snapshot a new statement on ``cur`` takes (one statement).
-
-        If so they are the rows that statement sees, so an answer from them alone is that of a
-        :meth:`refresh`-ed transaction now; if not, :meth:`refresh` in a new transaction.
-
-        Raises:
-            psycopg.Error: the database failed.
-        """
-        return self._snapshot is not None and _current(cur) == self._snapshot
 
     def _catch_up(self, cur: psycopg.Cursor[Any], before: str) -> None:
         """Drop the keys deleted and add the rows committed since snapshot ``before``."""
@@ -167,8 +159,17 @@ class PostgresKeywordIndex:
             self.postings.append(PostingRows(*zip(*batch, strict=True)))
 
 
-def _current(cur: psycopg.Cursor[Any]) -> str:
-    """The snapshot of a new statement on ``cur`` (of its transaction under ``REPEATABLE READ``)."""
+def current_snapshot(cur: psycopg.Cursor[Any]) -> str:
+    """The snapshot (``pg_snapshot`` text) of a new statement on ``cur`` (one statement).
+
+    Under ``REPEATABLE READ``, the transaction's. When it equals
+    :attr:`PostgresKeywordIndex.snapshot` (nothing committed since) the postings are the rows that
+    statement sees, so an answer from them alone is that of a :meth:`~PostgresKeywordIndex.refresh`-ed
+    transaction now.
+
+    Raises:
+        psycopg.Error: the database failed.
+    """
     row = cur.execute("SELECT " + _SNAPSHOT).fetchone()
     assert row is not None
     return str(row[0])
@@ -268,10 +269,13 @@ def postings_keyword_search(
 ) -> KeywordCandidates:
     """:func:`memlane.stores.postgres.fts.keyword_search`'s answer from the in-memory postings.
 
-    Refreshes ``index`` (:meth:`PostgresKeywordIndex.refresh`, so call it first in the
-    transaction, under ``index.lock``), scores every match of the filter's scope with the scope's
-    statistics from the postings, then checks the best rows against the filter in SQL, best first,
-    until ``top_n`` pass (:func:`~memlane.stores.keyword_postings.best_passing`).
+    Under ``index.lock`` (taken here), refreshes ``index`` (:meth:`PostgresKeywordIndex.refresh`, so
+    call it first in the transaction) and scores every match of the filter's scope with the
+    scope's statistics from the postings; then, without the lock, checks the best rows against the
+    filter in SQL, best first, until ``top_n`` pass
+    (:func:`~memlane.stores.keyword_postings.best_passing`). The check reads only the arrays taken
+    under the lock (a refresh replaces the postings' arrays, it never writes into them), so other
+    searches of the store proceed meanwhile.
 
     Args:
         cur: A cursor at the start of a transaction.
@@ -287,8 +291,10 @@ def postings_keyword_search(
     Raises:
         psycopg.Error: the database failed (the store translates it).
     """
-    index.refresh(cur)
-    return _search(cur, index, table, request, common)[0]
+    with index.lock:
+        index.refresh(cur)
+        scored = _scored(index, request, common)
+    return _checked(cur, table, request, scored)[0]
 
 
 def optimistic_keyword_search(
@@ -300,56 +306,79 @@ def optimistic_keyword_search(
 ) -> KeywordCandidates | None:
     """:func:`postings_keyword_search`'s answer without a transaction, or ``None`` after a commit.
 
-    Searches the postings as they are (no refresh; call it under ``index.lock``) and verifies that
+    Scores the postings as they are (no refresh; under ``index.lock``, taken here) and verifies that
     every statement ran in their snapshot (see the module docstring); a search that ran none reads
-    the snapshot once (:meth:`PostgresKeywordIndex.holds_current`).
+    the snapshot once.
 
     Args:
         cur: A cursor on which each statement may be its own transaction (autocommit).
-        index: The store's postings, built (:attr:`PostgresKeywordIndex.snapshot` not ``None``).
+        index: The store's postings.
         table, request, common: As for :func:`postings_keyword_search`.
 
     Returns:
-        :func:`postings_keyword_search`'s candidates, or ``None``: the database moved on since the
-        postings' snapshot (run :func:`postings_keyword_search` in a transaction instead).
+        :func:`postings_keyword_search`'s candidates, or ``None``: the postings are not built, or the
+        database moved on since their snapshot (run :func:`postings_keyword_search` in a transaction).
 
     Raises:
         psycopg.Error: the database failed (the store translates it).
     """
+    with index.lock:
+        if index.snapshot is None:
+            return None
+        scored = _scored(index, request, common)
     try:
-        found, statements = _search(cur, index, table, request, common)
+        found, statements = _checked(cur, table, request, scored)
     except _MovedError:
         return None
-    if statements == 0 and not index.holds_current(cur):
+    if statements == 0 and current_snapshot(cur) != scored.snapshot:
         return None
     return found
 
 
-def _search(
-    cur: psycopg.Cursor[Any],
-    index: PostgresKeywordIndex,
-    table: sql.Composable,
-    request: tuple[EpisodeFilter, Sequence[str], int],
-    common: CommonTermFilter,
-) -> tuple[KeywordCandidates, int]:
-    """The search over the postings at :attr:`PostgresKeywordIndex.snapshot`, and its statement count.
+class _Scored(NamedTuple):
+    """A search's scored matches, with the postings' arrays and snapshot they came from."""
 
-    Raises:
-        _MovedError: a filter check ran in another snapshot.
-    """
-    flt, terms, top_n = request
+    seqs: NDArray[np.int64]
+    created_s: NDArray[np.float64]
+    importance: NDArray[np.float64]
+    snapshot: str
+    n: int  # the scope's rows
+    rows: NDArray[np.int64]
+    scores: NDArray[np.float64]
+
+
+def _scored(
+    index: PostgresKeywordIndex, request: tuple[EpisodeFilter, Sequence[str], int], common: CommonTermFilter
+) -> _Scored:
+    """Every match of the request's scope scored by BM25 over the postings (the caller holds the lock)."""
+    flt, terms, _ = request
     postings, snapshot = index.postings, index.snapshot
     assert snapshot is not None  # refreshed or checked by the caller
     scope = statistics_scope(flt)
     n, tokens = postings.scope_size(scope)
     rows, scores = scored_matches(postings, terms, (n, tokens / n if n else 0.0), scope, common)
-    if not len(rows):
+    return _Scored(postings.seqs, postings.created_s, postings.importance, snapshot, n, rows, scores)
+
+
+def _checked(
+    cur: psycopg.Cursor[Any],
+    table: sql.Composable,
+    request: tuple[EpisodeFilter, Sequence[str], int],
+    scored: _Scored,
+) -> tuple[KeywordCandidates, int]:
+    """The best ``top_n`` scored rows passing the filter, and how many statements checked them.
+
+    Raises:
+        _MovedError: a filter check ran in another snapshot than the scored postings'.
+    """
+    flt, _, top_n = request
+    if not len(scored.rows):
         return KeywordCandidates.empty(), 0
     wanted = max(1, int(top_n))
-    passing = _FilterCheck(cur, table, flt, (n, wanted), snapshot)
-    passed = best_passing(postings.seqs, rows, scores, passing, wanted)
-    chosen = rows[passed]
+    passing = _FilterCheck(cur, table, flt, (scored.n, wanted), scored.snapshot)
+    passed = best_passing(scored.seqs, scored.rows, scored.scores, passing, wanted)
+    chosen = scored.rows[passed]
     found = KeywordCandidates(
-        postings.seqs[chosen], scores[passed], postings.created_s[chosen], postings.importance[chosen]
+        scored.seqs[chosen], scored.scores[passed], scored.created_s[chosen], scored.importance[chosen]
     )
     return found, passing.statements

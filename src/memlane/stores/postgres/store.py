@@ -91,6 +91,7 @@ from memlane.stores.postgres.migrations import BIND_LOCK_KEY, bind_vector_statem
 from memlane.stores.postgres.neighbours import neighbours_statement
 from memlane.stores.postgres.postings import (
     PostgresKeywordIndex,
+    current_snapshot,
     optimistic_keyword_search,
     postings_keyword_search,
 )
@@ -632,14 +633,13 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         index = self._keyword_index
         if index is not None:
             request = (flt, terms, top_n)
-            with index.lock:
-                if index.snapshot is not None:  # nothing committed since: no transaction needed
-                    with self._read("keyword_candidates") as cur:
-                        found = optimistic_keyword_search(cur, index, self._t, request, self._common_terms)
-                    if found is not None:
-                        return found
-                with self._transaction("keyword_candidates") as cur:
-                    return postings_keyword_search(cur, index, self._t, request, self._common_terms)
+            if index.snapshot is not None:  # built: while nothing commits, no transaction is needed
+                with self._read("keyword_candidates") as cur:
+                    found = optimistic_keyword_search(cur, index, self._t, request, self._common_terms)
+                if found is not None:
+                    return found
+            with self._transaction("keyword_candidates") as cur:
+                return postings_keyword_search(cur, index, self._t, request, self._common_terms)
         with self._transaction("keyword_candidates") as cur:
             return keyword_search(
                 cur, self._t, (self._scope_stats, self._term_df), flt, terms, top_n, self._common_terms
@@ -659,14 +659,15 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
         """Session, tags and ``radius`` stored neighbours per key (:meth:`Store.neighbours`).
 
         With the store's ``keyword_index`` (the default), from the in-memory postings
-        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`, as SQLite): when one
-        statement's snapshot is the one they hold
-        (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.holds_current`: nothing
-        committed since) they answer as they are; otherwise one transaction brings them to its
-        snapshot first (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.refresh`: two
-        short statements and two index range scans). The neighbours are read in memory; the
-        postings' lock is held for those statements only (taken before the pooled connection, as
-        in :meth:`keyword_candidates`). Without it, one
+        (:func:`~memlane.stores.keyword_postings.indexed_neighbours`, as SQLite): when a
+        statement's snapshot (:func:`~memlane.stores.postgres.postings.current_snapshot`) is the one
+        they hold (nothing committed since) they answer as they are; otherwise one transaction
+        brings them to its snapshot first
+        (:meth:`~memlane.stores.postgres.postings.PostgresKeywordIndex.refresh`: two short
+        statements and two index range scans). The neighbours are read in memory. The postings'
+        lock is taken with a connection in hand and held for the refresh and the in-memory read
+        only, so its holder never waits for the pool (no deadlock with threads that hold
+        connections). Without it, one
         statement (:mod:`memlane.stores.postgres.neighbours`): the rows ``seq ± 1 .. radius`` of
         every key in one index scan, an index probe of ``ix_memlane_episodes_session_seq`` only
         where a session's run of rows is broken. Both give the same answer.
@@ -680,14 +681,14 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             return Neighbours.from_rows([], radius)
         index = self._keyword_index
         if index is not None:
-            with index.lock:
-                if index.snapshot is not None:
-                    with self._read("neighbours") as cur:
-                        current = index.holds_current(cur)
-                    if current:
+            if index.snapshot is not None:
+                with self._read("neighbours") as cur:
+                    now = current_snapshot(cur)
+                with index.lock:
+                    if index.snapshot == now:
                         return indexed_neighbours(index.postings, keys, radius)
-                with self._transaction("neighbours") as cur:
-                    return indexed_neighbours(index.refresh(cur), keys, radius)
+            with self._transaction("neighbours") as cur, index.lock:
+                return indexed_neighbours(index.refresh(cur), keys, radius)
         statement = neighbours_statement(self._t, radius)
         with self._read("neighbours") as cur:
             rows = cur.execute(statement, {"keys": key_array(keys)}).fetchall()
