@@ -316,6 +316,22 @@ def test_rewriting_an_indexed_column_is_caught_up(pg_url: str, pg_schema: str) -
 # -- a selective filter: its passing keys read once ---------------------------------------------
 
 
+def _remember_1200(store: PostgresStore) -> None:
+    """1,200 turns of t1/s1: a word each (amber every 9th), half notes, a 0.4 % tag ``rare``."""
+    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t1", session_id="s1", owns_store=False)
+    memory.remember_episodes(
+        [
+            EpisodeInput(
+                "note" if i % 2 else "fact",
+                f"{WORDS[i % len(WORDS)]} {'cobalt ' * (i % 5)}".strip(),
+                tags=["rare"] if i % 270 == 0 else ["common"],
+                created_at=T0 - timedelta(minutes=i),
+            )
+            for i in range(1200)
+        ]
+    )
+
+
 def test_a_selective_filter_is_read_once_with_the_same_hits(
     pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -333,18 +349,7 @@ def test_a_selective_filter_is_read_once_with_the_same_hits(
     postings = PostgresStore(pg_url, schema=pg_schema)
     server = PostgresStore(pg_url, schema=pg_schema, keyword_index=False)
     try:
-        memory = EpisodicMemory(server, HashingEmbedder(), tenant_id="t1", session_id="s1")
-        memory.remember_episodes(
-            [
-                EpisodeInput(
-                    "note" if i % 2 else "fact",
-                    f"{WORDS[i % len(WORDS)]} {'cobalt ' * (i % 5)}".strip(),
-                    tags=["rare"] if i % 270 == 0 else ["common"],
-                    created_at=T0 - timedelta(minutes=i),
-                )
-                for i in range(1200)
-            ]
-        )
+        _remember_1200(server)
         for flt, selective in (
             (EpisodeFilter(tenant_id="t1", session_id="s1", tags=("rare",)), True),
             (EpisodeFilter(tenant_id="t1", session_id="s1", event_type="note"), False),
@@ -368,18 +373,7 @@ def test_a_selective_filter_is_read_once_with_the_same_hits(
 def _seeded(pg_url: str, pg_schema: str) -> PostgresStore:
     """A postings store over 1,200 rows (a 0.4 % tag among them), its postings built."""
     store = PostgresStore(pg_url, schema=pg_schema)
-    memory = EpisodicMemory(store, HashingEmbedder(), tenant_id="t1", session_id="s1")
-    memory.remember_episodes(
-        [
-            EpisodeInput(
-                "note" if i % 2 else "fact",
-                f"{WORDS[i % len(WORDS)]} {'cobalt ' * (i % 5)}".strip(),
-                tags=["rare"] if i % 270 == 0 else ["common"],
-                created_at=T0 - timedelta(minutes=i),
-            )
-            for i in range(1200)
-        ]
-    )
+    _remember_1200(store)
     store.keyword_candidates(EpisodeFilter(), ["amber"], 1)  # builds the postings
     return store
 
@@ -400,9 +394,9 @@ def _both_paths(store: PostgresStore, flt: EpisodeFilter, terms: list[str], top_
     assert index is not None
     request = (flt, terms, top_n)
     with store._read("test") as cur:
-        fast = optimistic_keyword_search(cur, index, store._t, request, store._common_terms)
+        fast = optimistic_keyword_search(cur, index, request)
     with store._transaction("test") as cur:
-        plain = postings_keyword_search(cur, index, store._t, request, store._common_terms)
+        plain = postings_keyword_search(cur, index, request)
     return fast, plain
 
 

@@ -88,16 +88,18 @@ class PostgresKeywordIndex:
     """The postings of a schema's rows as of the last snapshot read (see the module docstring).
 
     Args:
-        table: The schema-qualified ``memlane_episodes``.
+        table: The schema-qualified ``memlane_episodes`` (:attr:`table`).
         deletions: The schema-qualified ``memlane_deletions``.
+        common: The common-term rule of the searches (:attr:`common`).
 
     Not thread-safe by itself: hold :attr:`lock` around :meth:`refresh` and any read of
     :attr:`postings` (the searches here take it; a refresh replaces the postings' arrays, so arrays
     taken under the lock stay valid after it is released).
     """
 
-    def __init__(self, table: sql.Composable, deletions: sql.Composable) -> None:
+    def __init__(self, table: sql.Composable, deletions: sql.Composable, common: CommonTermFilter) -> None:
         self.lock = threading.Lock()
+        self.table, self.common = table, common
         self.postings = KeywordPostings()
         self._snapshot: str | None = None  # the snapshot the postings hold exactly, None: rebuild
         self._rows = sql.SQL(_COLUMNS).format(t=table)
@@ -261,11 +263,7 @@ class _FilterCheck:
 
 
 def postings_keyword_search(
-    cur: psycopg.Cursor[Any],
-    index: PostgresKeywordIndex,
-    table: sql.Composable,
-    request: tuple[EpisodeFilter, Sequence[str], int],
-    common: CommonTermFilter,
+    cur: psycopg.Cursor[Any], index: PostgresKeywordIndex, request: tuple[EpisodeFilter, Sequence[str], int]
 ) -> KeywordCandidates:
     """:func:`memlane.stores.postgres.fts.keyword_search`'s answer from the in-memory postings.
 
@@ -279,11 +277,9 @@ def postings_keyword_search(
 
     Args:
         cur: A cursor at the start of a transaction.
-        index: The store's postings.
-        table: The schema-qualified episodes table.
+        index: The store's postings (with its table and common-term rule).
         request: ``(flt, terms, top_n)``: the filter, the distinct non-empty query terms without
             NUL, and the most rows to return (>= 1).
-        common: The common-term rule.
 
     Returns:
         Up to ``top_n`` candidates, best BM25 first (ties: lower key first).
@@ -293,16 +289,12 @@ def postings_keyword_search(
     """
     with index.lock:
         index.refresh(cur)
-        scored = _scored(index, request, common)
-    return _checked(cur, table, request, scored)[0]
+        scored = _scored(index, request)
+    return _checked(cur, index.table, request, scored)[0]
 
 
 def optimistic_keyword_search(
-    cur: psycopg.Cursor[Any],
-    index: PostgresKeywordIndex,
-    table: sql.Composable,
-    request: tuple[EpisodeFilter, Sequence[str], int],
-    common: CommonTermFilter,
+    cur: psycopg.Cursor[Any], index: PostgresKeywordIndex, request: tuple[EpisodeFilter, Sequence[str], int]
 ) -> KeywordCandidates | None:
     """:func:`postings_keyword_search`'s answer without a transaction, or ``None`` after a commit.
 
@@ -313,7 +305,7 @@ def optimistic_keyword_search(
     Args:
         cur: A cursor on which each statement may be its own transaction (autocommit).
         index: The store's postings.
-        table, request, common: As for :func:`postings_keyword_search`.
+        request: As for :func:`postings_keyword_search`.
 
     Returns:
         :func:`postings_keyword_search`'s candidates, or ``None``: the postings are not built, or the
@@ -325,9 +317,9 @@ def optimistic_keyword_search(
     with index.lock:
         if index.snapshot is None:
             return None
-        scored = _scored(index, request, common)
+        scored = _scored(index, request)
     try:
-        found, statements = _checked(cur, table, request, scored)
+        found, statements = _checked(cur, index.table, request, scored)
     except _MovedError:
         return None
     if statements == 0 and current_snapshot(cur) != scored.snapshot:
@@ -347,16 +339,14 @@ class _Scored(NamedTuple):
     scores: NDArray[np.float64]
 
 
-def _scored(
-    index: PostgresKeywordIndex, request: tuple[EpisodeFilter, Sequence[str], int], common: CommonTermFilter
-) -> _Scored:
+def _scored(index: PostgresKeywordIndex, request: tuple[EpisodeFilter, Sequence[str], int]) -> _Scored:
     """Every match of the request's scope scored by BM25 over the postings (the caller holds the lock)."""
     flt, terms, _ = request
     postings, snapshot = index.postings, index.snapshot
     assert snapshot is not None  # refreshed or checked by the caller
     scope = statistics_scope(flt)
     n, tokens = postings.scope_size(scope)
-    rows, scores = scored_matches(postings, terms, (n, tokens / n if n else 0.0), scope, common)
+    rows, scores = scored_matches(postings, terms, (n, tokens / n if n else 0.0), scope, index.common)
     return _Scored(postings.seqs, postings.created_s, postings.importance, snapshot, n, rows, scores)
 
 

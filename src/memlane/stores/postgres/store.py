@@ -178,7 +178,9 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             connect_kwargs=connect_kwargs,
         )
         deletions = sql.SQL("{}.memlane_deletions").format(self._schema)
-        self._keyword_index = PostgresKeywordIndex(self._t, deletions) if keyword_index else None
+        self._keyword_index = (
+            PostgresKeywordIndex(self._t, deletions, self._common_terms) if keyword_index else None
+        )
 
     # -- embedding model binding -------------------------------------------------------
 
@@ -635,11 +637,11 @@ class PostgresStore(PostgresConnection, BufferedRetrievals, EpisodeStoreBase):
             request = (flt, terms, top_n)
             if index.snapshot is not None:  # built: while nothing commits, no transaction is needed
                 with self._read("keyword_candidates") as cur:
-                    found = optimistic_keyword_search(cur, index, self._t, request, self._common_terms)
+                    found = optimistic_keyword_search(cur, index, request)
                 if found is not None:
                     return found
             with self._transaction("keyword_candidates") as cur:
-                return postings_keyword_search(cur, index, self._t, request, self._common_terms)
+                return postings_keyword_search(cur, index, request)
         with self._transaction("keyword_candidates") as cur:
             return keyword_search(
                 cur, self._t, (self._scope_stats, self._term_df), flt, terms, top_n, self._common_terms
