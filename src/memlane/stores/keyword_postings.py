@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +42,7 @@ __all__ = [
     "KeywordPostings",
     "PostingRows",
     "Scope",
+    "TermPostings",
     "best_first",
     "best_passing",
     "indexed_neighbours",
@@ -149,6 +151,45 @@ class _Segment:
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float64)
 
+
+@dataclass(frozen=True, slots=True)
+class TermPostings:
+    """The rows of a scope holding one term, one part per segment of the index (views, no copies).
+
+    A term's postings live in the main segment and, for rows added since its last fold, the tail
+    segment; concatenating the two would copy every posting of the term on each search (at 1M
+    rows and common words about 0.5 ms a term), so a search reads them part by part.
+
+    Attributes:
+        parts: ``(rows, tf)`` per segment holding the term: index positions of the rows
+            (increasing within a part, every part's above the previous part's) and the term's
+            count in each row.
+    """
+
+    parts: tuple[tuple[NDArray[np.int64], NDArray[np.float64]], ...]
+
+    def __len__(self) -> int:
+        """The term's document frequency in the scope."""
+        return sum(len(rows) for rows, _ in self.parts)
+
+    @property
+    def rows(self) -> NDArray[np.int64]:
+        """int64 ``[df]`` every part's rows, increasing (a copy when there are several parts)."""
+        return _joined([rows for rows, _ in self.parts], _NO_ROWS)
+
+    @property
+    def tf(self) -> NDArray[np.float64]:
+        """float64 ``[df]`` the term's count in each of :attr:`rows`."""
+        return _joined([tf for _, tf in self.parts], _NO_TF)
+
+
+def _joined(arrays: list[NDArray[Any]], empty: NDArray[Any]) -> NDArray[Any]:
+    """The arrays end to end (the one array itself when there is one)."""
+    if not arrays:
+        return empty
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
 _CLEAR_WHOLE = 16
 """:meth:`KeywordPostings.score` clears its whole scratch once over ``1 / 16`` of the rows matched."""
 
@@ -211,7 +252,7 @@ class KeywordPostings:
         self._norms: tuple[tuple[float, float, float], NDArray[np.float64]] | None = None  # (k1, b, avg)
         self._seen: NDArray[np.bool_] = np.zeros(0, dtype=bool)  # match scratch, all False between
         # (term, scope, df, N, k1, b, avgdl) -> the term's contributions to its scope rows (read-only)
-        self._gains: dict[_GainKey, NDArray[np.float64]] = {}
+        self._gains: dict[_GainKey, tuple[NDArray[np.float64], ...]] = {}
         self._gain_floats = 0
 
     def __len__(self) -> int:
@@ -317,24 +358,19 @@ class KeywordPostings:
             main = main.merged(self._tail.retained(keep, position))
         self._main, self._tail, self._tail_from = main, None, len(self.seqs)
 
-    def _term_postings(
-        self, term: str, scope: tuple[str | None, str | None]
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Rows of ``scope`` holding ``term`` (increasing) and its count in each."""
+    def _term_postings(self, term: str, scope: tuple[str | None, str | None]) -> TermPostings:
+        """Rows of ``scope`` holding ``term``, per segment, and its count in each."""
         parts = [s.postings(term) for s in (self._main, self._tail) if s is not None]
-        if len(parts) == 1:
-            rows, tf = parts[0]
-        else:
-            rows = np.concatenate([p[0] for p in parts]) if parts else _NO_ROWS
-            tf = np.concatenate([p[1] for p in parts]) if parts else _NO_TF
+        parts = [(rows, tf) for rows, tf in parts if len(rows)]
         tenant, session = scope
         if tenant is None or self._whole(tenant, session):  # every row is in scope: nothing to drop
-            return rows, tf
+            return TermPostings(tuple(parts))
         if session is None:
-            keep = self._tenant[rows] == self._tenant_codes.get(tenant, -1)
+            codes, code = self._tenant, self._tenant_codes.get(tenant, -1)
         else:
-            keep = self._session[rows] == self._session_codes.get((tenant, session), -1)
-        return rows[keep], tf[keep]
+            codes, code = self._session, self._session_codes.get((tenant, session), -1)
+        kept = [(rows[keep], tf[keep]) for rows, tf in parts if (keep := codes[rows] == code).any()]
+        return TermPostings(tuple(kept))
 
     def _whole(self, tenant: str, session: str | None) -> bool:
         """Whether every held row is in the scope (then a posting's scope test always passes)."""
@@ -402,16 +438,16 @@ class KeywordPostings:
 
     def scope_postings(
         self, terms: Sequence[str], scope: tuple[str | None, str | None]
-    ) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    ) -> dict[str, TermPostings]:
         """Per term (in the order given), the rows of ``scope`` holding it and its count in each.
 
-        ``len`` of a term's rows is its document frequency in the scope.
+        ``len`` of a term's :class:`TermPostings` is its document frequency in the scope.
         """
         return {t: self._term_postings(t, scope) for t in terms}
 
     def score(
         self,
-        postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]],
+        postings: dict[str, TermPostings],
         df: dict[str, int],
         n_rows: int,
         avgdl: float,
@@ -450,16 +486,16 @@ class KeywordPostings:
         try:
             every = self._row_norms(k1, b, avg) if self._worth_every_norm(postings, df) else None
             for term, d in df.items():
-                rows, f = postings[term]
+                found = postings[term]
                 key = None if scope is None else (term, scope, d, n_rows, k1, b, avg)
-                gain = None if key is None else self._gains.get(key)
-                if gain is None:
-                    norm = length_norm(self.lengths[rows], k1, b, avg) if every is None else every[rows]
-                    gain = contribution(idf(d, n_rows), f, norm, k1)
-                    if key is not None and len(rows) >= GAIN_MIN_ROWS:
-                        self._keep_gain(key, gain)
-                total[rows] += gain
-                seen[rows] = True
+                gains = None if key is None else self._gains.get(key)
+                if gains is None:
+                    gains = self._contributions(found, idf(d, n_rows), params, avg, every)
+                    if key is not None and len(found) >= GAIN_MIN_ROWS:
+                        self._keep_gain(key, gains)
+                for (rows, _), gain in zip(found.parts, gains, strict=True):
+                    total[rows] += gain
+                    seen[rows] = True
         finally:
             hit = np.flatnonzero(seen)  # the matched rows (a bool scan is faster than a float one)
             scores = total[hit]
@@ -473,21 +509,37 @@ class KeywordPostings:
             hit, scores = hit[nonzero], scores[nonzero]
         return hit, scores
 
-    def _keep_gain(self, key: _GainKey, gain: NDArray[np.float64]) -> None:
-        """Keep ``gain`` under ``key``, dropping the oldest kept arrays beyond the budget."""
-        gain.flags.writeable = False
-        self._gains[key] = gain
-        self._gain_floats += len(gain)
+    def _contributions(
+        self,
+        found: TermPostings,
+        weight: float,
+        params: Bm25Params,
+        avg: float,
+        every: NDArray[np.float64] | None,
+    ) -> tuple[NDArray[np.float64], ...]:
+        """A term's BM25 contribution to each row of each part (``every``: the rows' norms, if kept)."""
+        k1, b = params.k1, params.b
+        return tuple(
+            contribution(
+                weight, f, length_norm(self.lengths[rows], k1, b, avg) if every is None else every[rows], k1
+            )
+            for rows, f in found.parts
+        )
+
+    def _keep_gain(self, key: _GainKey, gains: tuple[NDArray[np.float64], ...]) -> None:
+        """Keep ``gains`` (one array per part) under ``key``, dropping the oldest kept beyond the budget."""
+        for gain in gains:
+            gain.flags.writeable = False
+        self._gains[key] = gains
+        self._gain_floats += sum(len(g) for g in gains)
         budget = GAIN_BUDGET * max(len(self.seqs), GAIN_MIN_ROWS)
         while self._gain_floats > budget and len(self._gains) > 1:
             oldest = next(iter(self._gains))
-            self._gain_floats -= len(self._gains.pop(oldest))
+            self._gain_floats -= sum(len(g) for g in self._gains.pop(oldest))
 
-    def _worth_every_norm(
-        self, postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]], df: dict[str, int]
-    ) -> bool:
+    def _worth_every_norm(self, postings: dict[str, TermPostings], df: dict[str, int]) -> bool:
         """Whether the query's postings outnumber half the rows (then every row's norm is cheaper)."""
-        return sum(len(postings[t][0]) for t in df) * 2 > len(self.seqs)
+        return sum(len(postings[t]) for t in df) * 2 > len(self.seqs)
 
     def _row_norms(self, k1: float, b: float, avg: float) -> NDArray[np.float64]:
         """``k1 * ((1 - b) + b * length / avg)`` of every row, kept until the rows or the arguments change.
@@ -553,7 +605,7 @@ def scored_matches(
     if not n or not terms:
         return _NO_ROWS, _NO_TF
     found = postings.scope_postings(terms, scope)
-    df = common.kept({t: len(rows) for t, (rows, _) in found.items()}, n)
+    df = common.kept({t: len(rows) for t, rows in found.items()}, n)
     if not df:
         return _NO_ROWS, _NO_TF
     return postings.score(found, df, n, avgdl, DEFAULT_BM25, scope=scope)
