@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 from memlane.analysis import index_terms_batch, query_terms
 from memlane.bm25 import DEFAULT_BM25, Bm25Params, contribution, idf, length_norm
 from memlane.stores.common_terms import CommonTermFilter
-from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_first
+from memlane.stores.keyword_postings import KeywordPostings, PostingRows, TermPostings, best_first
 
 FULL_SIZE = 100_000
 FULL_QUERIES = 200
@@ -59,7 +59,7 @@ _LOOKUP_COST = 4
 """A looked-up row (binary searches) costs about as much as this many scattered postings."""
 
 
-Postings = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
+Postings = dict[str, TermPostings]
 """Per query term, its rows in the scope and its count in each (:meth:`KeywordPostings.scope_postings`)."""
 
 
@@ -94,7 +94,7 @@ class MaxScorePostings(KeywordPostings):
             scores (the floats :meth:`score` gives them) and whether they are every match
             (:meth:`score` itself answered: few postings, or pruning would not pay).
         """
-        sizes = {t: len(postings[t][0]) for t in df}
+        sizes = {t: len(postings[t].rows) for t in df}
         budget = int(count * _SEED_FACTOR)
         if sum(sizes.values()) <= _LOOKUP_COST * budget:  # few postings: scoring them all is as cheap
             return (*self.score(postings, df, n_rows, avgdl, params), True)
@@ -109,14 +109,16 @@ class MaxScorePostings(KeywordPostings):
         k1, b, avg = params.k1, params.b, max(float(avgdl), 1e-9)
         weights = {t: idf(d, n_rows) for t, d in df.items()}
         # Any real rows give a lower bound of the count-th best: the next term's first rows fill the seed.
-        seeded = _union([postings[t][0] for t in rarest[:seed]] + [postings[rest[0]][0][: budget - covered]])
+        seeded = _union(
+            [postings[t].rows for t in rarest[:seed]] + [postings[rest[0]].rows[: budget - covered]]
+        )
         if len(seeded) < count:
             return (*self.score(postings, df, n_rows, avgdl, params), True)
         seed_scores = self._looked_up(seeded, postings, weights, (k1, b, avg))
         theta = float(np.partition(seed_scores, len(seeded) - count)[len(seeded) - count])
         shortest = length_norm(float(self.lengths.min()), k1, b, avg)
         bound = {
-            t: float(contribution(weights[t], float(postings[t][1].max()), shortest, k1)) * _BOUND_MARGIN
+            t: float(contribution(weights[t], float(postings[t].tf.max()), shortest, k1)) * _BOUND_MARGIN
             for t in df
             if t in rest
         }
@@ -124,9 +126,9 @@ class MaxScorePostings(KeywordPostings):
         if not needed:
             return seeded, seed_scores, False
         terms = list(bound)
-        sets = [[postings[terms[i]][0] for i in range(len(terms)) if mask >> i & 1] for mask in needed]
+        sets = [[postings[terms[i]].rows for i in range(len(terms)) if mask >> i & 1] for mask in needed]
         if sum(min(len(r) for r in rows) for rows in sets) * _LOOKUP_COST > sum(
-            len(postings[t][0]) for t in df
+            len(postings[t].rows) for t in df
         ):
             return (*self.score(postings, df, n_rows, avgdl, params), True)
         rows = _union([seeded, *(_intersection(r) for r in sets)])
@@ -148,7 +150,7 @@ class MaxScorePostings(KeywordPostings):
         norm = length_norm(self.lengths[rows], k1, b, avg)
         scores = np.zeros(len(rows), dtype=np.float64)
         for term, weight in weights.items():
-            held, f = postings[term]
+            held, f = postings[term].rows, postings[term].tf
             if not len(held):
                 continue
             at = np.minimum(np.searchsorted(held, rows), len(held) - 1)

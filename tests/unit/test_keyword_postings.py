@@ -48,7 +48,7 @@ def test_postings_match_score_matches_through_appends_and_deletes() -> None:
             query = rng.sample(WORDS, 4)
             found = index.scope_postings(query, scope)
             df = {t: sum(t in r[3].split() for r in inside) for t in query}
-            assert {t: len(p[0]) for t, p in found.items()} == df
+            assert {t: len(p) for t, p in found.items()} == df
             df = {t: d for t, d in df.items() if d}
             if not df:
                 continue
@@ -90,7 +90,7 @@ def test_a_scope_holding_every_row_scores_as_the_plain_path() -> None:
         expected = None
         for scope in [("a", None), ("a", "x"), (None, None)]:
             found = index.scope_postings(query, scope)
-            df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+            df = {t: len(p) for t, p in found.items() if len(p)}
             positions, scores = index.score(found, df, n, avgdl, DEFAULT_BM25)
             got = (index.seqs[positions].tolist(), scores.tolist())
             plain = score_matches([(r[0], r[3], r[4], 0, None) for r in rows], df, n, avgdl, 10**9)
@@ -100,8 +100,8 @@ def test_a_scope_holding_every_row_scores_as_the_plain_path() -> None:
             assert expected in (None, got)
             expected = got
     _add(index, [(10**6, "b", "x", "w1 w2", 2)])  # another tenant: the scope test applies again
-    assert index.scope_postings(["w1"], ("b", None))["w1"][0].tolist() == [len(rows)]
-    assert len(index.scope_postings(["w1"], ("a", None))["w1"][0]) == sum("w1" in r[3].split() for r in rows)
+    assert index.scope_postings(["w1"], ("b", None))["w1"].rows.tolist() == [len(rows)]
+    assert len(index.scope_postings(["w1"], ("a", None))["w1"]) == sum("w1" in r[3].split() for r in rows)
 
 
 def test_every_row_norm_and_per_term_norms_give_the_same_floats(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +114,7 @@ def test_every_row_norm_and_per_term_norms_give_the_same_floats(monkeypatch: pyt
         query = rng.sample(WORDS, rng.randint(1, 6))
         scope = rng.choice([(None, None), ("a", None), ("b", "y")])
         found = index.scope_postings(query, scope)
-        df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+        df = {t: len(p) for t, p in found.items() if len(p)}
         n, avgdl = rng.randint(700, 900), rng.uniform(3.0, 8.0)
         got = []
         for every in (True, False, True):
@@ -167,7 +167,7 @@ def test_top_rows_equal_the_plain_path_over_random_corpora(
         return
     n, avgdl = len(inside), sum(r[4] for r in inside) / len(inside)
     found = index.scope_postings(query, scope)
-    df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+    df = {t: len(p) for t, p in found.items() if len(p)}
     if not df:
         return
     expected = score_matches([(r[0], r[3], r[4], 0, None) for r in inside], df, n, avgdl, top)
@@ -222,7 +222,7 @@ def test_kept_contributions_give_the_floats_of_a_fresh_computation(
                 index.retain(np.array([r[0] for r in held], dtype=np.int64))
             inside = [r for r in held if scope[0] in (None, r[1]) and scope[1] in (None, r[2])]
             found = index.scope_postings(query, scope)
-            df = {t: len(p[0]) for t, p in found.items() if len(p[0])}
+            df = {t: len(p) for t, p in found.items() if len(p)}
             if not df:
                 continue
             n, avgdl = len(inside), sum(r[4] for r in inside) / len(inside)

@@ -43,9 +43,9 @@ from memlane.stores.base import KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter
 from memlane.stores.keyword_postings import (
     KeywordPostings,
-    PostingRows,
     best_first,
     best_passing,
+    posting_batches,
     scored_matches,
 )
 from memlane.stores.sqlite.base import Snapshot, SnapshotMemo, read_generation, snapshot
@@ -269,8 +269,7 @@ class KeywordIndex:
             "FROM episodes WHERE seq > ? ORDER BY seq",
             (self.postings.last_seq,),
         )
-        while batch := cursor.fetchmany(50_000):
-            self.postings.append(PostingRows(*zip(*batch, strict=True)))
+        self.postings.extend(posting_batches(cursor, 50_000))
         self._seen = at
         return self.postings
 
