@@ -54,7 +54,13 @@ from psycopg import sql
 import memlane.stores.postgres.filters as filters
 from memlane.stores.base import EpisodeFilter, KeywordCandidates
 from memlane.stores.common_terms import CommonTermFilter, statistics_scope
-from memlane.stores.keyword_postings import KeywordPostings, PostingRows, best_passing, scored_matches
+from memlane.stores.keyword_postings import (
+    KeywordPostings,
+    PostingRows,
+    best_passing,
+    posting_batches,
+    scored_matches,
+)
 from memlane.stores.postgres.base import key_array, parse_key_array
 
 __all__ = ["PostgresKeywordIndex", "current_snapshot", "optimistic_keyword_search", "postings_keyword_search"]
@@ -157,8 +163,7 @@ class PostgresKeywordIndex:
     def _append(self, cur: psycopg.Cursor[Any], where: sql.Composable, params: Sequence[Any]) -> None:
         """Append the rows ``where`` selects (in key order, all above the held keys)."""
         cur.execute(self._rows + where, params, prepare=False)
-        while batch := cur.fetchmany(_BATCH):
-            self.postings.append(PostingRows(*zip(*batch, strict=True)))
+        self.postings.extend(posting_batches(cur, _BATCH))
 
 
 def current_snapshot(cur: psycopg.Cursor[Any]) -> str:
