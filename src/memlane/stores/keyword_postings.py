@@ -120,7 +120,9 @@ class _Segment:
             split = str(text).split()
             lengths[i] = len(split)
             tokens.extend(split)
-        vocab, ids = _numbered(tokens, {})
+        numbering = _numbering({})
+        ids = _ids(numbering, tokens)
+        vocab = dict(numbering)
         row = np.repeat(np.arange(base, base + len(texts), dtype=np.int64), lengths)
         order = np.argsort(ids, kind="stable")  # tokens are in row order: (term, row) order
         ids, row = ids[order], row[order]
@@ -154,11 +156,10 @@ class _Segment:
         """``segments`` (each one's rows after all of the one before) as one segment (one sort)."""
         if len(segments) == 1:
             return segments[0]
-        vocab: dict[str, int] = dict(segments[0].vocab)
+        numbering = _numbering(segments[0].vocab)  # one copy of the vocabulary for all segments
         ids = [segments[0].term_ids()]
-        for segment in segments[1:]:
-            vocab, remap = _numbered(list(segment.vocab), vocab)
-            ids.append(remap[segment.term_ids()])
+        ids += [_ids(numbering, list(s.vocab))[s.term_ids()] for s in segments[1:]]
+        vocab = dict(numbering)
         every = np.concatenate(ids)
         order = np.argsort(every, kind="stable")  # each term's rows stay in segment order
         start = np.searchsorted(every[order], np.arange(len(vocab) + 1)).astype(np.int64)
@@ -205,16 +206,14 @@ class TermPostings:
         return _joined([tf for _, tf in self.parts], _NO_TF)
 
 
-def _numbered(tokens: list[str], vocab: dict[str, int]) -> tuple[dict[str, int], NDArray[np.int64]]:
-    """Each token's id in ``vocab``, a new token getting the next id (first appearance order).
+def _numbering(vocab: dict[str, int]) -> defaultdict[str, int]:
+    """A copy of ``vocab`` that gives a token it lacks the next id when looked up (in C, no Python loop)."""
+    return defaultdict(itertools.count(len(vocab)).__next__, vocab)
 
-    Returns:
-        ``(vocab with the new tokens, int64 [len(tokens)] ids)``; ``vocab`` itself is not changed.
-        The lookups run in C (a ``defaultdict`` numbering its misses), not a Python loop.
-    """
-    numbering: defaultdict[str, int] = defaultdict(itertools.count(len(vocab)).__next__, vocab)
-    ids = np.fromiter(map(numbering.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-    return dict(numbering), ids
+
+def _ids(numbering: defaultdict[str, int], tokens: Sequence[str]) -> NDArray[np.int64]:
+    """int64 ``[len(tokens)]`` each token's id in ``numbering`` (:func:`_numbering`; new ones added)."""
+    return np.fromiter(map(numbering.__getitem__, tokens), dtype=np.int64, count=len(tokens))
 
 
 def _joined(arrays: list[NDArray[Any]], empty: NDArray[Any]) -> NDArray[Any]:
